@@ -1,0 +1,50 @@
+# Two entry points: `make run` (the demo) and `make test` (lint, types, tests).
+# Both create .venv when missing and install what the project needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# The CPU build that lies on these machines' disk; a bare `torch` requirement
+# would pull a multi-GB CUDA build, so it is installed first when torch is missing.
+TORCH_VERSION ?= 2.13.0
+export HF_HUB_DISABLE_TELEMETRY := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.torch: | $(PY)
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==$(TORCH_VERSION)
+	touch $@
+
+$(VENV)/.installed-run: pyproject.toml $(VENV)/.torch
+	$(PIP) install -q -e '.[default-model]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
+	$(PIP) install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	$(VENV)/bin/sbert demo
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-dev
+	$(VENV)/bin/mypy
+
+pytest: $(VENV)/.installed-dev
+	$(PY) -m pytest -q
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.installed-dev
+	$(PY) benchmarks/encode_speed.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""The `sbert` command line: one file per subcommand, dispatched from main.py."""

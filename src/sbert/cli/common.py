@@ -1,0 +1,76 @@
+"""Helpers the subcommands share: model flags, reading text files, atomic output."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sbert.errors import SbertError
+from sbert.loading import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+def add_model_args(parser: argparse.ArgumentParser) -> None:
+    """--model, --device and --max-seq-length, the same for every subcommand that encodes."""
+    parser.add_argument("--model", "-m", default=DEFAULT_MODEL, help=f"alias, local dir or Hub id ({DEFAULT_MODEL})")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if present)")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="token limit per input")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow custom model code from the Hub")
+
+
+def load_model(args: argparse.Namespace) -> SentenceEncoder:
+    """Load the model the flags name (imported lazily so `sbert --help` stays fast)."""
+    from sbert.model import SentenceEncoder
+
+    model = SentenceEncoder.load(args.model, device=args.device, trust_remote_code=args.trust_remote_code)
+    if args.max_seq_length is not None:
+        try:
+            model.max_seq_length = args.max_seq_length
+        except ValueError as e:
+            raise SbertError(f"--max-seq-length: {e}") from None
+    return model
+
+
+def read_lines(source: str) -> list[str]:
+    """Lines of a UTF-8 file (or stdin for '-'); line i of the file is item i (blank lines kept)."""
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except FileNotFoundError:
+        raise SbertError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise SbertError(f"{source}: is a directory, expected a text file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SbertError(f"{source}:{line}: not valid UTF-8 (byte {e.start})") from None
+    text = text.removeprefix("\ufeff")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    return [line.removesuffix("\r") for line in lines]
+
+
+def save_npy(path: str, array: np.ndarray) -> None:
+    """Write a .npy file atomically: a temp file in the same folder, then rename."""
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        raise SbertError(f"{path}: folder {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

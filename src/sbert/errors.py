@@ -1,0 +1,19 @@
+"""User-facing errors: the CLI prints these as one line and exits 2."""
+
+from __future__ import annotations
+
+
+class SbertError(Exception):
+    """Base class for errors caused by the user's input, not by a bug."""
+
+
+class ModelNotFoundError(SbertError):
+    """No model could be found for the given name or path."""
+
+
+class ModelFormatError(SbertError):
+    """A model directory exists but its files are missing or malformed."""
+
+
+class TruncationError(SbertError):
+    """An input was longer than the model's max_seq_length and truncation was refused."""

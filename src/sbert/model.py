@@ -1,0 +1,220 @@
+"""SentenceEncoder: an ordered chain of modules that turns sentences into vectors."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Literal, Self, cast, overload
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from sbert import layout
+from sbert.batching import check_sentences, fixed_batches, length_order
+from sbert.errors import TruncationError
+from sbert.loading import load_modules, resolve_model_dir
+from sbert.modules import Features, Module, Normalize, Pooling, Transformer
+from sbert.modules.normalize import l2_normalize
+
+OnTruncation = Literal["warn", "error", "ignore"]
+# Progress bars appear by default only for inputs long enough to take a while.
+_PROGRESS_MIN_SENTENCES = 2048
+
+
+class SentenceEncoder(nn.Sequential):
+    """A Transformer followed by pooling (and optional heads) producing one vector per sentence."""
+
+    def __init__(self, modules: Sequence[Module], device: str | torch.device | None = None) -> None:
+        super().__init__(*modules)
+        if not modules or not isinstance(modules[0], Transformer):
+            raise ValueError("the first module of a SentenceEncoder must be a Transformer")
+        self.to(default_device() if device is None else device)
+        self.eval()
+
+    @classmethod
+    def load(
+        cls,
+        name_or_path: str | os.PathLike[str] = "all-MiniLM-L6-v2",
+        device: str | torch.device | None = None,
+        trust_remote_code: bool = False,
+    ) -> Self:
+        """Load an alias, a local sentence-transformers or Hugging Face directory, or a Hub id."""
+        root = resolve_model_dir(name_or_path)
+        return cls(load_modules(root, trust_remote_code=trust_remote_code), device=device)
+
+    @classmethod
+    def from_transformer(
+        cls,
+        name_or_path: str | os.PathLike[str],
+        pooling: str | list[str] = "mean",
+        normalize: bool = False,
+        max_seq_length: int | None = None,
+        device: str | torch.device | None = None,
+    ) -> Self:
+        """Build a new encoder from a plain Hugging Face encoder plus pooling."""
+        transformer = Transformer.from_pretrained(name_or_path, max_seq_length=max_seq_length)
+        modules: list[Module] = [transformer, Pooling(transformer.embedding_dimension, pooling)]
+        if normalize:
+            modules.append(Normalize())
+        return cls(modules, device=device)
+
+    @property
+    def transformer(self) -> Transformer:
+        """The encoder at the head of the chain."""
+        first = self[0]
+        assert isinstance(first, Transformer)
+        return first
+
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters live."""
+        return next(self.parameters()).device
+
+    @property
+    def max_seq_length(self) -> int:
+        """Token limit per input (inputs are truncated beyond it)."""
+        return self.transformer.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        self.transformer.max_seq_length = value
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Size of the sentence vector."""
+        dim = self.transformer.embedding_dimension
+        for module in self.chain():
+            if isinstance(module, Pooling):
+                dim = module.output_dimension
+        return dim
+
+    def chain(self) -> list[Module]:
+        """The modules in order, typed as sbert modules."""
+        return [cast(Module, m) for m in self]
+
+    def forward(self, features: Features) -> Features:
+        """Run every module in order on the features dict."""
+        for module in self.chain():
+            features = module(features)
+        return features
+
+    def tokenize(self, texts: Sequence[str]) -> Features:
+        """Padded token features for `forward` (on the model's device)."""
+        return {k: v.to(self.device) for k, v in self.transformer.tokenize(texts).items()}
+
+    @overload
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool = ...,
+        show_progress: bool | None = ...,
+        device: str | torch.device | None = ...,
+        convert_to: Literal["numpy"] = ...,
+        on_truncation: OnTruncation = ...,
+    ) -> np.ndarray: ...
+    @overload
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool = ...,
+        show_progress: bool | None = ...,
+        device: str | torch.device | None = ...,
+        *,
+        convert_to: Literal["torch"],
+        on_truncation: OnTruncation = ...,
+    ) -> torch.Tensor: ...
+
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        batch_size: int = 32,
+        normalize: bool = False,
+        show_progress: bool | None = None,
+        device: str | torch.device | None = None,
+        convert_to: Literal["numpy", "torch"] = "numpy",
+        on_truncation: OnTruncation = "warn",
+    ) -> np.ndarray | torch.Tensor:
+        """Embed sentences: float32 (n, dim) for a list, (dim,) for a single string.
+
+        Inputs are sorted by token length and each batch is padded only to its longest
+        member; rows come back in input order.
+        """
+        texts, single = check_sentences(sentences)
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if device is not None:
+            self.to(device)
+        ids, cut = self.transformer.token_ids(texts)
+        report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
+        order = length_order([len(row) for row in ids])
+        out = torch.empty((len(texts), self.embedding_dimension), dtype=torch.float32)
+        show = len(texts) >= _PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode(), tqdm(total=len(texts), unit="sent", disable=not show) as bar:
+                for batch in fixed_batches(order, batch_size):
+                    out[batch] = self._embed([ids[i] for i in batch], normalize)
+                    bar.update(len(batch))
+        finally:
+            self.train(was_training)
+        result = out[0] if single else out
+        return result.numpy() if convert_to == "numpy" else result
+
+    def _embed(self, rows: list[list[int]], normalize: bool) -> torch.Tensor:
+        features = {k: v.to(self.device) for k, v in self.transformer.pad(rows).items()}
+        emb = self(features)["sentence_embedding"]
+        if normalize:
+            emb = l2_normalize(emb)
+        return emb.float().cpu()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy."""
+        entries = []
+        with layout.atomic_directory(path) as tmp:
+            for idx, module in enumerate(self.chain()):
+                # The first (Transformer) module lives in the root, as sentence-transformers expects.
+                folder = "" if idx == 0 else f"{idx}_{type(module).__name__}"
+                module.save(tmp / folder)
+                entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
+            layout.write_modules(tmp, entries)
+            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config())
+
+
+def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncation) -> None:
+    """Warn once per call (or raise) when inputs were longer than the model's token limit."""
+    if not cut or policy == "ignore":
+        return
+    message = (
+        f"{len(cut)} of {total} inputs exceeded max_seq_length={limit} tokens and were truncated "
+        f"(first at index {cut[0]})"
+    )
+    if policy == "error":
+        raise TruncationError(message.replace("and were truncated", "(truncation refused)"))
+    warnings.warn(message, stacklevel=3)
+
+
+def model_config() -> dict[str, object]:
+    """config_sentence_transformers.json: versions and the similarity function."""
+    import transformers
+
+    from sbert import __version__
+
+    return {
+        "__version__": {
+            "sbert": __version__,
+            "transformers": transformers.__version__,
+            "pytorch": torch.__version__,
+        },
+        "similarity_fn_name": "cosine",
+    }
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,100 @@
+"""Pooling: token embeddings -> one sentence vector (mean, max or [CLS])."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Self
+
+import torch
+from torch import Tensor
+
+from sbert.errors import ModelFormatError
+from sbert.modules.base import Features, Module
+
+
+def mean_pool(tokens: Tensor, mask: Tensor) -> Tensor:
+    """Mean of the non-padding token vectors."""
+    # tokens: (B, T, H); mask: (B, T) with 1 for real tokens -> (B, H)
+    weights = mask.unsqueeze(-1).to(tokens.dtype)
+    summed = (tokens * weights).sum(dim=1)
+    counts = weights.sum(dim=1).clamp(min=1e-9)  # an all-padding row gives 0, not NaN
+    return summed / counts
+
+
+def max_pool(tokens: Tensor, mask: Tensor) -> Tensor:
+    """Element-wise max over the non-padding token vectors."""
+    # tokens: (B, T, H); mask: (B, T) -> (B, H)
+    masked = tokens.masked_fill(mask.unsqueeze(-1) == 0, float("-inf"))
+    return masked.max(dim=1).values
+
+
+def cls_pool(tokens: Tensor, mask: Tensor) -> Tensor:
+    """The vector of the first real token ([CLS] / <s>), wherever padding puts it."""
+    # tokens: (B, T, H); mask: (B, T) -> (B, H). argmax finds the first 1, so left padding works too.
+    first = mask.to(torch.int64).argmax(dim=1)
+    return tokens[torch.arange(tokens.shape[0], device=tokens.device), first]
+
+
+POOLING_FUNCTIONS = {"mean": mean_pool, "max": max_pool, "cls": cls_pool}
+
+# sentence-transformers' legacy config keys (read by every version, including 6.x).
+_LEGACY_KEYS = {
+    "cls": "pooling_mode_cls_token",
+    "mean": "pooling_mode_mean_tokens",
+    "max": "pooling_mode_max_tokens",
+}
+
+
+class Pooling(Module):
+    """Pools `token_embeddings` into `sentence_embedding`; several modes are concatenated."""
+
+    module_type = "sentence_transformers.models.Pooling"
+
+    def __init__(self, embedding_dimension: int, mode: str | list[str] = "mean") -> None:
+        super().__init__()
+        modes = [mode] if isinstance(mode, str) else list(mode)
+        unknown = [m for m in modes if m not in POOLING_FUNCTIONS]
+        if unknown or not modes:
+            raise ValueError(f"unknown pooling mode {unknown or modes}; known: {', '.join(POOLING_FUNCTIONS)}")
+        self.embedding_dimension = embedding_dimension
+        self.modes = modes
+
+    @property
+    def output_dimension(self) -> int:
+        """Size of the sentence vector."""
+        return self.embedding_dimension * len(self.modes)
+
+    def forward(self, features: Features) -> Features:
+        """Add `sentence_embedding` (B, output_dimension)."""
+        tokens, mask = features["token_embeddings"], features["attention_mask"]
+        pooled = [POOLING_FUNCTIONS[m](tokens, mask) for m in self.modes]
+        features["sentence_embedding"] = pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)
+        return features
+
+    def get_config(self) -> dict[str, Any]:
+        """The legacy sentence-transformers layout, which old and new versions both read."""
+        config: dict[str, Any] = {"word_embedding_dimension": self.embedding_dimension}
+        for mode, key in _LEGACY_KEYS.items():
+            config[key] = mode in self.modes
+        config["pooling_mode_mean_sqrt_len_tokens"] = False
+        return config
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """Read either the legacy (`pooling_mode_*` flags) or the 6.x (`pooling_mode`) config."""
+        config = cls.read_config(path)
+        dim = config.get("embedding_dimension", config.get("word_embedding_dimension"))
+        if not isinstance(dim, int):
+            raise ModelFormatError(f"{path / cls.config_file}: missing embedding dimension")
+        modes = config.get("pooling_mode")
+        if modes is None:
+            modes = [m for m, key in _LEGACY_KEYS.items() if config.get(key)]
+            extra = [
+                k for k, v in config.items() if k.startswith("pooling_mode_") and v and k not in _LEGACY_KEYS.values()
+            ]
+            if extra:
+                raise ModelFormatError(f"{path / cls.config_file}: unsupported pooling {extra}")
+        try:
+            return cls(dim, modes or "mean")
+        except ValueError as e:
+            raise ModelFormatError(f"{path / cls.config_file}: {e}") from None

@@ -1,0 +1,75 @@
+"""Exact cosine top-k and paraphrase mining, computed in memory-bounded chunks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    # x: (n, d) -> (n, d)
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def cos_sim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity matrix between rows of a (n, d) and rows of b (m, d) -> (n, m)."""
+    return unit_rows(np.atleast_2d(a)) @ unit_rows(np.atleast_2d(b)).T
+
+
+def _top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row top-k of a score matrix, sorted descending: (values, column indices)."""
+    # scores: (q, c) -> (q, k), (q, k)
+    k = min(k, scores.shape[1])
+    idx = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(scores, idx, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+
+def semantic_search(
+    queries: np.ndarray, corpus: np.ndarray, top_k: int = 10, chunk_size: int = 100_000
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosine top-k of each query over the corpus: (scores (q, k), indices (q, k)).
+
+    The corpus is scored `chunk_size` rows at a time, so memory stays at q x chunk_size floats.
+    """
+    if top_k <= 0:
+        raise ValueError(f"top_k must be positive, got {top_k}")
+    q = unit_rows(np.atleast_2d(queries))
+    best_vals = np.full((q.shape[0], 0), -np.inf, dtype=np.float32)
+    best_idx = np.zeros((q.shape[0], 0), dtype=np.int64)
+    for start in range(0, len(corpus), chunk_size):
+        chunk = unit_rows(corpus[start : start + chunk_size])
+        vals, idx = _top_k_rows(q @ chunk.T, top_k)
+        merged_vals = np.concatenate([best_vals, vals], axis=1)
+        merged_idx = np.concatenate([best_idx, idx + start], axis=1)
+        best_vals, pick = _top_k_rows(merged_vals, top_k)
+        best_idx = np.take_along_axis(merged_idx, pick, axis=1)
+    return best_vals, best_idx
+
+
+def paraphrase_mining(
+    embeddings: np.ndarray, top_k: int = 10, max_pairs: int = 100, chunk_size: int = 2048
+) -> list[tuple[float, int, int]]:
+    """The most similar pairs (score, i, j) with i < j, best first, without an n x n matrix.
+
+    Each row keeps its `top_k` best partners, so memory is chunk_size x n at a time.
+    """
+    e = unit_rows(embeddings)
+    n = len(e)
+    candidates: dict[tuple[int, int], float] = {}
+    for start in range(0, n, chunk_size):
+        scores = e[start : start + chunk_size] @ e.T  # (c, n)
+        rows = np.arange(scores.shape[0])
+        scores[rows, rows + start] = -np.inf  # a sentence is not its own paraphrase
+        if n < 2:
+            break
+        vals, idx = _top_k_rows(scores, min(top_k, n - 1))
+        for r, (row_vals, row_idx) in enumerate(zip(vals, idx, strict=True)):
+            for v, j in zip(row_vals.tolist(), row_idx.tolist(), strict=True):
+                i = start + r
+                candidates[(min(i, j), max(i, j))] = v
+    ranked = sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0]))[:max_pairs]
+    return [(score, i, j) for (i, j), score in ranked]
