@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from sbert.model import SentenceEncoder
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use so `sbert --help` and `import sbert` need not load torch.
+    if name == "SentenceEncoder":
+        from sbert.model import SentenceEncoder
+
+        return SentenceEncoder
+    raise AttributeError(f"module 'sbert' has no attribute {name!r}")
+
 
 __all__ = ["SentenceEncoder", "__version__"]

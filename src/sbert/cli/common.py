@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
-from sbert.loading import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
@@ -59,12 +59,20 @@ def read_lines(source: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def check_output(path: str) -> None:
+    """Fail before any work when the output's folder is missing or the path is a folder."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise SbertError(f"{path}: folder {target.parent} does not exist")
+    if target.is_dir():
+        raise SbertError(f"{path}: is a directory, expected a file path")
+
+
 def save_npy(path: str, array: np.ndarray) -> None:
     """Write a .npy file atomically: a temp file in the same folder, then rename."""
+    check_output(path)
     target = Path(path)
-    if target.parent and not target.parent.exists():
-        raise SbertError(f"{path}: folder {target.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, array)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sbert.cli.common import add_model_args, load_model, read_lines, save_npy
+from sbert.cli.common import add_model_args, check_output, load_model, read_lines, save_npy
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     """Read, encode, write."""
     if args.batch_size <= 0:
         raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+    check_output(args.output)
     sentences = read_lines(args.input)
     model = load_model(args)
     vectors = model.encode(sentences, batch_size=args.batch_size, normalize=args.normalize, show_progress=args.progress)

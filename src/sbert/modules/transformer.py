@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 # fewer usable positions than max_position_embeddings says.
 _OFFSET_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "mpnet", "data2vec-text", "longformer"}
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Real text averages 4-6 characters per token; 32 leaves a wide margin before a cut text
+# could hold fewer tokens than the limit (and that case is detected and redone in full).
+_CHARS_PER_TOKEN_BOUND = 32
 
 
 class Transformer(Module):
@@ -55,10 +59,21 @@ class Transformer(Module):
         cls, path: str | os.PathLike[str], max_seq_length: int | None = None, trust_remote_code: bool = False
     ) -> Self:
         """Load encoder weights and tokenizer from a Hugging Face directory (safetensors preferred)."""
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-        # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
-        model = AutoModel.from_pretrained(path, config=config, trust_remote_code=trust_remote_code, weights_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        try:
+            config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+            # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
+            model = AutoModel.from_pretrained(
+                path, config=config, trust_remote_code=trust_remote_code, weights_only=True
+            )
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        except pickle.UnpicklingError:
+            raise ModelFormatError(
+                f"{path}: refused the pickle checkpoint: it holds objects other than tensors "
+                "(loading it could run arbitrary code; convert it to safetensors)"
+            ) from None
+        except (OSError, ValueError, KeyError) as e:
+            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ModelFormatError(f"{path}: cannot load encoder ({first_line})") from None
         return cls(model, tokenizer, max_seq_length=max_seq_length)
 
     @classmethod
@@ -107,28 +122,31 @@ class Transformer(Module):
         if self.do_lower_case:
             texts = [t.lower() for t in texts]
         limit = self.max_seq_length
-        ids: list[list[int]] = self.tokenizer(
-            list(texts),
+        # Tokenize with one spare slot: a row that fills it was truncated. Only those rows are
+        # tokenized again at the real limit, so the special tokens close the sequence.
+        short = [cut_at_space(t, limit * _CHARS_PER_TOKEN_BOUND) for t in texts]
+        ids = self._ids(short, limit + 1)
+        # A cut text that came out short (huge [UNK] words, long whitespace runs) is redone in full.
+        redo = [i for i, row in enumerate(ids) if len(row) <= limit and short[i] is not texts[i]]
+        for i, row in zip(redo, self._ids([texts[i] for i in redo], limit + 1), strict=True):
+            ids[i], short[i] = row, texts[i]
+        cut = [i for i, row in enumerate(ids) if len(row) > limit]
+        for i, row in zip(cut, self._ids([short[i] for i in cut], limit), strict=True):
+            ids[i] = row
+        return ids, cut
+
+    def _ids(self, texts: list[str], max_length: int) -> list[list[int]]:
+        if not texts:
+            return []
+        encoded = self.tokenizer(
+            texts,
             truncation=True,
-            max_length=limit,
+            max_length=max_length,
             add_special_tokens=True,
             return_attention_mask=False,
             return_token_type_ids=False,
-        )["input_ids"]
-        # Only sequences that hit the limit can have been cut: tokenize those once more with
-        # one spare slot to tell "exactly full" from "truncated".
-        full = [i for i, row in enumerate(ids) if len(row) >= limit]
-        cut: list[int] = []
-        if full:
-            again = self.tokenizer(
-                [texts[i] for i in full],
-                truncation=True,
-                max_length=limit + 1,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-            )["input_ids"]
-            cut = [i for i, row in zip(full, again, strict=True) if len(row) > limit]
-        return ids, cut
+        )
+        return list(encoded["input_ids"])
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Pad a batch of id lists to its longest member, on the tokenizer's padding side."""
@@ -155,6 +173,19 @@ class Transformer(Module):
         output = self.auto_model(**inputs, return_dict=True)
         features["token_embeddings"] = output.last_hidden_state
         return features
+
+
+def cut_at_space(text: str, budget: int) -> str:
+    """The text up to the last ASCII whitespace before `budget` characters (whole text if none).
+
+    Tokenizers split words at whitespace, so the tokens of such a prefix are the first tokens
+    of the whole text: a 1 MB input costs the same as a few KB. Without whitespace in the
+    second half of the window the text is returned whole, to stay exact.
+    """
+    if len(text) <= budget:
+        return text
+    end = max(text.rfind(sep, budget // 2, budget) for sep in " \n\t")
+    return text if end < 0 else text[:end]
 
 
 def position_limit(config: Any) -> int:

@@ -1,0 +1,109 @@
+"""The `sbert` command through a real subprocess: outputs, exit codes, one-line errors."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from tests.tiny_models import CORPUS
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def sbert(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "sbert.cli.main", *args],
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    return proc
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tiny_dirs) -> Path:
+    return tiny_dirs["bert"]
+
+
+def test_help_lists_subcommands_and_each_has_help():
+    top = sbert("--help")
+    assert top.returncode == 0
+    for name in ("encode", "similarity", "demo"):
+        assert name in top.stdout
+        assert sbert(name, "--help").returncode == 0
+
+
+def test_encode_file_matches_library(bert_dir, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    out = tmp_path / "out.npy"
+    proc = sbert("encode", "--model", str(bert_dir), "--input", str(text), "--output", str(out), "--batch-size", "3")
+    assert proc.returncode == 0, proc.stderr
+    expected = SentenceEncoder.load(bert_dir).encode(CORPUS)
+    np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
+
+
+def test_encode_reads_stdin_and_keeps_blank_lines(bert_dir, tmp_path):
+    out = tmp_path / "out.npy"
+    proc = sbert("encode", "-m", str(bert_dir), "-i", "-", "-o", str(out), "--normalize", stdin=b"a cat\n\nthe dog\n")
+    assert proc.returncode == 0, proc.stderr
+    vectors = np.load(out)
+    assert vectors.shape[0] == 3
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_missing_input_file(bert_dir, tmp_path):
+    proc = sbert("encode", "-m", str(bert_dir), "-i", str(tmp_path / "nope.txt"), "-o", str(tmp_path / "o.npy"))
+    assert_one_line_error(proc, "nope.txt", "no such file")
+
+
+def test_invalid_utf8_names_the_line_and_keeps_existing_output(bert_dir, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nalso fine\nbroken \xff here\n")
+    out = tmp_path / "out.npy"
+    np.save(out, np.arange(3))
+    proc = sbert("encode", "-m", str(bert_dir), "-i", str(bad), "-o", str(out))
+    assert_one_line_error(proc, "bad.txt:3", "UTF-8")
+    np.testing.assert_array_equal(np.load(out), np.arange(3))
+
+
+def test_unknown_model(tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("hello\n")
+    proc = sbert("encode", "-m", "no-such-model", "-i", str(text), "-o", str(tmp_path / "o.npy"))
+    assert_one_line_error(proc, "no-such-model", "not found")
+
+
+def test_bad_batch_size_and_missing_output_folder(bert_dir, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("hello\n")
+    proc = sbert("encode", "-m", str(bert_dir), "-i", str(text), "-o", str(tmp_path / "o.npy"), "--batch-size", "0")
+    assert_one_line_error(proc, "--batch-size")
+    proc = sbert("encode", "-m", str(bert_dir), "-i", str(text), "-o", str(tmp_path / "missing" / "o.npy"))
+    assert_one_line_error(proc, "does not exist")
+
+
+def test_similarity_prints_the_cosine(bert_dir):
+    proc = sbert("similarity", "-m", str(bert_dir), "a cat sat", "a cat sat")
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_demo_with_the_default_model():
+    proc = sbert("demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "Most similar pairs:" in proc.stdout and proc.stdout.count("Query:") == 3

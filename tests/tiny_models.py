@@ -1,0 +1,152 @@
+"""Tiny random-weight BERT, RoBERTa and ALBERT encoders with tiny tokenizers, built offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import (
+    AlbertConfig,
+    AlbertModel,
+    BertConfig,
+    BertModel,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaModel,
+)
+
+CORPUS = [
+    "a man is playing a guitar",
+    "a woman is slicing an onion",
+    "the cat sat on the mat",
+    "dogs run in the park",
+    "the weather is cold today",
+    "a child is reading a book",
+    "two men are riding horses",
+    "the sun is shining over the sea",
+]
+MAX_LEN = 64
+TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def _wordpiece() -> Tokenizer:
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(CORPUS * 4, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
+    return tok
+
+
+def _byte_bpe() -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(CORPUS * 4, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))],
+    )
+    return tok
+
+
+def _unigram() -> Tokenizer:
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(
+        CORPUS * 4, trainers.UnigramTrainer(vocab_size=120, special_tokens=specials, unk_token="<unk>")
+    )
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
+    return tok
+
+
+def build_bert(path: Path) -> Path:
+    """A 2-layer, 32-wide BERT with a WordPiece tokenizer, saved to `path`."""
+    tok = _wordpiece()
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=MAX_LEN,
+    )
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.get_vocab_size(), max_position_embeddings=MAX_LEN, **TINY)
+    return _save(BertModel(config), wrapped, path)
+
+
+def build_roberta(path: Path) -> Path:
+    """A tiny RoBERTa (positions offset by the padding index) with a byte-level BPE tokenizer."""
+    tok = _byte_bpe()
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        cls_token="<s>",
+        sep_token="</s>",
+        mask_token="<mask>",
+        model_max_length=MAX_LEN,
+    )
+    torch.manual_seed(1)
+    config = RobertaConfig(
+        vocab_size=tok.get_vocab_size(),
+        max_position_embeddings=MAX_LEN + 2,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        type_vocab_size=1,
+        **TINY,
+    )
+    return _save(RobertaModel(config), wrapped, path)
+
+
+def build_albert(path: Path) -> Path:
+    """A tiny ALBERT (factorised embeddings, shared layers) with a unigram tokenizer."""
+    tok = _unigram()
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=MAX_LEN,
+    )
+    torch.manual_seed(2)
+    config = AlbertConfig(
+        vocab_size=tok.get_vocab_size(), embedding_size=16, max_position_embeddings=MAX_LEN, pad_token_id=0, **TINY
+    )
+    return _save(AlbertModel(config), wrapped, path)
+
+
+def _save(model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+BUILDERS = {"bert": build_bert, "roberta": build_roberta, "albert": build_albert}
