@@ -1,6 +1,6 @@
 """Sentences per second: sbert against sentence-transformers, same model, same run, alternating.
 
-    python benchmarks/encode_speed.py [--repeats 5] [--batch-size 32] [--output results.json]
+python benchmarks/encode_speed.py [--repeats 5] [--batch-size 32] [--output results.json]
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import torch
-from common import alternate, median, sts_sentences
 
+from common import alternate, median, sts_sentences
 from sbert import SentenceEncoder
 
 

@@ -62,7 +62,7 @@ def test_bad_batch_size(model, size):
 
 
 def test_long_input_is_truncated_warned_once_and_equals_its_prefix(model):
-    words = "the cat sat on the mat ".split()
+    words = ["the", "cat", "sat", "on", "the", "mat"]
     long_text = " ".join(words * 200_000)  # ~1 MB
     limit = model.max_seq_length
     with pytest.warns(UserWarning, match=r"2 of 3 inputs exceeded max_seq_length") as record:

@@ -57,7 +57,7 @@ def test_default_alias_resolves_to_the_installed_package():
 
 
 def test_directory_without_model_files(tmp_path):
-    with pytest.raises(ModelFormatError, match="neither modules.json nor"):
+    with pytest.raises(ModelFormatError, match=r"neither modules\.json nor"):
         SentenceEncoder.load(tmp_path)
 
 
@@ -74,7 +74,7 @@ def test_unknown_module_type_lists_known(tiny_dirs, tmp_path):
     rows = json.loads(path.read_text())
     rows[1]["type"] = "somewhere.Dense"
     path.write_text(json.dumps(rows))
-    with pytest.raises(ModelFormatError, match="unsupported module type 'somewhere.Dense'; known: Transformer"):
+    with pytest.raises(ModelFormatError, match=r"unsupported module type .somewhere\.Dense.; known: Transformer"):
         SentenceEncoder.load(tmp_path / "m")
 
 

@@ -28,7 +28,7 @@ def test_semantic_search_matches_brute_force_for_any_chunking(data, chunk):
 
 
 def test_semantic_search_with_k_above_corpus_size(data):
-    scores, idx = semantic_search(data[:2], data[:3], top_k=10)
+    _, idx = semantic_search(data[:2], data[:3], top_k=10)
     assert idx.shape == (2, 3) and sorted(idx[0].tolist()) == [0, 1, 2]
 
 
