@@ -107,3 +107,18 @@ def test_demo_with_the_default_model():
     proc = sbert("demo")
     assert proc.returncode == 0, proc.stderr
     assert "Most similar pairs:" in proc.stdout and proc.stdout.count("Query:") == 3
+
+
+def test_eval_writes_results_and_rejects_unknown_formats(bert_dir, tmp_path):
+    from tests.conftest import SHARED_DATA
+
+    sts = SHARED_DATA / "stsbenchmark" / "sts-dev.csv"
+    proc = sbert("eval", "-m", str(bert_dir), "--task", f"stsb:{sts}", "--output", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    results = json.loads((tmp_path / "r/results.json").read_text())["tasks"][f"stsb:{sts}"]
+    assert results["size"] == 1500 and -100 <= results["spearman"] <= 100
+    assert "| task |" in (tmp_path / "r/results.md").read_text()
+    proc = sbert("eval", "-m", str(bert_dir), "--task", "squad:x")
+    assert_one_line_error(proc, "unknown format 'squad'; known: stsb")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Literal, Self, cast, overload
 
 import numpy as np
@@ -174,8 +175,11 @@ class SentenceEncoder(nn.Sequential):
             emb = l2_normalize(emb)
         return emb.float().cpu()
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy."""
+    def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
+        """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy.
+
+        `extras` may add files (a model card, trained heads) inside the same atomic write.
+        """
         entries = []
         with layout.atomic_directory(path) as tmp:
             for idx, module in enumerate(self.chain()):
@@ -185,6 +189,8 @@ class SentenceEncoder(nn.Sequential):
                 entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
             layout.write_modules(tmp, entries)
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config())
+            if extras is not None:
+                extras(tmp)
 
 
 def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncation) -> None:

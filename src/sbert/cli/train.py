@@ -1,0 +1,108 @@
+"""`sbert train`: fine-tune an encoder with the siamese / triplet objectives (or a TOML recipe)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sbert.errors import SbertError
+
+_STAGE_FLAGS = ("epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps")
+_RUN_FLAGS = ("model", "output", "seed", "pooling", "max_seq_length", "checkpoint_steps", "precision", "device")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "train", help="fine-tune a model (classification, regression, triplet, ...)", description=__doc__
+    )
+    p.add_argument("--config", type=Path, help="TOML recipe (multi-stage); flags given here override it")
+    p.add_argument("--model", "-m", help="starting model: alias, sentence-transformers dir, plain encoder dir")
+    p.add_argument(
+        "--objective",
+        action="append",
+        default=[],
+        help="classification | regression | triplet | mnrl | cosent (repeat with --train)",
+    )
+    p.add_argument("--train", action="append", default=[], help="FORMAT:PATH, e.g. stsb:sts-train.csv (repeatable)")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="objective option: concat=u,v,|u-v| margin=1 distance=euclidean scale=20",
+    )
+    p.add_argument("--dev", help="FORMAT:PATH scored during training; the best model is kept")
+    p.add_argument("--output", "-o", help="output model folder (checkpoints go to OUTPUT.run/)")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--warmup", type=float, help="share of steps for linear warm-up (0.1)")
+    p.add_argument("--weight-decay", type=float)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--eval-steps", type=int, help="evaluate every N steps (0: each epoch end)")
+    p.add_argument("--checkpoint-steps", type=int, help="checkpoint every N steps (0: never)")
+    p.add_argument("--max-steps", type=int, help="stop a stage after N steps")
+    p.add_argument("--pooling", choices=["mean", "max", "cls"], help="pooling for a plain encoder")
+    p.add_argument("--max-seq-length", type=int)
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
+    p.add_argument("--device")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines and report how many")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(run=run)
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """KEY=VALUE strings -> a dict with numbers parsed."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SbertError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = int(value)
+        except ValueError:
+            try:
+                options[key] = float(value)
+            except ValueError:
+                options[key] = value
+    return options
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """A TrainConfig from a recipe file and/or the flags."""
+    from sbert.training.config import Objective, Stage, TrainConfig, load_config
+
+    flags = {k: getattr(args, k) for k in _RUN_FLAGS if getattr(args, k) is not None}
+    flags["skip_bad"] = args.skip_bad
+    if args.config is not None:
+        if args.train or args.objective:
+            raise SbertError("--train/--objective go in the --config file's [[stage]] tables, not both")
+        return load_config(args.config, flags)
+    if len(args.objective) != len(args.train):
+        raise SbertError(f"give one --objective per --train (got {len(args.objective)} and {len(args.train)})")
+    if not args.model or not args.output:
+        raise SbertError("--model and --output are required (or use --config)")
+    options = parse_options(args.option)
+    objectives = tuple(Objective(o, t, options) for o, t in zip(args.objective, args.train, strict=True))
+    stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
+    config = TrainConfig(stages=(Stage(objectives, dev=args.dev, **stage_flags),), **flags)
+    config.validate()
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate everything, then train."""
+    from sbert.training import Trainer
+
+    config = build_config(args)
+    result = Trainer(config, show_progress=not args.no_progress).run(resume=args.resume)
+    if os.environ.get("RANK", "0") != "0":
+        return 0  # under torchrun only the main process reports
+    best = f", best dev {result.best_score:.2f}" if result.best_score is not None else ""
+    print(f"trained {result.steps} steps in {result.seconds:.0f} s{best}; model in {result.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,36 @@
+"""Data readers, one small function per on-disk format, registered by the names the CLI takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
+from sbert.data.nli import read_nli, read_nli_triplets
+from sbert.data.pairs import read_sick, read_sts_dir, read_stsb
+from sbert.data.text import read_text, read_triplets
+
+Reader = Callable[[Path, bool], Dataset]
+READERS: dict[str, Reader] = {
+    "stsb": read_stsb,
+    "sick": read_sick,
+    "sts": read_sts_dir,
+    "nli": read_nli,
+    "nli-triplets": read_nli_triplets,
+    "triplets": read_triplets,
+    "text": read_text,
+}
+
+
+def load_dataset(spec: str, skip_bad: bool = False) -> Dataset:
+    """Read `FORMAT:PATH` (for example `stsb:data/sts-train.csv`) with the registered reader."""
+    name, sep, path = spec.partition(":")
+    if not sep or not path:
+        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(READERS)}")
+    reader = READERS.get(name)
+    if reader is None:
+        raise DataFormatError(f"{spec!r}: unknown format {name!r}; known: {', '.join(READERS)}")
+    return reader(Path(path).expanduser(), skip_bad)
+
+
+__all__ = ["NLI_LABELS", "READERS", "DataFormatError", "Dataset", "load_dataset"]

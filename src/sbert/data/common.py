@@ -1,0 +1,84 @@
+"""The in-memory dataset every reader returns, and line-level error handling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from sbert.errors import SbertError
+
+# pair-score: (s1, s2) with a similarity in [0, 1]; pair-class: (s1, s2) with a class id;
+# triplet: (anchor, positive, negative); text: single sentences (unsupervised objectives).
+Kind = Literal["pair-score", "pair-class", "triplet", "text"]
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+class DataFormatError(SbertError):
+    """A data file is missing or malformed; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Examples of one kind: texts[i] is a tuple of 1-3 sentences, labels[i] its gold value."""
+
+    name: str
+    kind: Kind
+    texts: list[tuple[str, ...]]
+    labels: list[float] | None = None
+    label_names: tuple[str, ...] = ()
+    skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def column(self, i: int) -> list[str]:
+        """The i-th sentence of every example."""
+        return [t[i] for t in self.texts]
+
+
+@dataclass
+class LineChecker:
+    """Raises on the first bad line, or (skip_bad) counts it and lets the reader go on."""
+
+    skip_bad: bool = False
+    skipped: int = 0
+    first_error: str = field(default="")
+
+    def bad(self, path: Path, line_no: int, reason: str) -> None:
+        """Report a malformed line."""
+        message = f"{path}:{line_no}: {reason}"
+        if not self.skip_bad:
+            raise DataFormatError(message)
+        self.skipped += 1
+        self.first_error = self.first_error or message
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line of a UTF-8 file, without the line ending."""
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such file")
+    with path.open("rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(f"{path}:{line_no}: not valid UTF-8 (column {e.start + 1})") from None
+            yield line_no, text.rstrip("\r\n").removeprefix("\ufeff") if line_no == 1 else text.rstrip("\r\n")
+
+
+def parse_float(text: str) -> float | None:
+    """A finite float, or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def require(dataset: Dataset) -> Dataset:
+    """Refuse an empty dataset: training or scoring on nothing is always a mistake."""
+    if not dataset.texts:
+        raise DataFormatError(f"{dataset.name}: no examples")
+    return dataset

@@ -1,0 +1,26 @@
+"""Evaluators: each maps (model, dataset) to named scores (x100 where a correlation or accuracy)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sbert.data.common import Dataset
+from sbert.errors import SbertError
+from sbert.evaluation.nli import evaluate_nli
+from sbert.evaluation.sts import evaluate_sts
+from sbert.evaluation.triplet import evaluate_triplets
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+def evaluate(model: SentenceEncoder, dataset: Dataset, batch_size: int = 64) -> tuple[str, dict[str, float]]:
+    """Score a dev/test set with the evaluator its kind calls for: (headline metric, all scores)."""
+    if dataset.kind == "pair-score":
+        return "spearman", evaluate_sts(model, dataset, batch_size)
+    if dataset.kind == "triplet":
+        return "accuracy", evaluate_triplets(model, dataset, batch_size)
+    raise SbertError(f"{dataset.name}: no evaluator for {dataset.kind} data (use STS pairs or triplets)")
+
+
+__all__ = ["evaluate", "evaluate_nli", "evaluate_sts", "evaluate_triplets"]

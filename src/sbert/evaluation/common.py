@@ -1,0 +1,26 @@
+"""Encoding helpers shared by evaluators."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+def encode_columns(model: SentenceEncoder, columns: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+    """Embed several text columns, encoding each distinct sentence once."""
+    unique = list(dict.fromkeys(s for col in columns for s in col))
+    position = {s: i for i, s in enumerate(unique)}
+    vectors = model.encode(unique, batch_size=batch_size)
+    return [vectors[[position[s] for s in col]] for col in columns]
+
+
+def row_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of row i of a with row i of b (n,)."""
+    num = (a * b).sum(axis=1)
+    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return num / np.maximum(den, 1e-12)

@@ -1,0 +1,51 @@
+"""Training objectives, one per file, registered by the names `sbert train --objective` takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sbert.data.common import Dataset
+from sbert.errors import SbertError
+from sbert.losses.base import Loss
+from sbert.losses.cosent import CoSENTLoss
+from sbert.losses.cosine import CosineSimilarityLoss
+from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from sbert.losses.softmax import SoftmaxLoss
+from sbert.losses.triplet import TripletLoss
+
+LOSSES: dict[str, type[Loss]] = {
+    "classification": SoftmaxLoss,
+    "regression": CosineSimilarityLoss,
+    "triplet": TripletLoss,
+    "mnrl": MultipleNegativesRankingLoss,
+    "cosent": CoSENTLoss,
+}
+ALIASES = {"softmax": "classification", "cosine": "regression", "multiple-negatives": "mnrl"}
+
+
+def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | None = None) -> Loss:
+    """Instantiate objective `name` for sentence vectors of size `dim`, checking the data fits it."""
+    key = ALIASES.get(name, name)
+    cls = LOSSES.get(key)
+    if cls is None:
+        raise SbertError(f"unknown objective {name!r}; known: {', '.join(LOSSES)}")
+    if dataset.kind not in cls.kinds:
+        raise SbertError(f"objective {key!r} needs {' or '.join(cls.kinds)} data, but {dataset.name} is {dataset.kind}")
+    options = dict(options or {})
+    try:
+        if cls is SoftmaxLoss:
+            _check_class_labels(dataset)
+            return SoftmaxLoss(dim, len(dataset.label_names), label_names=dataset.label_names, **options)
+        return cls(**options)
+    except TypeError as e:
+        raise SbertError(f"objective {key!r}: bad option ({e})") from None
+
+
+def _check_class_labels(dataset: Dataset) -> None:
+    n = len(dataset.label_names)
+    bad = [y for y in dataset.labels or [] if not (0 <= y < n and float(y).is_integer())]
+    if not n or bad:
+        raise SbertError(f"{dataset.name}: class labels must be integers in [0, {n}), found {bad[:3]}")
+
+
+__all__ = ["LOSSES", "Loss", "build_loss"]

@@ -1,0 +1,41 @@
+"""CoSENT loss (Su 2022), a ranking loss on pair cosines.
+
+    loss = log(1 + sum_{(i,j),(k,l): y_ij > y_kl} exp(scale * (cos_kl - cos_ij)))
+
+Every pair in the batch whose gold score is higher than another's should have the higher
+cosine. scale = 20 as in sentence-transformers. Inputs: pair-score datasets.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch.nn import functional
+
+from sbert.losses.base import Loss
+
+
+def cosent(cosines: Tensor, labels: Tensor, scale: float) -> Tensor:
+    """The CoSENT value for cosines (B,) and gold scores (B,)."""
+    diff = scale * (cosines[None, :] - cosines[:, None])  # diff[i, j] = s * (cos_j - cos_i)
+    wrong_order = labels[:, None] > labels[None, :]  # pairs where i should outrank j
+    diff = diff.masked_fill(~wrong_order, float("-inf"))
+    # The leading zero is the "1 +" inside the log.
+    flat = torch.cat([torch.zeros(1, device=diff.device, dtype=diff.dtype), diff.flatten()])
+    return torch.logsumexp(flat, dim=0)
+
+
+class CoSENTLoss(Loss):
+    """Rank pairs by cosine in the order of their gold scores."""
+
+    kinds = ("pair-score",)
+
+    def __init__(self, scale: float = 20.0) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        """CoSENT over all ordered pairs of the batch."""
+        assert labels is not None
+        cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
+        return cosent(cosines, labels.to(cosines.dtype), self.scale)

@@ -1,0 +1,74 @@
+"""The model card (README.md) a training run writes beside the model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sbert import __version__
+
+if TYPE_CHECKING:
+    from sbert.training.config import TrainConfig
+    from sbert.training.loop_state import StageState
+
+LOG_NAME = "train_log.jsonl"
+
+
+def render(config: TrainConfig, state: StageState, steps: int, seconds: float) -> str:
+    """Markdown: base model, data, objectives, hyperparameters, dev score, wall time."""
+    lines = [
+        f"# {Path(config.output).name}",
+        "",
+        f"Trained with sbert {__version__} from `{config.model}` (seed {config.seed}, {steps} steps, "
+        f"{seconds:.0f} s wall time). Loadable by `sbert` and by sentence-transformers.",
+        "",
+        "| stage | objective | training data | epochs | batch | lr | warm-up | dev |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, stage in enumerate(config.stages, start=1):
+        for o in stage.objectives:
+            options = f" {o.options}" if o.options else ""
+            lines.append(
+                f"| {i} | {o.name}{options} | `{o.train}` | {stage.epochs} | {stage.batch_size} | {stage.lr:g} "
+                f"| {stage.warmup:g} | {f'`{stage.dev}`' if stage.dev else '-'} |"
+            )
+    best = state.progress.best_score
+    if best is not None:
+        lines += ["", f"Best dev score (last stage): **{best:.2f}** at step {state.progress.best_step}."]
+    sizes = ", ".join(f"{p.dataset.name}: {len(p.dataset)} examples" for p in state.prepared)
+    lines += ["", f"Last stage data: {sizes}.", "", "Full settings:", "", "```", repr(_settings(config)), "```", ""]
+    return "\n".join(lines)
+
+
+def _settings(config: TrainConfig) -> dict[str, object]:
+    settings = asdict(config)
+    settings["stages"] = len(config.stages)
+    return settings
+
+
+def write_into(folder: Path, text: str, log_path: Path, state: StageState) -> None:
+    """Card, log and trained heads into a model folder being written (inside an atomic save)."""
+    (folder / "README.md").write_text(text, encoding="utf-8")
+    if log_path.is_file():
+        shutil.copyfile(log_path, folder / LOG_NAME)
+    state.save_heads(folder)
+
+
+def write_beside(folder: Path, text: str, log_path: Path) -> None:
+    """Card and log into an existing model folder, each file replaced atomically."""
+    _atomic_write(folder / "README.md", text.encode("utf-8"))
+    if log_path.is_file():
+        _atomic_write(folder / LOG_NAME, log_path.read_bytes())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,63 @@
+"""Periodic checkpoints: everything needed to resume bit-for-bit, written atomically."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sbert.layout import atomic_directory, write_json
+
+STATE_FILE = "state.pt"
+PROGRESS_FILE = "progress.json"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands: the next step to take and the best dev score so far."""
+
+    stage: int
+    epoch: int
+    step_in_epoch: int
+    global_step: int
+    stage_step: int
+    best_score: float | None = None
+    best_step: int | None = None
+    elapsed: float = 0.0
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    """Complete checkpoints, oldest first (a folder without its progress file is ignored)."""
+    root = run_dir / "checkpoints"
+    found = [p for p in root.glob("step-*") if (p / PROGRESS_FILE).is_file() and (p / STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: int(p.name.removeprefix("step-")))
+
+
+def save_checkpoint(run_dir: Path, progress: Progress, states: dict[str, Any], keep: int) -> Path:
+    """Write one checkpoint (atomically) and drop all but the newest `keep`."""
+    target = run_dir / "checkpoints" / f"step-{progress.global_step}"
+    with atomic_directory(target) as tmp:
+        torch.save({**states, "torch_rng": torch.get_rng_state(), "cuda_rng": _cuda_rng()}, tmp / STATE_FILE)
+        write_json(tmp / PROGRESS_FILE, asdict(progress))
+    for old in checkpoint_dirs(run_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def load_checkpoint(path: Path) -> tuple[Progress, dict[str, Any]]:
+    """Read a checkpoint and restore the random number generators it recorded."""
+    progress = Progress(**json.loads((path / PROGRESS_FILE).read_text(encoding="utf-8")))
+    states = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
+    torch.set_rng_state(states.pop("torch_rng"))
+    cuda_rng = states.pop("cuda_rng")
+    if cuda_rng is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda_rng)
+    return progress, states
+
+
+def _cuda_rng() -> list[torch.Tensor] | None:
+    return torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None

@@ -1,0 +1,153 @@
+"""Training settings: frozen dataclasses, read from CLI flags or a TOML file (multi-stage recipes)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from sbert.errors import SbertError
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One loss on one training set, e.g. regression on `stsb:sts-train.csv`."""
+
+    name: str
+    train: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A training phase: its objectives are interleaved round-robin, batch by batch."""
+
+    objectives: tuple[Objective, ...]
+    dev: str | None = None
+    epochs: int = 1
+    batch_size: int = 16
+    lr: float = 2e-5
+    warmup: float = 0.1  # share of the stage's steps spent warming up
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    eval_steps: int = 0  # 0: evaluate at the end of each epoch only
+    max_steps: int = 0  # 0: no cap (benchmarks use it to bound time)
+    length_groups: int = 50  # batches per length-sorted window; 1 = plain random batches
+
+    def validate(self) -> None:
+        """Refuse settings that cannot train, before any work starts."""
+        if not self.objectives:
+            raise SbertError("a stage needs at least one objective with --train data")
+        checks = {
+            "epochs": self.epochs >= 1,
+            "batch_size": self.batch_size >= 1,
+            "lr": self.lr > 0,
+            "warmup": 0 <= self.warmup < 1,
+            "weight_decay": self.weight_decay >= 0,
+            "max_grad_norm": self.max_grad_norm > 0,
+            "eval_steps": self.eval_steps >= 0,
+            "max_steps": self.max_steps >= 0,
+            "length_groups": self.length_groups >= 1,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise SbertError(f"{name}={getattr(self, name)!r} is out of range")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A whole run: starting model, stages in order, and run-level settings."""
+
+    model: str
+    output: str
+    stages: tuple[Stage, ...]
+    seed: int = 0
+    pooling: str | None = None  # only for plain encoders: mean / max / cls
+    max_seq_length: int | None = None
+    checkpoint_steps: int = 0
+    keep_checkpoints: int = 2
+    skip_bad: bool = False
+    precision: str = "auto"  # auto: bf16/fp16 autocast on CUDA, fp32 on CPU
+    device: str | None = None  # default: cuda when present (cuda:LOCAL_RANK under torchrun), else cpu
+    log_steps: int = 10
+
+    def validate(self) -> None:
+        """Check every stage and the run-level settings."""
+        if not self.stages:
+            raise SbertError("the config has no [[stage]]")
+        for stage in self.stages:
+            stage.validate()
+        if self.precision not in {"auto", "fp32", "bf16", "fp16"}:
+            raise SbertError(f"precision={self.precision!r}: use auto, fp32, bf16 or fp16")
+        if self.checkpoint_steps < 0 or self.keep_checkpoints < 1:
+            raise SbertError("checkpoint_steps must be >= 0 and keep_checkpoints >= 1")
+
+
+_STAGE_KEYS = {f.name for f in fields(Stage)} - {"objectives"}
+_RUN_KEYS = {f.name for f in fields(TrainConfig)} - {"stages"}
+
+
+def _objectives(table: dict[str, Any], where: str) -> tuple[Objective, ...]:
+    rows = table.pop("objectives", None)
+    if rows is None:
+        name, train = table.pop("objective", None), table.pop("train", None)
+        if not name or not train:
+            raise SbertError(f"{where}: needs objective and train (or an objectives list)")
+        rows = [{"name": name, "train": train, "options": table.pop("options", {})}]
+    try:
+        return tuple(Objective(str(r["name"]), str(r["train"]), dict(r.get("options", {}))) for r in rows)
+    except (KeyError, TypeError):
+        raise SbertError(f"{where}: each objective needs name and train") from None
+
+
+def stage_from_table(table: dict[str, Any], where: str) -> Stage:
+    """A Stage from a TOML table, naming unknown keys."""
+    table = dict(table)
+    objectives = _objectives(table, where)
+    unknown = set(table) - _STAGE_KEYS
+    if unknown:
+        raise SbertError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_STAGE_KEYS)}")
+    return Stage(objectives=objectives, **table)
+
+
+def load_config(path: Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read a TOML recipe: run-level keys at the top, one [[stage]] table per stage.
+
+    Paths inside data specs are taken relative to the config file's folder.
+    """
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SbertError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SbertError(f"{path}: {e}") from None
+    tables = raw.pop("stage", [])
+    if isinstance(tables, dict):
+        tables = [tables]
+    stages = tuple(
+        _relative_stage(stage_from_table(t, f"{path} stage {i + 1}"), path.parent) for i, t in enumerate(tables)
+    )
+    unknown = set(raw) - _RUN_KEYS
+    if unknown:
+        raise SbertError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(_RUN_KEYS)} and [[stage]]")
+    settings = {**raw, **{k: v for k, v in (overrides or {}).items() if v is not None}}
+    if "model" not in settings or "output" not in settings:
+        raise SbertError(f"{path}: needs model and output (or --model / --output)")
+    config = TrainConfig(stages=stages, **settings)
+    config.validate()
+    return config
+
+
+def _relative_stage(stage: Stage, base: Path) -> Stage:
+    objectives = tuple(replace(o, train=relative_spec(o.train, base)) for o in stage.objectives)
+    dev = relative_spec(stage.dev, base) if stage.dev else None
+    return replace(stage, objectives=objectives, dev=dev)
+
+
+def relative_spec(spec: str, base: Path) -> str:
+    """`fmt:rel/path` -> `fmt:base/rel/path` (absolute paths are kept)."""
+    fmt, sep, path = spec.partition(":")
+    if not sep or Path(path).expanduser().is_absolute():
+        return spec
+    return f"{fmt}:{base / path}"

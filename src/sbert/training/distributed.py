@@ -1,0 +1,58 @@
+"""Data-parallel training under torchrun: each rank takes its share of every batch."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the training processes."""
+
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        """Only the main process writes files and logs."""
+        return self.rank == 0
+
+
+def init_world(device: torch.device) -> World:
+    """Join the process group torchrun describes (gloo on CPU, NCCL on CUDA); a single process otherwise."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size <= 1:
+        return World()
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def shard(indices: list[int], world: World) -> list[int]:
+    """This rank's slice of a batch; together the ranks cover it exactly once."""
+    return indices[world.rank :: world.size]
+
+
+def all_finite(loss: torch.Tensor, world: World) -> bool:
+    """Whether the loss is finite on every rank (all must agree before stepping)."""
+    flag = torch.tensor([float(torch.isfinite(loss).all())], device=loss.device)
+    if world.size > 1:
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item() == 1.0)
+
+
+def barrier(world: World) -> None:
+    """Wait for every rank (no-op for one process)."""
+    if world.size > 1:
+        dist.barrier()
+
+
+def close(world: World) -> None:
+    """Leave the process group."""
+    if world.size > 1 and dist.is_initialized():
+        dist.destroy_process_group()

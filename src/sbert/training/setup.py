@@ -1,0 +1,106 @@
+"""Building what a stage trains: tokenized objectives, the module DDP wraps, optimizer, precision."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from sbert.data import Dataset, load_dataset
+from sbert.losses import Loss, build_loss
+from sbert.modules import Features
+from sbert.training.config import Stage
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One objective, its data tokenized once (token ids per column), and its loss."""
+
+    name: str
+    dataset: Dataset
+    loss: Loss
+    columns: list[list[list[int]]]  # [column][example] -> token ids
+    lengths: list[int]  # padded cost of an example: its longest column
+    labels: Tensor | None
+    truncated: int
+
+
+@dataclass(frozen=True)
+class StageData:
+    """A stage's datasets, read and checked before any training starts."""
+
+    train: list[Dataset]
+    dev: Dataset | None
+
+
+def preflight(stages: tuple[Stage, ...], skip_bad: bool) -> list[StageData]:
+    """Read every stage's data and check each objective fits it, so a bad later stage fails at once."""
+    loaded = []
+    for stage in stages:
+        train = [load_dataset(o.train, skip_bad=skip_bad) for o in stage.objectives]
+        for objective, dataset in zip(stage.objectives, train, strict=True):
+            build_loss(objective.name, 8, dataset, objective.options)  # raises on a mismatch
+        loaded.append(StageData(train, load_dataset(stage.dev, skip_bad=skip_bad) if stage.dev else None))
+    return loaded
+
+
+def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Dataset]) -> list[Prepared]:
+    """Build each objective's loss and tokenize its data once for all epochs."""
+    prepared = []
+    for objective, dataset in zip(stage.objectives, datasets, strict=True):
+        loss = build_loss(objective.name, model.embedding_dimension, dataset, objective.options)
+        columns, truncated = [], 0
+        for c in range(len(dataset.texts[0])):
+            ids, cut = model.transformer.token_ids(dataset.column(c))
+            columns.append(ids)
+            truncated += len(cut)
+        lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]
+        labels = torch.tensor(dataset.labels, dtype=torch.float32) if dataset.labels is not None else None
+        prepared.append(Prepared(objective.name, dataset, loss, columns, lengths, labels, truncated))
+    return prepared
+
+
+class TrainModule(nn.Module):
+    """The encoder plus every loss of a stage (heads included): the unit DDP wraps and checkpoints hold."""
+
+    def __init__(self, model: SentenceEncoder, losses: list[Loss]) -> None:
+        super().__init__()
+        self.model = model
+        self.losses = nn.ModuleList(losses)
+
+    def forward(self, objective: int, columns: list[Features], labels: Tensor | None) -> Tensor:
+        """Embed each text column and apply the objective's loss."""
+        embeddings = [self.model(features)["sentence_embedding"] for features in columns]
+        return self.losses[objective](embeddings, labels)
+
+
+def build_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW; biases and LayerNorm weights (1-D parameters) get no weight decay, as in BERT."""
+    decay = [p for p in module.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in module.parameters() if p.requires_grad and p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for a precision setting (None: plain fp32)."""
+    if precision == "fp32" or (device.type != "cuda" and precision == "auto"):
+        return None
+    if precision == "fp16":
+        return torch.float16
+    if precision == "bf16" or (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+        return torch.bfloat16
+    return torch.float16
+
+
+def autocast(dtype: torch.dtype | None, device: torch.device) -> contextlib.AbstractContextManager[object]:
+    """Mixed-precision context for the forward pass (a no-op in fp32)."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)

@@ -1,0 +1,285 @@
+"""The training loop on tiny encoders: repeatability, resume after kill -9, faults, multi-stage recipes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+from sbert.errors import SbertError
+from sbert.losses.cosine import CosineSimilarityLoss
+from sbert.training import Objective, Stage, TrainConfig, Trainer, TrainingError, load_config
+from sbert.training.checkpoint import checkpoint_dirs, load_checkpoint
+from tests.conftest import SHARED_DATA
+from tests.tiny_models import CORPUS
+
+STSB = SHARED_DATA / "stsbenchmark"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    """Small slices of the real STS benchmark and SNLI files."""
+    base = tmp_path_factory.mktemp("data")
+    lines = (STSB / "sts-train.csv").read_text(encoding="utf-8").splitlines()
+    (base / "train.csv").write_text("\n".join(lines[:96]) + "\n", encoding="utf-8")
+    (base / "dev.csv").write_text("\n".join(lines[96:160]) + "\n", encoding="utf-8")
+    for name in ("s1", "s2", "labels"):
+        rows = (SHARED_DATA / "snli" / f"{name}.dev").read_text(encoding="utf-8").splitlines()[:90]
+        (base / f"{name}.small").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return {"train": base / "train.csv", "dev": base / "dev.csv", "nli": base}
+
+
+def regression(model: Path, data, out: Path, **stage) -> TrainConfig:
+    objectives = (Objective("regression", f"stsb:{data['train']}"),)
+    return TrainConfig(
+        model=str(model), output=str(out), stages=(Stage(objectives, batch_size=8, **stage),), device="cpu"
+    )
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return SentenceEncoder.load(path, device="cpu").state_dict()
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_training_moves_weights_writes_card_log_and_keeps_best(tiny_dirs, data, tmp_path):
+    config = regression(tiny_dirs["bert"], data, tmp_path / "out", epochs=2, dev=f"stsb:{data['dev']}", eval_steps=4)
+    result = Trainer(config, show_progress=False).run()
+    assert result.steps == 24 and result.best_score is not None
+    before, after = weights(tiny_dirs["bert"]), weights(tmp_path / "out")
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    card = (tmp_path / "out/README.md").read_text()
+    assert str(tiny_dirs["bert"]) in card and "regression" in card and f"{result.best_score:.2f}" in card
+    records = [json.loads(line) for line in (tmp_path / "out/train_log.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["event"] == "eval"]
+    assert [r["step"] for r in evals] == [4, 8, 12, 16, 20, 24]  # epoch ends fall on multiples of 4
+    best = max(evals, key=lambda r: r["score"])
+    assert best["score"] == pytest.approx(result.best_score, abs=1e-3)
+
+
+def test_same_seed_gives_bit_identical_weights(tiny_dirs, data, tmp_path):
+    for name in ("a", "b"):
+        Trainer(regression(tiny_dirs["roberta"], data, tmp_path / name), show_progress=False).run()
+    assert_same_weights(weights(tmp_path / "a"), weights(tmp_path / "b"))
+
+
+def train_cmd(model: Path, data, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "sbert.cli.main",
+        "train",
+        "--model",
+        str(model),
+        "--objective",
+        "regression",
+        "--train",
+        f"stsb:{data['train']}",
+        "--output",
+        str(out),
+        "--batch-size",
+        "2",
+        "--epochs",
+        "3",
+        "--device",
+        "cpu",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_weights(tiny_dirs, data, tmp_path):
+    reference = tmp_path / "reference"
+    subprocess.run(train_cmd(tiny_dirs["bert"], data, reference), env=ENV, check=True, capture_output=True)
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(
+        train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10"),
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    run_dir = Path(f"{out}.run")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(int(p.name[5:]) >= 30 for p in checkpoint_dirs(run_dir)):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, "training finished before it could be killed"
+    assert not out.exists()
+    resumed = subprocess.run(
+        [*train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10"), "--resume"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert_same_weights(weights(reference), weights(out))
+
+
+def test_existing_checkpoints_need_resume(tiny_dirs, data, tmp_path):
+    config = regression(tiny_dirs["bert"], data, tmp_path / "out")
+    config = TrainConfig(**{**config.__dict__, "checkpoint_steps": 5})
+    Trainer(config, show_progress=False).run()
+    with pytest.raises(SbertError, match="pass --resume"):
+        Trainer(config, show_progress=False).run()
+
+
+def test_nan_loss_stops_and_keeps_the_last_checkpoint(tiny_dirs, data, tmp_path, monkeypatch):
+    config = TrainConfig(**{**regression(tiny_dirs["bert"], data, tmp_path / "out").__dict__, "checkpoint_steps": 4})
+    real_forward, calls = CosineSimilarityLoss.forward, []
+
+    def poisoned(self, embeddings, labels):
+        calls.append(1)
+        loss = real_forward(self, embeddings, labels)
+        return loss * float("nan") if len(calls) == 7 else loss
+
+    monkeypatch.setattr(CosineSimilarityLoss, "forward", poisoned)
+    with pytest.raises(TrainingError, match=r"step 7: regression loss is nan.*step-4"):
+        Trainer(config, show_progress=False).run()
+    progress, states = load_checkpoint(checkpoint_dirs(Path(f"{tmp_path / 'out'}.run"))[-1])
+    assert progress.global_step == 4
+    assert all(torch.isfinite(v).all() for v in states["module"].values() if v.is_floating_point())
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_kill_during_a_checkpoint_leaves_the_previous_one(tiny_dirs, data, tmp_path, monkeypatch):
+    config = TrainConfig(**{**regression(tiny_dirs["bert"], data, tmp_path / "out").__dict__, "checkpoint_steps": 4})
+    real_save, saves = torch.save, []
+
+    def dying_save(obj, f, *args, **kwargs):
+        saves.append(1)
+        if len(saves) == 2:
+            Path(f).write_bytes(b"half a checkpoint")
+            raise KeyboardInterrupt  # what a kill looks like to the code that is writing
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(config, show_progress=False).run()
+    found = checkpoint_dirs(Path(f"{tmp_path / 'out'}.run"))
+    assert [p.name for p in found] == ["step-4"]
+    assert load_checkpoint(found[0])[0].global_step == 4
+
+
+def test_bad_input_fails_before_training(tiny_dirs, data, tmp_path):
+    good = Stage((Objective("regression", f"stsb:{data['train']}"),))
+    bad_stages = {
+        "unknown objective": Stage((Objective("telepathy", f"stsb:{data['train']}"),)),
+        "wrong data kind": Stage((Objective("classification", f"stsb:{data['train']}"),)),
+        "missing file": Stage((Objective("regression", f"stsb:{tmp_path / 'nope.csv'}"),)),
+    }
+    for reason, bad in bad_stages.items():
+        out = tmp_path / reason.replace(" ", "-")
+        config = TrainConfig(model=str(tiny_dirs["bert"]), output=str(out), stages=(good, bad), device="cpu")
+        with pytest.raises(SbertError):
+            Trainer(config, show_progress=False).run()
+        assert not out.exists() and not Path(f"{out}.run").exists(), reason
+
+
+def test_two_stage_recipe_with_classification_head_and_triplets(tiny_dirs, data, tmp_path):
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(f"""
+model = "{tiny_dirs["albert"]}"
+output = "out"
+seed = 3
+
+[[stage]]
+batch_size = 8
+objectives = [
+  {{ name = "classification", train = "nli:{data["nli"]}:small", options = {{ concat = "u,v,|u-v|,u*v" }} }},
+  {{ name = "triplet", train = "nli-triplets:{data["nli"]}:small" }},
+]
+
+[[stage]]
+objective = "cosent"
+train = "stsb:{data["train"]}"
+dev = "stsb:{data["dev"]}"
+batch_size = 16
+""")
+    config = load_config(recipe, {"device": "cpu"})
+    assert config.output == "out" and len(config.stages) == 2 and len(config.stages[0].objectives) == 2
+    config = TrainConfig(**{**config.__dict__, "output": str(tmp_path / "out")})
+    Trainer(config, show_progress=False).run()
+    model = SentenceEncoder.load(tmp_path / "out", device="cpu")
+    assert model.encode(CORPUS).shape == (len(CORPUS), 32)
+
+
+def test_classification_head_is_saved_beside_the_model(tiny_dirs, data, tmp_path):
+    stage = Stage((Objective("classification", f"nli:{data['nli']}:small"),), batch_size=16)
+    config = TrainConfig(model=str(tiny_dirs["bert"]), output=str(tmp_path / "m"), stages=(stage,), device="cpu")
+    Trainer(config, show_progress=False).run()
+    head = json.loads((tmp_path / "m/classifier_head/config.json").read_text())
+    assert head == {
+        "concat": "u,v,|u-v|",
+        "in_features": 96,
+        "num_labels": 3,
+        "label_names": ["entailment", "neutral", "contradiction"],
+    }
+
+
+def test_config_errors_name_the_problem(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text(
+        'model = "m"\noutput = "o"\nlearning_rate = 1\n[[stage]]\nobjective = "regression"\ntrain = "x:y"\n'
+    )
+    with pytest.raises(SbertError, match=r"unknown keys \['learning_rate'\]"):
+        load_config(path)
+    path.write_text('model = "m"\noutput = "o"\n[[stage]]\nobjective = "regression"\ntrain = "x:y"\nepochs = 0\n')
+    with pytest.raises(SbertError, match="epochs=0 is out of range"):
+        load_config(path)
+
+
+def test_cli_train_argument_errors(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "sbert.cli.main", "train", "--model", "m", "--output", "o", "--objective", "regression"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    assert proc.returncode == 2 and "one --objective per --train" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_torchrun_two_processes_on_gloo(tiny_dirs, data, tmp_path):
+    out = tmp_path / "ddp"
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29533",
+        "-m",
+        "sbert.cli.main",
+        "train",
+        "--model",
+        str(tiny_dirs["bert"]),
+        "--objective",
+        "regression",
+        "--train",
+        f"stsb:{data['train']}",
+        "--output",
+        str(out),
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+        "--no-progress",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert records[0]["world"] == 2 and records[-1]["step"] == 12
+    assert np.isfinite(SentenceEncoder.load(out, device="cpu").encode(CORPUS)).all()
