@@ -208,7 +208,7 @@ dev = "stsb:{data["dev"]}"
 batch_size = 16
 """)
     config = load_config(recipe, {"device": "cpu"})
-    assert config.output == "out" and len(config.stages) == 2 and len(config.stages[0].objectives) == 2
+    assert config.output == str(tmp_path / "out") and len(config.stages) == 2 and len(config.stages[0].objectives) == 2
     config = TrainConfig(**{**config.__dict__, "output": str(tmp_path / "out")})
     Trainer(config, show_progress=False).run()
     model = SentenceEncoder.load(tmp_path / "out", device="cpu")
@@ -283,3 +283,12 @@ def test_torchrun_two_processes_on_gloo(tiny_dirs, data, tmp_path):
     records = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert records[0]["world"] == 2 and records[-1]["step"] == 12
     assert np.isfinite(SentenceEncoder.load(out, device="cpu").encode(CORPUS)).all()
+
+
+def test_shipped_recipes_parse_and_point_at_real_data():
+    for recipe in sorted((Path(__file__).resolve().parents[1] / "recipes").glob("*.toml")):
+        config = load_config(recipe)
+        for stage in config.stages:
+            for spec in [o.train for o in stage.objectives] + ([stage.dev] if stage.dev else []):
+                path = spec.split(":", 1)[1].split(":")[0]
+                assert Path(path).exists(), f"{recipe.name}: {spec}"

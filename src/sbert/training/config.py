@@ -114,7 +114,8 @@ def stage_from_table(table: dict[str, Any], where: str) -> Stage:
 def load_config(path: Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Read a TOML recipe: run-level keys at the top, one [[stage]] table per stage.
 
-    Paths inside data specs are taken relative to the config file's folder.
+    Paths inside the file (data specs, output) are taken relative to the config file's folder;
+    flags passed as `overrides` keep their own meaning.
     """
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -131,6 +132,8 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> TrainCon
     unknown = set(raw) - _RUN_KEYS
     if unknown:
         raise SbertError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(_RUN_KEYS)} and [[stage]]")
+    if isinstance(raw.get("output"), str):
+        raw["output"] = str(path.parent / Path(raw["output"]).expanduser())
     settings = {**raw, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     if "model" not in settings or "output" not in settings:
         raise SbertError(f"{path}: needs model and output (or --model / --output)")
