@@ -75,37 +75,23 @@ def test_same_seed_gives_bit_identical_weights(tiny_dirs, data, tmp_path):
     assert_same_weights(weights(tmp_path / "a"), weights(tmp_path / "b"))
 
 
-def train_cmd(model: Path, data, out: Path, *extra: str) -> list[str]:
+def train_cmd(model: Path, data, out: Path, *extra: str, batch: int = 2, epochs: int = 3) -> list[str]:
+    """The CLI arguments of a small regression run (after the interpreter or launcher)."""
     return [
-        sys.executable,
-        "-m",
-        "sbert.cli.main",
-        "train",
-        "--model",
-        str(model),
-        "--objective",
-        "regression",
-        "--train",
-        f"stsb:{data['train']}",
-        "--output",
-        str(out),
-        "--batch-size",
-        "2",
-        "--epochs",
-        "3",
-        "--device",
-        "cpu",
-        "--no-progress",
-        *extra,
+        *("-m", "sbert.cli.main", "train", "--model", str(model), "--objective", "regression"),
+        *("--train", f"stsb:{data['train']}", "--output", str(out), "--batch-size", str(batch)),
+        *("--epochs", str(epochs), "--device", "cpu", "--no-progress", *extra),
     ]
 
 
 def test_kill_9_then_resume_gives_the_uninterrupted_weights(tiny_dirs, data, tmp_path):
     reference = tmp_path / "reference"
-    subprocess.run(train_cmd(tiny_dirs["bert"], data, reference), env=ENV, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, *train_cmd(tiny_dirs["bert"], data, reference)], env=ENV, check=True, capture_output=True
+    )
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10"),
+        [sys.executable, *train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10")],
         env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -118,7 +104,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_weights(tiny_dirs, data, tmp
     assert proc.wait() == -signal.SIGKILL, "training finished before it could be killed"
     assert not out.exists()
     resumed = subprocess.run(
-        [*train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10"), "--resume"],
+        [sys.executable, *train_cmd(tiny_dirs["bert"], data, out, "--checkpoint-steps", "10", "--resume")],
         env=ENV,
         capture_output=True,
         text=True,
@@ -253,31 +239,8 @@ def test_cli_train_argument_errors(tmp_path):
 
 def test_torchrun_two_processes_on_gloo(tiny_dirs, data, tmp_path):
     out = tmp_path / "ddp"
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node",
-        "2",
-        "--master_port",
-        "29533",
-        "-m",
-        "sbert.cli.main",
-        "train",
-        "--model",
-        str(tiny_dirs["bert"]),
-        "--objective",
-        "regression",
-        "--train",
-        f"stsb:{data['train']}",
-        "--output",
-        str(out),
-        "--batch-size",
-        "8",
-        "--device",
-        "cpu",
-        "--no-progress",
-    ]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    cmd = [*launcher, *train_cmd(tiny_dirs["bert"], data, out, batch=8, epochs=1)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     records = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]

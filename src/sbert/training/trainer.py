@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -63,7 +64,6 @@ class Trainer:
         self.show_progress = show_progress and self.world.main
         self.global_step = 0
         self.started = time.monotonic()
-        self.history: list[dict[str, object]] = []
 
     def run(self, resume: bool = False) -> TrainResult:
         """Train every stage; with `resume`, continue from the newest checkpoint."""
@@ -176,10 +176,11 @@ class Trainer:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.4f}", ex_s=f"{rate:.0f}")
                 self._after_step(state, objective, loss, rate)
-            if state.progress.stage_step >= state.total and epoch < stage.epochs - 1:
-                break
+            # Each epoch (or a --max-steps cut) ends with a dev score, unless its last step just had one.
             if state.dev is not None and not (stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0):
                 self._evaluate(state)
+            if state.progress.stage_step >= state.total:
+                break
         bar.close()
 
     def _step(self, state: StageState, wrapped: torch.nn.Module, objective: int, indices: list[int]) -> float:
@@ -246,7 +247,6 @@ class Trainer:
                 best=improved,
                 scores={k: round(v, 4) for k, v in scores.items()},
             )
-            self.history.append({"stage": state.index, "step": self.global_step, metric: score})
         barrier(self.world)
 
     def _wrap(self, module: TrainModule) -> torch.nn.Module:
@@ -286,6 +286,4 @@ def _seed_everything(seed: int) -> None:
 def _stage_of(checkpoint: Path | None) -> int:
     if checkpoint is None:
         return 0
-    import json
-
     return int(json.loads((checkpoint / "progress.json").read_text())["stage"])
