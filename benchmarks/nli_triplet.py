@@ -1,7 +1,8 @@
 """Classification on SNLI and triplet training on SNLI-derived triplets, from all-MiniLM-L6-v2.
 
 Trains on SNLI dev (9,842 pairs / its triplets), scores on SNLI test (held out): NLI accuracy with the
-trained head, triplet accuracy, and STS benchmark test Spearman before and after each run.
+trained head, triplet accuracy, and STS benchmark test Spearman before and after each run. The
+multiple-negatives ranking loss (mnrl) on the same triplets is run for contrast.
 
     python benchmarks/nli_triplet.py [--output results.json]
 """
@@ -36,6 +37,7 @@ def train(objective: str, spec: str, out: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--objectives", default="classification,triplet,mnrl", help="comma-separated")
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     sts_test = load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}")
@@ -48,23 +50,23 @@ def main() -> None:
             "triplet_accuracy": evaluate_triplets(base, triplet_test)["accuracy"],
         }
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "nli"
-        seconds = train("classification", f"nli:{SNLI}:dev", str(out))
-        model = SentenceEncoder.load(out, device="cpu")
-        results["classification"] = {
-            "seconds": seconds,
-            "nli_test_accuracy": evaluate_nli(model, out, nli_test)["accuracy"],
-            "sts_test_spearman": evaluate_sts(model, sts_test)["spearman"],
-        }
-        out = Path(tmp) / "triplet"
-        seconds = train("triplet", f"nli-triplets:{SNLI}:dev", str(out))
-        model = SentenceEncoder.load(out, device="cpu")
-        results["triplet"] = {
-            "seconds": seconds,
-            "triplet_accuracy": evaluate_triplets(model, triplet_test)["accuracy"],
-            "sts_test_spearman": evaluate_sts(model, sts_test)["spearman"],
-        }
+    runs = {
+        "classification": f"nli:{SNLI}:dev",
+        "triplet": f"nli-triplets:{SNLI}:dev",
+        "mnrl": f"nli-triplets:{SNLI}:dev",
+    }
+    for objective in args.objectives.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / objective
+            seconds = train(objective, runs[objective], str(out))
+            model = SentenceEncoder.load(out, device="cpu")
+            results[objective] = {
+                "seconds": seconds,
+                "triplet_accuracy": evaluate_triplets(model, triplet_test)["accuracy"],
+                "sts_test_spearman": evaluate_sts(model, sts_test)["spearman"],
+            }
+            if objective == "classification":
+                results[objective]["nli_test_accuracy"] = evaluate_nli(model, out, nli_test)["accuracy"]
     print(json.dumps(results, indent=2))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
