@@ -255,3 +255,9 @@ def test_shipped_recipes_parse_and_point_at_real_data():
             for spec in [o.train for o in stage.objectives] + ([stage.dev] if stage.dev else []):
                 path = spec.split(":", 1)[1].split(":")[0]
                 assert Path(path).exists(), f"{recipe.name}: {spec}"
+
+
+def test_pooling_override_builds_a_new_head(tiny_dirs, data, tmp_path):
+    config = TrainConfig(**{**regression(tiny_dirs["bert"], data, tmp_path / "m").__dict__, "pooling": "max"})
+    Trainer(config, show_progress=False).run()
+    assert SentenceEncoder.load(tmp_path / "m", device="cpu")[1].modes == ["max"]

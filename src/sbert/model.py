@@ -56,8 +56,8 @@ class SentenceEncoder(nn.Sequential):
         max_seq_length: int | None = None,
         device: str | torch.device | None = None,
     ) -> Self:
-        """Build a new encoder from a plain Hugging Face encoder plus pooling."""
-        transformer = Transformer.from_pretrained(name_or_path, max_seq_length=max_seq_length)
+        """Build a new encoder (alias, local dir or Hub id of a Hugging Face encoder) plus pooling."""
+        transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path), max_seq_length=max_seq_length)
         modules: list[Module] = [transformer, Pooling(transformer.embedding_dimension, pooling)]
         if normalize:
             modules.append(Normalize())
