@@ -41,22 +41,11 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
 
 def read_lines(source: str) -> list[str]:
     """Lines of a UTF-8 file (or stdin for '-'); line i of the file is item i (blank lines kept)."""
-    try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    except FileNotFoundError:
-        raise SbertError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise SbertError(f"{source}: is a directory, expected a text file") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise SbertError(f"{source}:{line}: not valid UTF-8 (byte {e.start})") from None
-    text = text.removeprefix("\ufeff")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start a new one
-    return [line.removesuffix("\r") for line in lines]
+    from sbert.data.common import iter_lines
+    from sbert.data.common import read_lines as file_lines
+
+    rows = iter_lines(sys.stdin.buffer, "<stdin>") if source == "-" else file_lines(Path(source))
+    return [line for _, line in rows]
 
 
 def check_output(path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from sbert.errors import SbertError
 
@@ -60,12 +60,18 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     if not path.is_file():
         raise DataFormatError(f"{path}: no such file")
     with path.open("rb") as f:
-        for line_no, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(f"{path}:{line_no}: not valid UTF-8 (column {e.start + 1})") from None
-            yield line_no, text.rstrip("\r\n").removeprefix("\ufeff") if line_no == 1 else text.rstrip("\r\n")
+        yield from iter_lines(f, str(path))
+
+
+def iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line of a UTF-8 byte stream; a bad byte names `name` and the line."""
+    for line_no, raw in enumerate(stream, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataFormatError(f"{name}:{line_no}: not valid UTF-8 (column {e.start + 1})") from None
+        text = text.rstrip("\r\n")
+        yield line_no, text.removeprefix("\ufeff") if line_no == 1 else text
 
 
 def parse_float(text: str) -> float | None:
