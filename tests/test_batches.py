@@ -44,7 +44,7 @@ def test_warmup_then_linear_decay():
     factor = warmup_linear(total, warm)
     assert warm == 10
     values = [factor(s) for s in range(total)]
-    assert values[0] == pytest.approx(1 / 11) and max(values) == pytest.approx(1.0)
+    assert values[0] == 0.0 and values[5] == pytest.approx(0.5) and max(values) == pytest.approx(1.0)
     assert all(a < b for a, b in itertools.pairwise(values[:11]))  # rising through the warm-up
     assert all(a >= b for a, b in itertools.pairwise(values[10:]))  # then falling
     assert factor(total) == 0.0
