@@ -17,3 +17,9 @@ class ModelFormatError(SbertError):
 
 class TruncationError(SbertError):
     """An input was longer than the model's max_seq_length and truncation was refused."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message (its type name when the message is empty)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

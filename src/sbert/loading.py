@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from sbert.aliases import ALIASES
-from sbert.errors import ModelFormatError, ModelNotFoundError
+from sbert.errors import ModelFormatError, ModelNotFoundError, first_line
 from sbert.layout import MODULES_FILE, read_modules
 from sbert.modules import Module, Pooling, Transformer, module_class
 
@@ -46,8 +46,7 @@ def _hub_download(repo_id: str) -> tuple[Path | None, str]:
     try:
         return Path(snapshot_download(repo_id)), ""
     except Exception as e:  # offline, unknown repo, auth: all mean "not here"
-        first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return None, f"{type(e).__name__}: {first_line[:200]}"
+        return None, f"{type(e).__name__}: {first_line(e)[:200]}"
 
 
 def load_modules(root: Path, trust_remote_code: bool = False) -> list[Module]:

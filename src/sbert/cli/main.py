@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from sbert import __version__
 from sbert.cli import demo, encode, evaluate, similarity, train
-from sbert.errors import SbertError
+from sbert.errors import SbertError, first_line
 
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (encode, similarity, train, evaluate, demo)
@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (SbertError, ValueError, TypeError) as e:
-        print(f"sbert {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"sbert {args.command}: error: {first_line(e)}", file=sys.stderr)
         return 2
     except OSError as e:
         print(
@@ -43,11 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0]
 
 
 def _quiet_libraries(verbose: bool) -> None:

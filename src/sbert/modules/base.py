@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from sbert.errors import ModelFormatError
+from sbert.errors import ModelFormatError, first_line
 from sbert.layout import read_json, write_json
 
 # A features dict flows through the chain: input_ids/attention_mask in,
@@ -73,6 +73,6 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
         try:
             state = torch.load(legacy, map_location="cpu", weights_only=True)
         except Exception as e:
-            raise ModelFormatError(f"{legacy}: refused to load ({type(e).__name__}: {e})".split("\n")[0]) from None
+            raise ModelFormatError(f"{legacy}: refused to load ({type(e).__name__}: {first_line(e)})") from None
         return dict(state)
     raise ModelFormatError(f"{path}: no {WEIGHTS_FILE} or {LEGACY_WEIGHTS_FILE}")

@@ -13,7 +13,7 @@ from typing import Any, Self
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from sbert.errors import ModelFormatError
+from sbert.errors import ModelFormatError, first_line
 from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.modules.base import Features, Module
 
@@ -72,8 +72,7 @@ class Transformer(Module):
                 "(loading it could run arbitrary code; convert it to safetensors)"
             ) from None
         except (OSError, ValueError, KeyError) as e:
-            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ModelFormatError(f"{path}: cannot load encoder ({first_line})") from None
+            raise ModelFormatError(f"{path}: cannot load encoder ({first_line(e)})") from None
         return cls(model, tokenizer, max_seq_length=max_seq_length)
 
     @classmethod
