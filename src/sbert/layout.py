@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sbert.errors import ModelFormatError
 
@@ -85,6 +85,22 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(target, backup)
     os.replace(tmp, target)
     shutil.rmtree(backup, ignore_errors=True)
+
+
+@contextmanager
+def atomic_file(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Yield a binary temp file beside `target` that replaces it only if the block succeeds."""
+    target = Path(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _fsync_tree(root: Path) -> None:

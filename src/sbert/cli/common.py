@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +11,7 @@ import numpy as np
 
 from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
+from sbert.layout import atomic_file
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
@@ -60,14 +59,5 @@ def check_output(path: str) -> None:
 def save_npy(path: str, array: np.ndarray) -> None:
     """Write a .npy file atomically: a temp file in the same folder, then rename."""
     check_output(path)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        np.save(f, array)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sbert import __version__
+from sbert.layout import atomic_file
 
 if TYPE_CHECKING:
     from sbert.training.config import TrainConfig
@@ -60,15 +59,8 @@ def write_into(folder: Path, text: str, log_path: Path, state: StageState) -> No
 
 def write_beside(folder: Path, text: str, log_path: Path) -> None:
     """Card and log into an existing model folder, each file replaced atomically."""
-    _atomic_write(folder / "README.md", text.encode("utf-8"))
+    with atomic_file(folder / "README.md") as f:
+        f.write(text.encode("utf-8"))
     if log_path.is_file():
-        _atomic_write(folder / LOG_NAME, log_path.read_bytes())
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+        with atomic_file(folder / LOG_NAME) as f:
+            f.write(log_path.read_bytes())
