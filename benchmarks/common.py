@@ -13,8 +13,8 @@ STS_DIR = ROOT.parent / "shared" / "data" / "stsbenchmark"
 
 def sts_sentences(split: str = "test") -> list[str]:
     """Both columns of an STS benchmark split: 2,758 sentences for test."""
-    rows = [line.split("\t") for line in (STS_DIR / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()]
-    return [r[5] for r in rows] + [r[6] for r in rows]
+    first, second, _ = sts_pairs(split)
+    return first + second
 
 
 def alternate(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
@@ -31,3 +31,24 @@ def alternate(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, 
 def median(values: list[float]) -> float:
     """Median of a list of timings."""
     return statistics.median(values)
+
+
+def sts_pairs(split: str = "test") -> tuple[list[str], list[str], list[float]]:
+    """(first sentences, second sentences, gold scores) of an STS benchmark split."""
+    rows = [line.split("\t") for line in (STS_DIR / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()]
+    return [r[5] for r in rows], [r[6] for r in rows], [float(r[4]) for r in rows]
+
+
+def distinct_real_sentences() -> list[str]:
+    """Every distinct sentence of the shared data (STS benchmark, SNLI dev/test, SST-2), in file order."""
+    data = STS_DIR.parent
+    seen: dict[str, None] = {}
+    for split in ("train", "dev", "test"):
+        first, second, _ = sts_pairs(split)
+        seen.update(dict.fromkeys(first + second))
+    for name in ("s1.dev", "s2.dev", "s1.test", "s2.test"):
+        seen.update(dict.fromkeys((data / "snli" / name).read_text(encoding="utf-8").splitlines()))
+    for name in ("sentiment-train", "sentiment-dev", "sentiment-test"):
+        lines = (data / "sst2" / name).read_text(encoding="utf-8").splitlines()
+        seen.update(dict.fromkeys(line.rsplit("\t", 1)[0].strip() for line in lines))
+    return [s for s in seen if s.strip() and "\n" not in s and "\r" not in s]

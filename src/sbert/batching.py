@@ -32,3 +32,27 @@ def check_sentences(sentences: str | Iterable[str]) -> tuple[list[str], bool]:
         if not isinstance(item, str):
             raise TypeError(f"sentences[{i}] is {type(item).__name__}, expected str")
     return texts, False
+
+
+def token_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int) -> list[list[int]]:
+    """Cut an ordering into runs whose padded size (rows x longest row) stays within `max_tokens`.
+
+    With inputs sorted longest first, short sentences share big batches and long ones small
+    ones, so every batch costs about the same. A single row longer than the budget still gets
+    its own batch; `max_size` caps the row count.
+    """
+    if max_tokens <= 0 or max_size <= 0:
+        raise ValueError(f"max_tokens and max_size must be positive, got {max_tokens} and {max_size}")
+    batches: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for i in order:
+        wider = max(width, lengths[i])
+        if current and (wider * (len(current) + 1) > max_tokens or len(current) >= max_size):
+            batches.append(current)
+            current, wider = [], lengths[i]
+        current.append(i)
+        width = wider
+    if current:
+        batches.append(current)
+    return batches

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal, Self, cast, overload
+from typing import TYPE_CHECKING, Literal, Self, cast, overload
 
 import numpy as np
 import torch
@@ -14,16 +15,27 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sbert import layout
+from sbert import long_text as long_text_policy
 from sbert.aliases import DEFAULT_MODEL
-from sbert.batching import check_sentences, fixed_batches, length_order
+from sbert.backends import BACKENDS, BackendError, open_backend
+from sbert.batching import check_sentences, fixed_batches, length_order, token_batches
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
+from sbert.long_text import LongText
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
 from sbert.modules.normalize import l2_normalize
 
+if TYPE_CHECKING:
+    from sbert.backends.onnx_runtime import OnnxBackend
+
+log = logging.getLogger(__name__)
 OnTruncation = Literal["warn", "error", "ignore"]
 # Progress bars appear by default only for inputs long enough to take a while.
 _PROGRESS_MIN_SENTENCES = 2048
+# Padded tokens per batch when neither batch_size nor batch_tokens is given: 1,024-2,048 was
+# the plateau for torch, onnx and onnx-int8 on 2 cores (benchmarks/encode_speed.py --sweep).
+DEFAULT_BATCH_TOKENS = 2048
+_MAX_BATCH_ROWS = 512
 
 
 class SentenceEncoder(nn.Sequential):
@@ -35,6 +47,9 @@ class SentenceEncoder(nn.Sequential):
             raise ValueError("the first module of a SentenceEncoder must be a Transformer")
         self.to(default_device() if device is None else device)
         self.eval()
+        # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
+        self.source_dir: Path | None = None
+        self._backends: dict[str, tuple[tuple[int, ...], OnnxBackend]] = {}
 
     @classmethod
     def load(
@@ -45,7 +60,9 @@ class SentenceEncoder(nn.Sequential):
     ) -> Self:
         """Load an alias, a local sentence-transformers or Hugging Face directory, or a Hub id."""
         root = resolve_model_dir(name_or_path)
-        return cls(load_modules(root, trust_remote_code=trust_remote_code), device=device)
+        model = cls(load_modules(root, trust_remote_code=trust_remote_code), device=device)
+        model.source_dir = root
+        return model
 
     @classmethod
     def from_transformer(
@@ -111,68 +128,122 @@ class SentenceEncoder(nn.Sequential):
     def encode(
         self,
         sentences: str | Iterable[str],
-        batch_size: int = ...,
+        batch_size: int | None = ...,
         normalize: bool = ...,
         show_progress: bool | None = ...,
         device: str | torch.device | None = ...,
         convert_to: Literal["numpy"] = ...,
         on_truncation: OnTruncation = ...,
+        backend: str = ...,
+        batch_tokens: int | None = ...,
+        long_text: LongText = ...,
     ) -> np.ndarray: ...
     @overload
     def encode(
         self,
         sentences: str | Iterable[str],
-        batch_size: int = ...,
+        batch_size: int | None = ...,
         normalize: bool = ...,
         show_progress: bool | None = ...,
         device: str | torch.device | None = ...,
         *,
         convert_to: Literal["torch"],
         on_truncation: OnTruncation = ...,
+        backend: str = ...,
+        batch_tokens: int | None = ...,
+        long_text: LongText = ...,
     ) -> torch.Tensor: ...
 
     def encode(
         self,
         sentences: str | Iterable[str],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         normalize: bool = False,
         show_progress: bool | None = None,
         device: str | torch.device | None = None,
         convert_to: Literal["numpy", "torch"] = "numpy",
         on_truncation: OnTruncation = "warn",
+        backend: str = "torch",
+        batch_tokens: int | None = None,
+        long_text: LongText = "truncate",
     ) -> np.ndarray | torch.Tensor:
         """Embed sentences: float32 (n, dim) for a list, (dim,) for a single string.
 
         Inputs are sorted by token length and each batch is padded only to its longest
-        member; rows come back in input order.
+        member; rows come back in input order. `backend` picks torch, onnx (fp32) or
+        onnx-int8. Batches hold up to `batch_tokens` padded tokens (default 2,048), capped at
+        `batch_size` rows when both are given; `batch_size` alone gives fixed-size batches.
+        `long_text="chunk"` embeds inputs beyond max_seq_length as the mean of overlapping windows.
         """
         texts, single = check_sentences(sentences)
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         if device is not None:
             self.to(device)
-        ids, cut = self.transformer.token_ids(texts)
-        report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
-        order = length_order([len(row) for row in ids])
-        out = torch.empty((len(texts), self.embedding_dimension), dtype=torch.float32)
+        run = self._runner(backend)
+        ids, owners = self._token_rows(texts, on_truncation, long_text)
+        lengths = [len(row) for row in ids]
+        order = length_order(lengths)
+        if batch_size is not None and batch_tokens is None:
+            batches = fixed_batches(order, batch_size)
+        else:
+            budget = batch_tokens or DEFAULT_BATCH_TOKENS
+            batches = token_batches(order, lengths, budget, batch_size or _MAX_BATCH_ROWS)
+        out = torch.empty((len(ids), self.embedding_dimension), dtype=torch.float32)
         show = len(texts) >= _PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
         was_training = self.training
         self.eval()
         try:
             with torch.inference_mode(), tqdm(total=len(texts), unit="sent", disable=not show) as bar:
-                for batch in fixed_batches(order, batch_size):
-                    out[batch] = self._embed([ids[i] for i in batch], normalize)
+                for batch in batches:
+                    out[batch] = run(self.transformer.pad([ids[i] for i in batch]))
                     bar.update(len(batch))
         finally:
             self.train(was_training)
+        out = long_text_policy.merge(out, owners, len(texts), renormalize=self._ends_normalized())
+        if normalize:
+            out = l2_normalize(out)
         result = out[0] if single else out
         return result.numpy() if convert_to == "numpy" else result
 
-    def _embed(self, rows: list[list[int]], normalize: bool) -> torch.Tensor:
-        features = {k: v.to(self.device) for k, v in self.transformer.pad(rows).items()}
-        emb = self(features)["sentence_embedding"]
-        if normalize:
-            emb = l2_normalize(emb)
+    def _token_rows(
+        self, texts: list[str], on_truncation: OnTruncation, long_text: LongText
+    ) -> tuple[list[list[int]], list[int]]:
+        """Token ids per row and the input each row belongs to (long inputs may span rows)."""
+        ids, cut = self.transformer.token_ids(texts)
+        if long_text not in long_text_policy.LONG_TEXT_POLICIES:
+            raise ValueError(f"long_text must be one of {long_text_policy.LONG_TEXT_POLICIES}, got {long_text!r}")
+        if long_text == "truncate" or not cut:
+            report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
+            return ids, list(range(len(ids)))
+        rows, owners = long_text_policy.expand(self.transformer, texts, ids, cut)
+        log.info("%d of %d inputs exceeded %d tokens: split into windows", len(cut), len(texts), self.max_seq_length)
+        return rows, owners
+
+    def _ends_normalized(self) -> bool:
+        return any(isinstance(m, Normalize) for m in self.chain())
+
+    def _runner(self, backend: str) -> Callable[[Features], torch.Tensor]:
+        """The function that maps padded CPU features to float32 CPU embeddings."""
+        if backend == "torch":
+            return self._embed_torch
+        return self.backend(backend).embed
+
+    def backend(self, name: str) -> OnnxBackend:
+        """The ONNX backend `name`, exported or loaded from the cache and checked against torch."""
+        if name not in BACKENDS or name == "torch":
+            raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(BACKENDS[1:])}")
+        # Parameter version counters move on every in-place update (optimizer steps,
+        # load_state_dict): a cheap test that the exported graph still matches the weights.
+        version = tuple(p._version for p in self.parameters())
+        cached = self._backends.get(name)
+        if cached is None or cached[0] != version:
+            self._backends[name] = (version, open_backend(self, name))
+        return self._backends[name][1]
+
+    def _embed_torch(self, features: Features) -> torch.Tensor:
+        emb = self({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
         return emb.float().cpu()
 
     def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:

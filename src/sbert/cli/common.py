@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,11 +41,24 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
 
 def read_lines(source: str) -> list[str]:
     """Lines of a UTF-8 file (or stdin for '-'); line i of the file is item i (blank lines kept)."""
+    return list(stream_lines(source))
+
+
+def stream_lines(source: str) -> Iterator[str]:
+    """The same lines, read lazily (for corpora larger than memory)."""
     from sbert.data.common import iter_lines
     from sbert.data.common import read_lines as file_lines
 
     rows = iter_lines(sys.stdin.buffer, "<stdin>") if source == "-" else file_lines(Path(source))
-    return [line for _, line in rows]
+    return (line for _, line in rows)
+
+
+def add_backend_args(parser: argparse.ArgumentParser) -> None:
+    """--backend and --batch-tokens, shared by every subcommand that embeds many sentences."""
+    from sbert.backends import BACKENDS
+
+    parser.add_argument("--backend", choices=BACKENDS, default="torch", help="inference engine (default torch)")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (default 2048)")
 
 
 def check_output(path: str) -> None:

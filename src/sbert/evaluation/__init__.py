@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 
-def evaluate(model: SentenceEncoder, dataset: Dataset, batch_size: int = 64) -> tuple[str, dict[str, float]]:
+def evaluate(model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None) -> tuple[str, dict[str, float]]:
     """Score a dev/test set with the evaluator its kind calls for: (headline metric, all scores)."""
     if dataset.kind == "pair-score":
         return "spearman", evaluate_sts(model, dataset, batch_size)

@@ -11,11 +11,13 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 
-def encode_columns(model: SentenceEncoder, columns: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+def encode_columns(
+    model: SentenceEncoder, columns: Sequence[Sequence[str]], batch_size: int | None = None, backend: str = "torch"
+) -> list[np.ndarray]:
     """Embed several text columns, encoding each distinct sentence once."""
     unique = list(dict.fromkeys(s for col in columns for s in col))
     position = {s: i for i, s in enumerate(unique)}
-    vectors = model.encode(unique, batch_size=batch_size)
+    vectors = model.encode(unique, batch_size=batch_size, backend=backend)
     return [vectors[[position[s] for s in col]] for col in columns]
 
 

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 
-def evaluate_nli(model: SentenceEncoder, model_dir: Path, dataset: Dataset, batch_size: int = 64) -> dict[str, float]:
+def evaluate_nli(
+    model: SentenceEncoder, model_dir: Path, dataset: Dataset, batch_size: int | None = None
+) -> dict[str, float]:
     """Accuracy (x100) of softmax(W [u; v; |u-v|]) against the gold labels."""
     head = load_head(model_dir)
     if tuple(head.label_names) != tuple(dataset.label_names):

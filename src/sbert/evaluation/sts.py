@@ -24,9 +24,11 @@ def similarity_scores(u: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def evaluate_sts(model: SentenceEncoder, dataset: Dataset, batch_size: int = 64) -> dict[str, float]:
+def evaluate_sts(
+    model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None, backend: str = "torch"
+) -> dict[str, float]:
     """Spearman (headline, of cosine) and Pearson, x100, for every similarity function."""
-    u, v = encode_columns(model, [dataset.column(0), dataset.column(1)], batch_size)
+    u, v = encode_columns(model, [dataset.column(0), dataset.column(1)], batch_size, backend)
     gold = np.asarray(dataset.labels, dtype=np.float64)
     scores: dict[str, float] = {}
     for name, sims in similarity_scores(u, v).items():

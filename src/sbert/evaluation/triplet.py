@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 
-def evaluate_triplets(model: SentenceEncoder, dataset: Dataset, batch_size: int = 64) -> dict[str, float]:
+def evaluate_triplets(model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None) -> dict[str, float]:
     """Accuracy (x100) of d(a, p) < d(a, n) for Euclidean, Manhattan and cosine distance."""
     a, p, n = encode_columns(model, [dataset.column(i) for i in range(3)], batch_size)
     distances = {

@@ -1,4 +1,4 @@
-"""Exact semantic search and paraphrase mining over embedding matrices."""
+"""Semantic search: exact top-k, paraphrase mining, clustering and a persistent FAISS index."""
 
 from sbert.search.exact import cos_sim, paraphrase_mining, semantic_search
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_SCORE_BLOCK = 1 << 24
+
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
@@ -29,15 +31,17 @@ def _top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def semantic_search(
-    queries: np.ndarray, corpus: np.ndarray, top_k: int = 10, chunk_size: int = 100_000
+    queries: np.ndarray, corpus: np.ndarray, top_k: int = 10, chunk_size: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-k of each query over the corpus: (scores (q, k), indices (q, k)).
 
-    The corpus is scored `chunk_size` rows at a time, so memory stays at q x chunk_size floats.
+    The corpus is scored `chunk_size` rows at a time (default: as many as keep the score
+    block near 2^24 floats, 64 MB), so memory stays bounded for any corpus size.
     """
     if top_k <= 0:
         raise ValueError(f"top_k must be positive, got {top_k}")
     q = unit_rows(np.atleast_2d(queries))
+    chunk_size = chunk_size or max(1024, _SCORE_BLOCK // max(len(q), 1))
     best_vals = np.full((q.shape[0], 0), -np.inf, dtype=np.float32)
     best_idx = np.zeros((q.shape[0], 0), dtype=np.int64)
     for start in range(0, len(corpus), chunk_size):

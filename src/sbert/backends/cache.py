@@ -1,0 +1,61 @@
+"""Where exported graphs live: an `onnx/` folder beside the model, keyed by a digest of its weights.
+
+A cached graph is reused only while the weights, the chain's configuration and the exporter
+settings that produced it are unchanged; anything else triggers a fresh export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from sbert import layout
+from sbert.errors import ModelFormatError
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+MANIFEST = "export.json"
+CACHE_ENV = "SBERT_CACHE"
+
+
+def model_digest(model: SentenceEncoder) -> str:
+    """sha256 over every tensor (name, shape, dtype, bytes) and every module's configuration."""
+    digest = hashlib.sha256()
+    for module in model.chain():
+        digest.update(f"{type(module).__name__}:{json.dumps(module.get_config(), sort_keys=True)}".encode())
+    for name, tensor in model.state_dict().items():
+        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+        # Raw bytes through a uint8 view: works for every dtype, bf16 included.
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def cache_dir(model: SentenceEncoder, digest: str) -> Path:
+    """`<model dir>/onnx` when the model came from a writable folder, else a user cache folder."""
+    source = model.source_dir
+    if source is not None and os.access(source, os.W_OK):
+        return Path(source) / "onnx"
+    base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sbert")
+    return base / "onnx" / digest[:24]
+
+
+def read_manifest(folder: Path) -> dict[str, object]:
+    """The cache's manifest, or {} when there is none or it is unreadable (then it is rebuilt)."""
+    try:
+        data = layout.read_json(folder / MANIFEST)
+    except (OSError, ModelFormatError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_manifest(folder: Path, data: dict[str, object]) -> None:
+    """Atomically record which weights and settings the graphs in `folder` came from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with layout.atomic_file(folder / MANIFEST) as f:
+        f.write((json.dumps(data, indent=2) + "\n").encode())

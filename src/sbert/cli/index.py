@@ -1,0 +1,42 @@
+"""`sbert index build CORPUS --out DIR`: embed a corpus and write a FAISS + SQLite index folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sbert.cli.common import add_backend_args, add_model_args, load_model, read_lines
+from sbert.errors import SbertError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `sbert index build`."""
+    p = sub.add_parser("index", help="build a persistent search index", description=__doc__)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    b = actions.add_parser("build", help="embed a corpus (one text per line) and index it")
+    b.add_argument("corpus", help="UTF-8 text file, one document per line (id = line number - 1)")
+    b.add_argument("--out", required=True, help="index folder (replaced atomically when done)")
+    b.add_argument("--kind", choices=("flat", "ivf", "hnsw"), default="hnsw", help="FAISS index type")
+    b.add_argument("--shard-size", type=int, default=100_000, help="rows per resumable embedding shard")
+    add_backend_args(b)
+    add_model_args(b)
+    b.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the corpus, embed it (resumably), write the index."""
+    from sbert.search.corpus import index_corpus
+
+    if args.shard_size <= 0:
+        raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SbertError(f"--out {args.out}: exists and is not a folder")
+    texts = read_lines(args.corpus)
+    if not texts:
+        raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
+    model = load_model(args)
+    name = args.model if not Path(args.model).expanduser().is_dir() else str(Path(args.model).resolve())
+    info = index_corpus(model, name, texts, args.out, args.kind, args.backend, args.shard_size)
+    print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,41 @@
+"""`sbert search DIR "query" ...`: top-k texts from an index folder built by `sbert index build`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser("search", help="query an index folder", description=__doc__)
+    p.add_argument("index", help="folder written by `sbert index build`")
+    p.add_argument("query", nargs="+", help="one or more query texts")
+    p.add_argument("--top-k", "-k", type=int, default=10)
+    p.add_argument("--model", "-m", default=None, help="query model (default: the one that built the index)")
+    p.add_argument("--device", default=None, help="cpu, cuda, ...")
+    p.add_argument("--backend", choices=("torch", "onnx", "onnx-int8"), default="torch")
+    p.add_argument("--json", action="store_true", help="one JSON object per query")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the index (checking it first), embed the queries, print the hits."""
+    from sbert.backends.cache import model_digest
+    from sbert.model import SentenceEncoder
+    from sbert.search.index import SearchIndex
+
+    if args.top_k <= 0:
+        raise ValueError(f"--top-k must be positive, got {args.top_k}")
+    index = SearchIndex(args.index)
+    model = SentenceEncoder.load(args.model or index.info.model, device=args.device)
+    index.check_model(model_digest(model), model.embedding_dimension)
+    hits = index.search(model.encode(args.query, normalize=True, backend=args.backend), args.top_k)
+    for query, row in zip(args.query, hits, strict=True):
+        if args.json:
+            print(json.dumps({"query": query, "hits": [h.__dict__ for h in row]}, ensure_ascii=False))
+            continue
+        print(f"# {query}")
+        for rank, hit in enumerate(row, start=1):
+            print(f"{rank:>3}. {hit.score:.4f}  [{hit.id}] {hit.text}")
+    return 0

@@ -1,0 +1,63 @@
+"""Clustering sentence vectors: fast community detection, k-means and agglomerative clustering."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sbert.search.exact import unit_rows
+
+
+def community_detection(
+    embeddings: np.ndarray, threshold: float = 0.75, min_size: int = 10, chunk_size: int = 2048
+) -> list[list[int]]:
+    """Groups of sentences whose cosine to a central sentence is >= threshold, largest first.
+
+    Every sentence with at least `min_size` neighbours (itself included) above the threshold
+    proposes its neighbourhood; proposals are taken largest first and each sentence joins at
+    most one group. Memory stays at chunk_size x n scores.
+    """
+    if not min_size > 0:
+        raise ValueError(f"min_size must be positive, got {min_size}")
+    e = unit_rows(embeddings)
+    proposals: list[list[int]] = []
+    for start in range(0, len(e), chunk_size):
+        scores = e[start : start + chunk_size] @ e.T
+        for row in scores:
+            members = np.flatnonzero(row >= threshold)
+            if len(members) >= min_size:
+                # Central sentence first, then by decreasing similarity.
+                ranked = members[np.argsort(-row[members], kind="stable")]
+                proposals.append([int(i) for i in ranked])
+    proposals.sort(key=len, reverse=True)
+    taken: set[int] = set()
+    groups = []
+    for proposal in proposals:
+        free = [i for i in proposal if i not in taken]
+        if len(free) >= min_size:
+            groups.append(free)
+            taken.update(free)
+    return groups
+
+
+def kmeans(embeddings: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray:
+    """k-means on unit vectors (scikit-learn): one cluster label per row."""
+    from sklearn.cluster import KMeans
+
+    return KMeans(n_clusters=clusters, random_state=seed, n_init="auto").fit_predict(unit_rows(embeddings))
+
+
+def agglomerative(
+    embeddings: np.ndarray, clusters: int | None = None, distance_threshold: float | None = None
+) -> np.ndarray:
+    """Average-linkage clustering on cosine distance (scikit-learn): one label per row.
+
+    Give either a cluster count or a cosine-distance threshold (1 - cosine) at which to stop merging.
+    """
+    from sklearn.cluster import AgglomerativeClustering
+
+    if (clusters is None) == (distance_threshold is None):
+        raise ValueError("give exactly one of clusters and distance_threshold")
+    model = AgglomerativeClustering(
+        n_clusters=clusters, distance_threshold=distance_threshold, metric="cosine", linkage="average"
+    )
+    return np.asarray(model.fit_predict(unit_rows(embeddings)))

@@ -1,0 +1,45 @@
+"""Build an index from a text corpus: stream embeddings to resumable shards, then index them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sbert.search.index import IndexInfo, build_index
+from sbert.streaming import encode_to_disk, load_shards
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+
+def shards_folder(out_dir: str | os.PathLike[str]) -> Path:
+    """Where the embeddings of an index under construction wait (kept until the index is written)."""
+    out = Path(out_dir).resolve()
+    return out.with_name(f".{out.name}.shards")
+
+
+def index_corpus(
+    model: SentenceEncoder,
+    model_name: str,
+    texts: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    kind: str = "hnsw",
+    backend: str = "torch",
+    shard_size: int = 100_000,
+    show_progress: bool = True,
+) -> IndexInfo:
+    """Embed `texts` (id = position) and write the index folder.
+
+    A kill during the long encoding step loses at most one shard: rerunning the same command
+    resumes from the shards already on disk.
+    """
+    from sbert.backends.cache import model_digest
+
+    work = shards_folder(out_dir)
+    encode_to_disk(model, texts, work, shard_size, normalize=True, backend=backend, show_progress=show_progress)
+    info = build_index(load_shards(work), texts, out_dir, kind, model_name, model_digest(model))
+    shutil.rmtree(work, ignore_errors=True)
+    return info

@@ -1,0 +1,171 @@
+"""A persistent vector index: FAISS (flat, IVF or HNSW) plus an SQLite table of ids and texts.
+
+Folder layout: `index.faiss`, `texts.sqlite` (table texts(id, text)) and `index.json` (model,
+its weight digest, dimension, kind, row count). Vectors are L2-normalized, so FAISS inner
+product is cosine similarity. The folder is written atomically: a kill mid-build leaves the
+previous index (or none) in place.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sbert import layout
+from sbert.errors import ModelFormatError, SbertError
+
+KINDS = ("flat", "ivf", "hnsw")
+INFO_FILE, INDEX_FILE, TEXTS_FILE = "index.json", "index.faiss", "texts.sqlite"
+# HNSW graph degree and search breadth: recall@10 >= 0.95 on 1M x 384 sentence vectors
+# (benchmarks/search_speed.py); IVF probes 16 of ~4*sqrt(n) lists.
+HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 128
+IVF_PROBES = 16
+_ADD_CHUNK = 100_000
+
+
+class IndexFolderError(SbertError):
+    """A missing, corrupt or mismatched index folder."""
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """index.json: what built the index and what it holds."""
+
+    model: str
+    model_digest: str
+    dimension: int
+    kind: str
+    count: int
+    ef_search: int = HNSW_EF_SEARCH
+    probes: int = IVF_PROBES
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    id: int
+    score: float
+    text: str
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError:
+        raise SbertError("the index needs FAISS: pip install 'sbert[index]'") from None
+    return faiss
+
+
+def new_index(kind: str, dim: int, count: int) -> Any:
+    """An empty FAISS index of `kind` for `count` vectors of `dim` (inner-product metric)."""
+    faiss = _faiss()
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        return index
+    if kind == "ivf":
+        lists = max(1, min(int(4 * math.sqrt(max(count, 1))), count // 39 or 1))  # FAISS wants >= 39 points a list
+        return faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+    raise SbertError(f"unknown index kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def build_index(
+    vectors: np.ndarray, texts: Sequence[str], out_dir: str | os.PathLike[str], kind: str, model: str, digest: str
+) -> IndexInfo:
+    """Write an index of `vectors` (row i = texts[i], id i) to `out_dir`, atomically."""
+    if len(vectors) == 0:
+        raise SbertError("cannot build an index of an empty corpus")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors but {len(texts)} texts")
+    info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors))
+    index = new_index(kind, info.dimension, info.count)
+    if kind == "ivf":
+        # 64 points a list trains k-means well (FAISS asks for >= 39) at a quarter of its default cost.
+        sample = np.random.default_rng(0).permutation(len(vectors))[: 64 * index.nlist]
+        index.train(_unit(vectors[np.sort(sample)]))
+    for start in range(0, len(vectors), _ADD_CHUNK):
+        index.add(_unit(vectors[start : start + _ADD_CHUNK]))
+    with layout.atomic_directory(out_dir) as tmp:
+        _faiss().write_index(index, str(tmp / INDEX_FILE))
+        with sqlite3.connect(tmp / TEXTS_FILE) as db:
+            db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            db.executemany("INSERT INTO texts VALUES (?, ?)", enumerate(texts))
+        db.close()
+        layout.write_json(tmp / INFO_FILE, asdict(info))
+    return info
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+class SearchIndex:
+    """An index folder opened for queries."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.info = read_info(self.folder)
+        try:
+            self.index = _faiss().read_index(str(self.folder / INDEX_FILE))
+        except RuntimeError:
+            raise IndexFolderError(f"{self.folder / INDEX_FILE}: unreadable FAISS index; rebuild it") from None
+        if self.index.d != self.info.dimension or self.index.ntotal != self.info.count:
+            raise IndexFolderError(f"{self.folder}: {INDEX_FILE} does not match {INFO_FILE}; rebuild it")
+        if self.info.kind == "hnsw":
+            self.index.hnsw.efSearch = self.info.ef_search
+        if self.info.kind == "ivf":
+            self.index.nprobe = self.info.probes
+        self.db = sqlite3.connect(f"file:{self.folder / TEXTS_FILE}?mode=ro", uri=True, check_same_thread=False)
+
+    def check_model(self, digest: str, dimension: int) -> None:
+        """Refuse queries embedded by another model than the one that built the index."""
+        if dimension != self.info.dimension or digest != self.info.model_digest:
+            raise IndexFolderError(
+                f"{self.folder}: built with model {self.info.model!r} ({self.info.dimension} dims); "
+                f"the query model differs ({dimension} dims, other weights)"
+            )
+
+    def search(self, queries: np.ndarray, top_k: int = 10) -> list[list[Hit]]:
+        """Top-k hits per query vector, best first, with their texts."""
+        if top_k <= 0:
+            raise ValueError(f"top_k must be positive, got {top_k}")
+        scores, ids = self.index.search(_unit(np.atleast_2d(queries)), min(top_k, self.info.count))
+        texts = self.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
+        return [
+            [Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
+            for row_s, row_i in zip(scores, ids, strict=True)
+        ]
+
+    def texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """Texts by id."""
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            out.update(self.db.execute(f"SELECT id, text FROM texts WHERE id IN ({marks})", part).fetchall())
+        return out
+
+
+def read_info(folder: Path) -> IndexInfo:
+    """index.json of a folder, or a one-line error saying what is missing."""
+    path = folder / INFO_FILE
+    if not path.is_file():
+        raise IndexFolderError(f"{folder}: no index here (missing {INFO_FILE}); build one with `sbert index build`")
+    for name in (INDEX_FILE, TEXTS_FILE):
+        if not (folder / name).is_file():
+            raise IndexFolderError(f"{folder}: incomplete index (missing {name}); rebuild it")
+    try:
+        return IndexInfo(**layout.read_json(path))
+    except (TypeError, ModelFormatError) as e:
+        raise IndexFolderError(f"{path}: malformed ({e})") from None

@@ -1,0 +1,79 @@
+"""The FAISS + SQLite index folder, clustering, and the `sbert index` / `sbert search` commands."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.backends.cache import model_digest
+from sbert.cli.main import main
+from sbert.errors import SbertError
+from sbert.search.cluster import agglomerative, community_detection, kmeans
+from sbert.search.exact import semantic_search
+from sbert.search.index import INDEX_FILE, INFO_FILE, IndexFolderError, SearchIndex, build_index
+
+
+def _vectors(n: int = 600, dim: int = 16, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw"])
+def test_index_round_trip_matches_exact_search(kind, tmp_path):
+    vectors = _vectors()
+    texts = [f"text {i}" for i in range(len(vectors))]
+    build_index(vectors, texts, tmp_path / "idx", kind, "m", "digest")
+    index = SearchIndex(tmp_path / "idx")
+    hits = index.search(vectors[:20], top_k=5)
+    _, exact = semantic_search(vectors[:20], vectors, top_k=5)
+    recall = np.mean([len({h.id for h in row} & set(ex.tolist())) / 5 for row, ex in zip(hits, exact, strict=True)])
+    assert recall >= (1.0 if kind == "flat" else 0.8)
+    assert hits[3][0].id == 3 and hits[3][0].text == "text 3" and hits[3][0].score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_bad_folders_give_clear_errors(tmp_path):
+    with pytest.raises(IndexFolderError, match="no index here"):
+        SearchIndex(tmp_path)
+    build_index(_vectors(50), [str(i) for i in range(50)], tmp_path / "idx", "flat", "m", "d1")
+    index = SearchIndex(tmp_path / "idx")
+    with pytest.raises(IndexFolderError, match="built with model 'm'"):
+        index.check_model("other digest", 16)
+    (tmp_path / "idx" / INDEX_FILE).write_bytes(b"garbage!" * 8)
+    with pytest.raises(IndexFolderError, match="unreadable"):
+        SearchIndex(tmp_path / "idx")
+    with pytest.raises(SbertError, match="empty corpus"):
+        build_index(np.zeros((0, 4), np.float32), [], tmp_path / "empty", "flat", "m", "d")
+
+
+def test_community_detection_and_clusterers_find_planted_groups():
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((3, 32))
+    points = np.concatenate([c + 0.05 * rng.standard_normal((12, 32)) for c in centres]).astype(np.float32)
+    groups = community_detection(points, threshold=0.9, min_size=5)
+    assert sorted(sorted(g) for g in groups) == [list(range(i, i + 12)) for i in (0, 12, 24)]
+    for labels in (kmeans(points, 3), agglomerative(points, clusters=3)):
+        assert len({tuple(labels[i : i + 12]) for i in (0, 12, 24)}) == 3
+        assert all(len(set(labels[i : i + 12])) == 1 for i in (0, 12, 24))
+
+
+def test_cli_build_search_and_model_mismatch(tiny_dirs, tmp_path, capsys):
+    model_dir, other_dir = tmp_path / "model", tmp_path / "other"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(model_dir)
+    SentenceEncoder.from_transformer(tiny_dirs["roberta"], device="cpu").save(other_dir)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man is playing a guitar\nthe cat sat on the mat\nit is raining today\n", encoding="utf-8")
+    assert main(["index", "build", str(corpus), "--out", str(tmp_path / "idx"), "--model", str(model_dir)]) == 0
+    assert not (tmp_path / ".idx.shards").exists()  # the resumable shards go once the index is written
+    info = json.loads((tmp_path / "idx" / INFO_FILE).read_text())
+    assert info["model_digest"] == model_digest(SentenceEncoder.load(model_dir, device="cpu"))
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "idx"), "the cat sat on the mat", "-k", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["hits"][0]["text"] == "the cat sat on the mat" and len(result["hits"]) == 2
+    assert main(["search", str(tmp_path / "idx"), "cats", "--model", str(other_dir)]) == 2
+    assert "built with model" in capsys.readouterr().err
+    assert main(["search", str(tmp_path / "nowhere"), "cats"]) == 2
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    assert main(["index", "build", str(empty), "--out", str(tmp_path / "idx2"), "--model", str(model_dir)]) == 2
+    assert "empty corpus" in capsys.readouterr().err
