@@ -58,7 +58,10 @@ def sweep(model: SentenceEncoder, sentences: list[str], backends: list[str], rep
     for backend in backends:
         runs = {f"batch_size={b}": {"batch_size": b} for b in (16, 32, 64, 128)}
         runs |= {f"batch_tokens={t}": {"batch_tokens": t} for t in (512, 1024, 2048, 4096)}
-        calls = {k: (lambda kw=kw, be=backend: model.encode(sentences, backend=be, **kw)) for k, kw in runs.items()}
+        calls = {
+            k: (lambda kw=kw, be=backend: model.encode(sentences, backend=be, show_progress=False, **kw))
+            for k, kw in runs.items()
+        }
         for name, seconds in alternate(calls, repeats).items():
             print(f"{backend:>10} {name:>18}: {len(sentences) / median(seconds):7.1f} sentences/s")
 

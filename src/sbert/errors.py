@@ -15,6 +15,10 @@ class ModelFormatError(SbertError):
     """A model directory exists but its files are missing or malformed."""
 
 
+class BackendError(SbertError):
+    """An ONNX export, a cached graph or a backend check failed."""
+
+
 class TruncationError(SbertError):
     """An input was longer than the model's max_seq_length and truncation was refused."""
 

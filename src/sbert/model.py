@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self, cast, overload
 
@@ -32,9 +33,9 @@ log = logging.getLogger(__name__)
 OnTruncation = Literal["warn", "error", "ignore"]
 # Progress bars appear by default only for inputs long enough to take a while.
 _PROGRESS_MIN_SENTENCES = 2048
-# Padded tokens per batch when neither batch_size nor batch_tokens is given: 1,024-2,048 was
-# the plateau for torch, onnx and onnx-int8 on 2 cores (benchmarks/encode_speed.py --sweep).
-DEFAULT_BATCH_TOKENS = 2048
+# Padded tokens per batch when neither batch_size nor batch_tokens is given, measured on 2 cores
+# with one batch per core at a time (benchmarks/encode_speed.py --sweep; docs/speed.md).
+DEFAULT_BATCH_TOKENS = {"torch": 512, "onnx": 512, "onnx-int8": 512}
 _MAX_BATCH_ROWS = 512
 
 
@@ -181,27 +182,29 @@ class SentenceEncoder(nn.Sequential):
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
         if device is not None:
             self.to(device)
-        run = self._runner(backend)
+        run, workers = self._runner(backend)
         ids, owners = self._token_rows(texts, on_truncation, long_text)
         lengths = [len(row) for row in ids]
         order = length_order(lengths)
         if batch_size is not None and batch_tokens is None:
             batches = fixed_batches(order, batch_size)
         else:
-            budget = batch_tokens or DEFAULT_BATCH_TOKENS
+            budget = batch_tokens or DEFAULT_BATCH_TOKENS[backend]
             batches = token_batches(order, lengths, budget, batch_size or _MAX_BATCH_ROWS)
-        out = torch.empty((len(ids), self.embedding_dimension), dtype=torch.float32)
+        # A NumPy buffer: filling it runs no torch op, whose OpenMP threads would otherwise
+        # spin against ONNX Runtime's (measured: 13% of the int8 backend's time).
+        buffer = np.empty((len(ids), self.embedding_dimension), dtype=np.float32)
         show = len(texts) >= _PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
         was_training = self.training
         self.eval()
         try:
-            with torch.inference_mode(), tqdm(total=len(texts), unit="sent", disable=not show) as bar:
-                for batch in batches:
-                    out[batch] = run(self.transformer.pad([ids[i] for i in batch]))
+            with torch.inference_mode(), tqdm(total=len(ids), unit="sent", disable=not show) as bar:
+                for batch, emb in self._run_batches(run, workers, ids, batches):
+                    buffer[batch] = emb.numpy()
                     bar.update(len(batch))
         finally:
             self.train(was_training)
-        out = long_text_policy.merge(out, owners, len(texts), renormalize=self._ends_normalized())
+        out = long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())
         if normalize:
             out = l2_normalize(out)
         result = out[0] if single else out
@@ -224,11 +227,34 @@ class SentenceEncoder(nn.Sequential):
     def _ends_normalized(self) -> bool:
         return any(isinstance(m, Normalize) for m in self.chain())
 
-    def _runner(self, backend: str) -> Callable[[Features], torch.Tensor]:
-        """The function that maps padded CPU features to float32 CPU embeddings."""
+    def _runner(self, backend: str) -> tuple[Callable[[Features], torch.Tensor], int]:
+        """The function mapping padded features to float32 CPU embeddings, and its parallel batches.
+
+        On CPU, one single-threaded batch per core at a time beat one batch spread over all
+        cores (small matrices lose much of a multi-threaded op to synchronisation): torch
+        +12%, ONNX Runtime +15% on 2 cores (docs/speed.md).
+        """
+        workers = torch.get_num_threads() if self.device.type == "cpu" else 1
         if backend == "torch":
-            return self._embed_torch
-        return self.backend(backend).embed
+            return self._embed_torch, workers
+        onnx = self.backend(backend)
+        return onnx.embed, min(workers, onnx.workers)
+
+    def _run_batches(
+        self, run: Callable[[Features], torch.Tensor], workers: int, ids: list[list[int]], batches: list[list[int]]
+    ) -> Iterator[tuple[list[int], torch.Tensor]]:
+        """(batch, embeddings) in batch order, `workers` batches at a time from threads."""
+
+        def job(batch: list[int]) -> tuple[list[int], torch.Tensor]:
+            with torch.inference_mode():
+                return batch, run(self.transformer.pad([ids[i] for i in batch]))
+
+        if workers <= 1 or len(batches) <= 1:
+            yield from map(job, batches)
+            return
+        # torch's thread count is per thread: the workers' setting leaves the caller's alone.
+        with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+            yield from pool.map(job, batches)
 
     def backend(self, name: str) -> OnnxBackend:
         """The ONNX backend `name`, exported or loaded from the cache and checked against torch."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from sbert.backends.export import BackendError
+from sbert.errors import BackendError
 
 if TYPE_CHECKING:
     from sbert.backends.onnx_runtime import OnnxBackend

@@ -18,17 +18,13 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from sbert.errors import SbertError, first_line
+from sbert.errors import BackendError, first_line
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 OPSET = 17
 OUTPUT_NAME = "sentence_embedding"
-
-
-class BackendError(SbertError):
-    """An export, a cached graph or a backend check failed."""
 
 
 class EncoderGraph(nn.Module):

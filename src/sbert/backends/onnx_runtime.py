@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from sbert.backends import cache
-from sbert.backends.export import OPSET, BackendError, export_onnx, quantize_int8
+from sbert.backends.export import OPSET, export_onnx, quantize_int8
+from sbert.errors import BackendError
 from sbert.modules import Features
 
 if TYPE_CHECKING:
@@ -41,12 +42,14 @@ class OnnxBackend:
         if name not in GRAPH_FILES:
             raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(GRAPH_FILES)}")
         self.name = name
+        # On CPU encode feeds one single-threaded run per core at a time from threads.
+        self.workers = torch.get_num_threads() if model.device.type == "cpu" else 1
         # A cached graph that fails to load or to match torch is exported once more; a fresh
         # export that still fails is a real error.
         for rebuild in (False, True):
             self.path = ensure_graph(model, name, rebuild=rebuild)
             try:
-                self.session = make_session(self.path, model.device)
+                self.session = make_session(self.path, model.device, 1 if self.workers > 1 else None)
                 self.input_names = [i.name for i in self.session.get_inputs()]
                 check_against_torch(model, self)
                 return
@@ -84,13 +87,13 @@ def ensure_graph(model: SentenceEncoder, name: str, rebuild: bool = False) -> Pa
     return target
 
 
-def make_session(path: Path, device: torch.device) -> onnxruntime.InferenceSession:
-    """An inference session with full graph optimization and torch's thread count."""
+def make_session(path: Path, device: torch.device, threads: int | None = None) -> onnxruntime.InferenceSession:
+    """An inference session with full graph optimization and `threads` (default torch's count)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = torch.get_num_threads()
+    options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
     providers = ["CPUExecutionProvider"]
     if device.type == "cuda" and "CUDAExecutionProvider" in onnxruntime.get_available_providers():

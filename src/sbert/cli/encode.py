@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from sbert.cli.common import add_backend_args, add_model_args, check_output, load_model, save_npy, stream_lines
-from sbert.long_text import LONG_TEXT_POLICIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", required=True, help="output .npy path, or a folder (ending in /) for shards")
     p.add_argument("--batch-size", type=int, default=None, help="rows per batch (default: by --batch-tokens)")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
-    p.add_argument("--long-text", choices=LONG_TEXT_POLICIES, default="truncate", help="inputs beyond the limit")
+    p.add_argument("--long-text", choices=("truncate", "chunk"), default="truncate", help="inputs beyond the limit")
     p.add_argument("--shard-size", type=int, default=100_000, help="rows per shard when writing a folder")
     p.add_argument("--processes", type=int, default=1, help="worker processes when writing a folder")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar")
