@@ -172,7 +172,7 @@ class SentenceEncoder(nn.Sequential):
 
         Inputs are sorted by token length and each batch is padded only to its longest
         member; rows come back in input order. `backend` picks torch, onnx (fp32) or
-        onnx-int8. Batches hold up to `batch_tokens` padded tokens (default 2,048), capped at
+        onnx-int8. Batches hold up to `batch_tokens` padded tokens (default 512), capped at
         `batch_size` rows when both are given; `batch_size` alone gives fixed-size batches.
         `long_text="chunk"` embeds inputs beyond max_seq_length as the mean of overlapping windows.
         """

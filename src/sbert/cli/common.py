@@ -58,7 +58,7 @@ def add_backend_args(parser: argparse.ArgumentParser) -> None:
     from sbert.backends import BACKENDS
 
     parser.add_argument("--backend", choices=BACKENDS, default="torch", help="inference engine (default torch)")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (default 2048)")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (default 512)")
 
 
 def check_output(path: str) -> None:
