@@ -43,6 +43,13 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temp file and a rename: readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as f:
+        f.write((json.dumps(data, indent=2) + "\n").encode())
+
+
 def read_modules(root: Path) -> list[ModuleEntry]:
     """Parse modules.json into entries, validating the fields every loader relies on."""
     path = root / MODULES_FILE

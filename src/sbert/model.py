@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import warnings
@@ -51,6 +52,7 @@ class SentenceEncoder(nn.Sequential):
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
         self.source_dir: Path | None = None
         self._backends: dict[str, tuple[tuple[int, ...], OnnxBackend]] = {}
+        self._digest: tuple[tuple[tuple[int, ...], str], str] | None = None
 
     @classmethod
     def load(
@@ -260,13 +262,29 @@ class SentenceEncoder(nn.Sequential):
         """The ONNX backend `name`, exported or loaded from the cache and checked against torch."""
         if name not in BACKENDS or name == "torch":
             raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(BACKENDS[1:])}")
-        # Parameter version counters move on every in-place update (optimizer steps,
-        # load_state_dict): a cheap test that the exported graph still matches the weights.
-        version = tuple(p._version for p in self.parameters())
+        version = self._weights_version()
         cached = self._backends.get(name)
         if cached is None or cached[0] != version:
             self._backends[name] = (version, open_backend(self, name))
         return self._backends[name][1]
+
+    def weights_digest(self) -> str:
+        """sha256 of every weight and module configuration, computed once per weights state.
+
+        The ONNX cache, shard folders and index folders all record it; hashing a large model
+        takes seconds, so it is redone only after the weights or a module's config change.
+        """
+        from sbert.backends.cache import model_digest
+
+        key = (self._weights_version(), json.dumps([m.get_config() for m in self.chain()], sort_keys=True))
+        if self._digest is None or self._digest[0] != key:
+            self._digest = (key, model_digest(self))
+        return self._digest[1]
+
+    def _weights_version(self) -> tuple[int, ...]:
+        # Parameter version counters move on every in-place update (optimizer steps,
+        # load_state_dict): a cheap test that weights are unchanged since the last look.
+        return tuple(p._version for p in self.parameters())
 
     def _embed_torch(self, features: Features) -> torch.Tensor:
         emb = self({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]

@@ -9,7 +9,6 @@ a rerun with the same settings skips every complete shard and encodes the rest.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -68,10 +67,8 @@ def encode_to_disk(
     """
     if shard_size <= 0 or processes <= 0:
         raise ValueError(f"shard_size and processes must be positive, got {shard_size} and {processes}")
-    from sbert.backends.cache import model_digest
-
     out = Path(out_dir)
-    settings = ShardSettings(model_digest(model), model.embedding_dimension, shard_size, normalize, backend)
+    settings = ShardSettings(model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend)
     check_settings(out, settings)
     if total is None and hasattr(sentences, "__len__"):
         total = len(sentences)  # type: ignore[arg-type]
@@ -163,9 +160,7 @@ def _read_manifest(out: Path) -> dict[str, Any] | None:
 
 
 def _write_manifest(out: Path, data: dict[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    with layout.atomic_file(out / MANIFEST) as f:
-        f.write((json.dumps(data, indent=2) + "\n").encode())
+    layout.write_json_atomic(out / MANIFEST, data)
 
 
 # ---- the multi-process pool: each worker loads the model once and writes its shards itself.
@@ -186,9 +181,7 @@ def _pooled(
     if options["backend"] != "torch":
         model.encode(["export the graph once, before the workers race to"], backend=options["backend"])
     threads = max(1, torch.get_num_threads() // processes)
-    from sbert.backends.cache import model_digest
-
-    init = (str(model.source_dir), str(model.device), threads, model_digest(model))
+    init = (str(model.source_dir), str(model.device), threads, model.weights_digest())
     rows = 0
     with ProcessPoolExecutor(processes, mp_context=get_context("spawn"), initializer=_init, initargs=init) as pool:
         pending: list[Future[int]] = []
@@ -209,13 +202,12 @@ def _collect(future: Future[int], bar: tqdm) -> int:
 
 
 def _init(source: str, device: str, threads: int, digest: str) -> None:
-    from sbert.backends.cache import model_digest
     from sbert.model import SentenceEncoder
 
     torch.set_num_threads(threads)
     model = SentenceEncoder.load(source, device=device)
     _WORKER["model"] = model
-    _WORKER["same"] = model_digest(model) == digest
+    _WORKER["same"] = model.weights_digest() == digest
 
 
 def _work(out: Path, index: int, texts: list[str], options: dict[str, Any]) -> int:

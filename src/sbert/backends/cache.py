@@ -56,6 +56,4 @@ def read_manifest(folder: Path) -> dict[str, object]:
 
 def write_manifest(folder: Path, data: dict[str, object]) -> None:
     """Atomically record which weights and settings the graphs in `folder` came from."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with layout.atomic_file(folder / MANIFEST) as f:
-        f.write((json.dumps(data, indent=2) + "\n").encode())
+    layout.write_json_atomic(folder / MANIFEST, data)

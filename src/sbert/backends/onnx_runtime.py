@@ -68,7 +68,7 @@ def ensure_graph(model: SentenceEncoder, name: str, rebuild: bool = False) -> Pa
     """The graph file for `name`, exported (and quantized) first if the cache is missing or stale."""
     import onnxruntime
 
-    digest = cache.model_digest(model)
+    digest = model.weights_digest()
     folder = cache.cache_dir(model, digest)
     stamp = {"digest": digest, "opset": OPSET, "onnxruntime": onnxruntime.__version__}
     manifest = cache.read_manifest(folder)
@@ -101,20 +101,13 @@ def make_session(path: Path, device: torch.device, threads: int | None = None) -
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=providers)
     except Exception as e:  # onnxruntime raises its own pybind exception types
-        raise BackendError(
-            f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]}); delete it to re-export"
-        ) from None
+        raise BackendError(f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]})") from None
 
 
 def check_against_torch(model: SentenceEncoder, backend: OnnxBackend) -> None:
     """Embed a few probe sentences both ways; a graph that disagrees is refused."""
-    features = model.transformer.pad(model.transformer.token_ids(PROBES)[0])
-    was_training = model.training
-    model.eval()
-    with torch.inference_mode():
-        torch_rows = model({k: v.to(model.device) for k, v in features.items()})["sentence_embedding"].float().cpu()
-    model.train(was_training)
-    onnx_rows = backend.embed(features)
+    torch_rows = model.encode(list(PROBES), convert_to="torch", on_truncation="ignore")
+    onnx_rows = backend.embed(model.transformer.pad(model.transformer.token_ids(PROBES)[0]))
     if backend.name == "onnx":
         diff = float((torch_rows - onnx_rows).abs().max())
         if not np.isfinite(diff) or diff > FP32_MAX_ABS_DIFF:

@@ -21,7 +21,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Open the index (checking it first), embed the queries, print the hits."""
-    from sbert.backends.cache import model_digest
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
 
@@ -29,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
     index = SearchIndex(args.index)
     model = SentenceEncoder.load(args.model or index.info.model, device=args.device)
-    index.check_model(model_digest(model), model.embedding_dimension)
+    index.check_model(model.weights_digest(), model.embedding_dimension)
     hits = index.search(model.encode(args.query, normalize=True, backend=args.backend), args.top_k)
     for query, row in zip(args.query, hits, strict=True):
         if args.json:

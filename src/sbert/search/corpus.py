@@ -36,10 +36,8 @@ def index_corpus(
     A kill during the long encoding step loses at most one shard: rerunning the same command
     resumes from the shards already on disk.
     """
-    from sbert.backends.cache import model_digest
-
     work = shards_folder(out_dir)
     encode_to_disk(model, texts, work, shard_size, normalize=True, backend=backend, show_progress=show_progress)
-    info = build_index(load_shards(work), texts, out_dir, kind, model_name, model_digest(model))
+    info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest())
     shutil.rmtree(work, ignore_errors=True)
     return info
