@@ -119,6 +119,6 @@ def test_eval_writes_results_and_rejects_unknown_formats(bert_dir, tmp_path):
 
     results = json.loads((tmp_path / "r/results.json").read_text())["tasks"][f"stsb:{sts}"]
     assert results["size"] == 1500 and -100 <= results["spearman"] <= 100
-    assert "| task |" in (tmp_path / "r/results.md").read_text()
+    assert "| Model | STSb | Avg. |" in (tmp_path / "r/results.md").read_text()
     proc = sbert("eval", "-m", str(bert_dir), "--task", "squad:x")
-    assert_one_line_error(proc, "unknown format 'squad'; known: stsb")
+    assert_one_line_error(proc, "unknown task format 'squad'; known: stsb")

@@ -24,7 +24,7 @@ from sbert.batching import check_sentences, fixed_batches, length_order, token_b
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
 from sbert.long_text import LongText
-from sbert.modules import Features, Module, Normalize, Pooling, Transformer
+from sbert.modules import Features, Module, Normalize, Transformer, build_head
 from sbert.modules.normalize import l2_normalize
 
 if TYPE_CHECKING:
@@ -76,9 +76,12 @@ class SentenceEncoder(nn.Sequential):
         max_seq_length: int | None = None,
         device: str | torch.device | None = None,
     ) -> Self:
-        """Build a new encoder (alias, local dir or Hub id of a Hugging Face encoder) plus pooling."""
+        """Build a new encoder (alias, local dir or Hub id of a Hugging Face encoder) plus a head.
+
+        `pooling`: mean / max / cls (or a list, concatenated), `cnn` (CNN-SBERT) or `ngram-cnn` (IS-BERT).
+        """
         transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path), max_seq_length=max_seq_length)
-        modules: list[Module] = [transformer, Pooling(transformer.embedding_dimension, pooling)]
+        modules: list[Module] = [transformer, *build_head(pooling, transformer.embedding_dimension)]
         if normalize:
             modules.append(Normalize())
         return cls(modules, device=device)
@@ -109,8 +112,8 @@ class SentenceEncoder(nn.Sequential):
         """Size of the sentence vector."""
         dim = self.transformer.embedding_dimension
         for module in self.chain():
-            if isinstance(module, Pooling):
-                dim = module.output_dimension
+            # Pooling, CNNHead and NGramCNN change the width; Normalize keeps it.
+            dim = getattr(module, "output_dimension", dim)
         return dim
 
     def chain(self) -> list[Module]:

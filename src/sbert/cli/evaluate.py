@@ -1,9 +1,12 @@
-"""`sbert eval`: score a model on STS pairs (Spearman / Pearson) or triplets (accuracy)."""
+"""`sbert eval`: score a model (or a baseline) on STS, triplet and SentEval transfer tasks.
+
+Writes results.json, results.md (the paper's Table 1 and Table 5 layouts) and PNG plots: one
+scatter of cosine against gold per STS set, one bar chart of every score.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -13,44 +16,58 @@ from sbert.errors import SbertError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    p = sub.add_parser("eval", help="score a model on STS / triplet / NLI test sets", description=__doc__)
+    p = sub.add_parser("eval", help="score a model on STS / transfer / triplet test sets", description=__doc__)
     p.add_argument(
         "--task",
         "-t",
         action="append",
         required=True,
-        help="FORMAT:PATH, e.g. stsb:sts-test.csv, sts:STS12-dir, sick:SICK.txt, nli-triplets:DIR:test",
+        help="FORMAT:PATH: stsb:sts-test.csv, sts:STS12-dir, sick:SICK.txt, transfer:SentEval-downstream-dir, "
+        "sst2:DIR, mr:DIR, trec:DIR, mrpc:DIR, nli-triplets:DIR:test, ...",
     )
-    p.add_argument("--output", "-o", type=Path, help="folder for results.json and results.md")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--output", "-o", type=Path, help="folder for results.json, results.md and plots")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0, help="seed of the cross-validation folds")
+    p.add_argument("--name", help="the model's name in tables (default: --model)")
     add_model_args(p)
+    p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read every task first (bad input fails before encoding), then score each."""
-    from sbert.data import load_dataset
-    from sbert.evaluation import evaluate
+    from sbert.baselines import load_baseline
+    from sbert.evaluation.report import write_results
+    from sbert.evaluation.tasks import load_tasks, run_task
 
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise SbertError(f"{args.output}: exists and is not a folder")
-    tasks = {spec: load_dataset(spec) for spec in args.task}
-    model = load_model(args)
-    results: dict[str, dict[str, float]] = {}
-    for spec, dataset in tasks.items():
-        metric, scores = evaluate(model, dataset, args.batch_size)
-        results[spec] = {"headline": scores[metric], "size": len(dataset), **scores}
-        print(f"{spec}: {metric} {scores[metric]:.2f}")
+    tasks = [task for spec in args.task for task in load_tasks(spec)]
+    model = load_baseline(args.model, args.device) or load_model(args)
+    run_record: dict = {"model": args.name or args.model, "tasks": {}}
+    plots = []
+    for task in tasks:
+        outcome = run_task(model, task, args.batch_size, args.seed)
+        s = outcome.scores
+        run_record["tasks"][task.spec] = s
+        print(f"{task.spec}: {s['metric']} {s['headline']:.2f} ({s['size']} examples, "
+              f"{s['sentences']} sentences, {s['seconds']:.1f} s)")  # fmt: skip
+        if outcome.cosine is not None:
+            plots.append((task.column, outcome))
     if args.output is not None:
-        write_results(args.output, args.model, results)
-        print(f"wrote {args.output / 'results.json'}", file=sys.stderr)
+        write_results(args.output, run_record)
+        _plots(args.output, run_record, plots)
+        print(f"wrote {args.output / 'results.json'} and results.md", file=sys.stderr)
     return 0
 
 
-def write_results(folder: Path, model: str, results: dict[str, dict[str, float]]) -> None:
-    """results.json (every score) and results.md (one headline row per task)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps({"model": model, "tasks": results}, indent=2) + "\n")
-    rows = ["| task | examples | score |", "|---|---|---|"]
-    rows += [f"| `{spec}` | {int(r['size'])} | {r['headline']:.2f} |" for spec, r in results.items()]
-    (folder / "results.md").write_text(f"# {model}\n\n" + "\n".join(rows) + "\n")
+def _plots(folder: Path, record: dict, sts: list) -> None:
+    from sbert.evaluation.plots import bars, scatter
+
+    try:
+        for column, outcome in sts:
+            name = "".join(c if c.isalnum() or c in "-_" else "_" for c in column)
+            scatter(outcome.cosine, outcome.gold, column, outcome.scores["spearman"], folder / f"scatter-{name}.png")
+        bars([record], folder / "scores.png")
+    except SbertError as e:  # matplotlib missing: the tables are written, the pictures are not
+        print(f"sbert eval: plots skipped: {e}", file=sys.stderr)

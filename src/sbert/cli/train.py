@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--objective",
         action="append",
         default=[],
-        help="classification | regression | triplet | mnrl | cosent (repeat with --train)",
+        help="classification | regression | triplet | mnrl | cosent | infomax (repeat with --train)",
     )
     p.add_argument("--train", action="append", default=[], help="FORMAT:PATH, e.g. stsb:sts-train.csv (repeatable)")
     p.add_argument(
@@ -46,7 +46,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-steps", type=int, help="evaluate every N steps (0: each epoch end)")
     p.add_argument("--checkpoint-steps", type=int, help="checkpoint every N steps (0: never)")
     p.add_argument("--max-steps", type=int, help="stop a stage after N steps")
-    p.add_argument("--pooling", choices=["mean", "max", "cls"], help="pooling for a plain encoder")
+    p.add_argument(
+        "--pooling",
+        choices=["mean", "max", "cls", "cnn", "ngram-cnn"],
+        help="start a fresh head on the model's transformer: a pooling, cnn (CNN-SBERT) or ngram-cnn (IS-BERT)",
+    )
     p.add_argument("--max-seq-length", type=int)
     p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--device")

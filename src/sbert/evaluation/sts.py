@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from sbert.data.common import Dataset
-from sbert.evaluation.common import encode_columns, row_cosine
-
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.baselines.cross_encoder import CrossEncoder
+
+from sbert.data.common import Dataset
+from sbert.evaluation.common import Embedder, encode_columns, row_cosine
 
 
 def similarity_scores(u: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
@@ -25,15 +25,39 @@ def similarity_scores(u: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evaluate_sts(
-    model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None, backend: str = "torch"
+    model: Embedder,
+    dataset: Dataset,
+    batch_size: int | None = None,
+    backend: str = "torch",
+    show_progress: bool | None = None,
 ) -> dict[str, float]:
     """Spearman (headline, of cosine) and Pearson, x100, for every similarity function."""
-    u, v = encode_columns(model, [dataset.column(0), dataset.column(1)], batch_size, backend)
+    return sts_scores(model, dataset, batch_size, backend, show_progress)[0]
+
+
+def sts_scores(
+    model: Embedder,
+    dataset: Dataset,
+    batch_size: int | None = None,
+    backend: str = "torch",
+    show_progress: bool | None = None,
+) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """The scores, with the cosine and gold arrays (for scatter plots)."""
+    u, v = encode_columns(model, [dataset.column(0), dataset.column(1)], batch_size, backend, show_progress)
     gold = np.asarray(dataset.labels, dtype=np.float64)
     scores: dict[str, float] = {}
-    for name, sims in similarity_scores(u, v).items():
-        scores[f"{name}_spearman"] = 100 * float(spearmanr(sims, gold).statistic)
-        scores[f"{name}_pearson"] = 100 * float(pearsonr(sims, gold).statistic)
-    scores["spearman"] = scores["cosine_spearman"]
-    scores["pearson"] = scores["cosine_pearson"]
-    return scores
+    sims = similarity_scores(u, v)
+    for name, values in sims.items():
+        scores[f"{name}_spearman"] = 100 * float(spearmanr(values, gold).statistic)
+        scores[f"{name}_pearson"] = 100 * float(pearsonr(values, gold).statistic)
+    scores["spearman"], scores["pearson"] = scores["cosine_spearman"], scores["cosine_pearson"]
+    return scores, sims["cosine"], gold
+
+
+def cross_scores(model: CrossEncoder, dataset: Dataset) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """Spearman and Pearson (x100) of a cross-encoder's pair scores against gold."""
+    predicted = model.predict([(t[0], t[1]) for t in dataset.texts]).astype(np.float64)
+    gold = np.asarray(dataset.labels, dtype=np.float64)
+    scores = {"spearman": 100 * float(spearmanr(predicted, gold).statistic),
+              "pearson": 100 * float(pearsonr(predicted, gold).statistic)}  # fmt: skip
+    return scores, predicted, gold

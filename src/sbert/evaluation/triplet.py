@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sbert.data.common import Dataset
-from sbert.evaluation.common import encode_columns, row_cosine
-
-if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+from sbert.evaluation.common import Embedder, encode_columns, row_cosine
 
 
-def evaluate_triplets(model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None) -> dict[str, float]:
+def evaluate_triplets(model: Embedder, dataset: Dataset, batch_size: int | None = None) -> dict[str, float]:
     """Accuracy (x100) of d(a, p) < d(a, n) for Euclidean, Manhattan and cosine distance."""
     a, p, n = encode_columns(model, [dataset.column(i) for i in range(3)], batch_size)
     distances = {

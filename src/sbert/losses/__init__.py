@@ -9,6 +9,7 @@ from sbert.errors import SbertError
 from sbert.losses.base import Loss
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
+from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.triplet import TripletLoss
@@ -19,8 +20,14 @@ LOSSES: dict[str, type[Loss]] = {
     "triplet": TripletLoss,
     "mnrl": MultipleNegativesRankingLoss,
     "cosent": CoSENTLoss,
+    "infomax": InfomaxLoss,
 }
-ALIASES = {"softmax": "classification", "cosine": "regression", "multiple-negatives": "mnrl"}
+ALIASES = {
+    "softmax": "classification",
+    "cosine": "regression",
+    "multiple-negatives": "mnrl",
+    "isbert": "infomax",
+}
 
 
 def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | None = None) -> Loss:

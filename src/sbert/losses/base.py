@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
@@ -13,10 +13,19 @@ class Loss(nn.Module):
 
     # The dataset kinds this objective can train on (see sbert.data.common.Kind).
     kinds: ClassVar[tuple[str, ...]]
+    # True for objectives that read token-level outputs, not only the sentence vectors.
+    needs_features: ClassVar[bool] = False
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss of one batch."""
         raise NotImplementedError
+
+    def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """The loss from each column's whole features dict (token vectors, mask, sentence vector)."""
+        return self([f["sentence_embedding"] for f in features], labels)
+
+    def check_model(self, modules: list[nn.Module]) -> None:
+        """Raise SbertError before training when the encoder's chain cannot feed this objective."""
 
     def save_head(self, path: Path) -> None:
         """Write trained parameters that live outside the encoder (none by default)."""

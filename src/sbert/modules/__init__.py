@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module
+from sbert.modules.cnn import CNNHead
+from sbert.modules.heads import HEADS, build_head
+from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
 from sbert.modules.pooling import Pooling
 from sbert.modules.transformer import Transformer
 
 # Keyed by class name: modules.json may say `sentence_transformers.models.Pooling`,
 # `sentence_transformers.sentence_transformer.modules.pooling.Pooling` (6.x) or `sbert...Pooling`.
-MODULES: dict[str, type[Module]] = {"Transformer": Transformer, "Pooling": Pooling, "Normalize": Normalize}
+MODULES: dict[str, type[Module]] = {
+    "Transformer": Transformer,
+    "Pooling": Pooling,
+    "Normalize": Normalize,
+    "CNNHead": CNNHead,
+    "NGramCNN": NGramCNN,
+}
 
 
 def module_class(type_name: str) -> type[Module]:
@@ -21,4 +30,16 @@ def module_class(type_name: str) -> type[Module]:
     return cls
 
 
-__all__ = ["MODULES", "Features", "Module", "Normalize", "Pooling", "Transformer", "module_class"]
+__all__ = [
+    "HEADS",
+    "MODULES",
+    "CNNHead",
+    "Features",
+    "Module",
+    "NGramCNN",
+    "Normalize",
+    "Pooling",
+    "Transformer",
+    "build_head",
+    "module_class",
+]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
+from sbert.modules.heads import HEADS
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class TrainConfig:
     output: str
     stages: tuple[Stage, ...]
     seed: int = 0
-    pooling: str | None = None  # only for plain encoders: mean / max / cls
+    pooling: str | None = None  # a fresh head on the transformer: mean / max / cls / cnn / ngram-cnn
     max_seq_length: int | None = None
     checkpoint_steps: int = 0
     keep_checkpoints: int = 2
@@ -78,6 +79,8 @@ class TrainConfig:
             raise SbertError("the config has no [[stage]]")
         for stage in self.stages:
             stage.validate()
+        if self.pooling is not None and self.pooling not in HEADS:
+            raise SbertError(f"pooling={self.pooling!r}: use one of {', '.join(HEADS)}")
         if self.precision not in {"auto", "fp32", "bf16", "fp16"}:
             raise SbertError(f"precision={self.precision!r}: use auto, fp32, bf16 or fp16")
         if self.checkpoint_steps < 0 or self.keep_checkpoints < 1:

@@ -55,6 +55,7 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
     prepared = []
     for objective, dataset in zip(stage.objectives, datasets, strict=True):
         loss = build_loss(objective.name, model.embedding_dimension, dataset, objective.options)
+        loss.check_model(list(model))
         columns, truncated = [], 0
         for c in range(len(dataset.texts[0])):
             ids, cut = model.transformer.token_ids(dataset.column(c))
@@ -76,8 +77,10 @@ class TrainModule(nn.Module):
 
     def forward(self, objective: int, columns: list[Features], labels: Tensor | None) -> Tensor:
         """Embed each text column and apply the objective's loss."""
-        embeddings = [self.model(features)["sentence_embedding"] for features in columns]
-        return self.losses[objective](embeddings, labels)
+        outputs = [self.model(features) for features in columns]
+        loss = self.losses[objective]
+        assert isinstance(loss, Loss)
+        return loss.forward_features(outputs, labels)
 
 
 def build_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:

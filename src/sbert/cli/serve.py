@@ -1,0 +1,58 @@
+"""`sbert serve`: an OpenAI-compatible embedding server (dynamic batching, search, metrics, web page)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from sbert.cli.common import add_model_args, load_model
+from sbert.errors import SbertError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    from sbert.backends import BACKENDS
+
+    p = sub.add_parser("serve", help="HTTP server: /v1/embeddings, /similarity, /search, /metrics", description=__doc__)
+    add_model_args(p)
+    p.add_argument("--backend", choices=BACKENDS, default="torch", help="inference engine (default torch)")
+    p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", default=os.environ.get("SBERT_API_KEY"), help="require this key (or $SBERT_API_KEY)")
+    p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
+    p.add_argument("--max-batch-tokens", type=int, default=8192, help="tokens per merged group of requests")
+    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
+    p.add_argument("--max-inputs", type=int, default=2048, help="texts per request (413 beyond)")
+    p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
+    p.add_argument("--max-body-bytes", type=int, default=2_000_000, help="request body size (413 beyond)")
+    p.add_argument("--max-queue", type=int, default=16_384, help="texts waiting before 503")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check flags, load model and index, warm up, then serve until SIGTERM / Ctrl-C (draining first)."""
+    from sbert.serve import require_serve_extra
+
+    require_serve_extra()
+    import uvicorn
+
+    from sbert.serve.server import build_server
+    from sbert.serve.settings import ServeSettings
+
+    settings = ServeSettings(
+        model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
+        api_key=args.api_key or None, max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
+        max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
+        max_queue=args.max_queue, device=args.device,
+    )  # fmt: skip
+    settings.validate()
+    if args.index is not None and not Path(args.index).is_dir():
+        raise SbertError(f"--index {args.index}: no such folder")
+    name = args.served_name or Path(str(args.model).rstrip("/")).name
+    app = build_server(settings, load_model(args), name)
+    print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30)
+    return 0

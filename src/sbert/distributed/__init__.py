@@ -1,0 +1,13 @@
+"""Scale-out on Ray Data: the same encoder in an actor pool, for corpora beyond one machine (extra `[ray]`)."""
+
+from __future__ import annotations
+
+from sbert.errors import SbertError
+
+
+def require_ray() -> None:
+    """Fail with the extra to install when Ray Data is missing."""
+    try:
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise SbertError("Ray encoding needs Ray Data: pip install 'sbert[ray]'") from None

@@ -1,0 +1,114 @@
+"""`sbert eval` tasks: a FORMAT:PATH spec -> the data, the evaluator, and the paper-table column it fills."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sbert.data import READERS, Dataset, load_dataset
+from sbert.data.common import DataFormatError
+from sbert.data.pairs import read_sts_subset, sts_subsets
+from sbert.data.senteval import TASK_FOLDERS, TransferTask, read_task, read_transfer_dir
+from sbert.evaluation.common import Embedder
+
+if TYPE_CHECKING:
+    from sbert.baselines.cross_encoder import CrossEncoder
+
+TRANSFER_FORMATS = {name.lower(): name for name in TASK_FOLDERS}  # mr:, cr:, subj:, mpqa:, sst2:, trec:, mrpc:
+TASK_FORMATS = (*READERS, "transfer", *TRANSFER_FORMATS)
+
+
+@dataclass
+class Task:
+    """One thing to score: STS pairs (with optional subsets), triplets, or a transfer classification task."""
+
+    spec: str
+    column: str  # the paper-table column: STS12..STS16, STSb, SICK-R, MR..MRPC, or the spec itself
+    dataset: Dataset | None = None
+    transfer: TransferTask | None = None
+    subsets: dict[str, Dataset] = field(default_factory=dict)
+
+    def sentences(self) -> int:
+        """Sentences this task embeds (pairs count twice)."""
+        if self.transfer is not None:
+            parts = (self.transfer.pool, self.transfer.train, self.transfer.dev, self.transfer.test)
+            return sum(len(texts) * len(texts[0]) for texts, _ in filter(None, parts))
+        assert self.dataset is not None
+        return len(self.dataset) * len(self.dataset.texts[0])
+
+
+def load_tasks(spec: str) -> list[Task]:
+    """The tasks a spec names (transfer:DIR may hold several); bad input names the file and line."""
+    fmt, sep, path = spec.partition(":")
+    if not sep or not path:
+        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(TASK_FORMATS)}")
+    if fmt == "transfer":
+        return [Task(f"{spec}#{t.name}", t.name, transfer=t) for t in read_transfer_dir(Path(path).expanduser())]
+    if fmt in TRANSFER_FORMATS:
+        return [Task(spec, TRANSFER_FORMATS[fmt], transfer=read_task(TRANSFER_FORMATS[fmt], Path(path).expanduser()))]
+    if fmt not in READERS:
+        raise DataFormatError(f"{spec!r}: unknown task format {fmt!r}; known: {', '.join(TASK_FORMATS)}")
+    task = Task(spec, _column(fmt, Path(path)), dataset=load_dataset(spec))
+    if fmt == "sts":  # per-subset scores beside the year's pooled one
+        task.subsets = {n: read_sts_subset(i, g) for n, (i, g) in sts_subsets(Path(path).expanduser()).items()}
+    return [task]
+
+
+def _column(fmt: str, path: Path) -> str:
+    if fmt == "stsb":
+        return "STSb"
+    if fmt == "sick":
+        return "SICK-R"
+    year = re.search(r"STS ?(1[2-6])", str(path), re.IGNORECASE)
+    return f"STS{year.group(1)}" if fmt == "sts" and year else f"{fmt}:{path.name}"
+
+
+@dataclass
+class Outcome:
+    """A task's scores, plus what the plots need (cosine and gold of every STS pair)."""
+
+    scores: dict[str, Any]
+    cosine: np.ndarray | None = None
+    gold: np.ndarray | None = None
+
+
+def run_task(model: Embedder | CrossEncoder, task: Task, batch_size: int | None = None, seed: int = 0) -> Outcome:
+    """Score one task; the scores carry the headline, the example count, sentences and wall time."""
+    from sbert.baselines.cross_encoder import CrossEncoder
+    from sbert.evaluation.sts import cross_scores, sts_scores
+    from sbert.evaluation.transfer import evaluate_transfer
+    from sbert.evaluation.triplet import evaluate_triplets
+
+    started = time.monotonic()
+    outcome = Outcome({})
+    if isinstance(model, CrossEncoder):
+        if task.dataset is None or task.dataset.kind != "pair-score":
+            raise DataFormatError(f"{task.spec}: a cross-encoder scores sentence pairs only (STS tasks)")
+        scores, outcome.cosine, outcome.gold = cross_scores(model, task.dataset)
+        outcome.scores = dict(scores)
+        metric, size = "spearman", len(task.dataset)
+    elif task.transfer is not None:
+        outcome.scores = dict(evaluate_transfer(model, task.transfer, seed))
+        metric, size = "accuracy", task.transfer.size()
+    elif task.dataset is not None and task.dataset.kind == "pair-score":
+        scores, outcome.cosine, outcome.gold = sts_scores(model, task.dataset, batch_size)
+        outcome.scores = dict(scores)
+        if task.subsets:
+            outcome.scores["subsets"] = {
+                n: sts_scores(model, d, batch_size)[0]["spearman"] for n, d in task.subsets.items()
+            }
+        metric, size = "spearman", len(task.dataset)
+    elif task.dataset is not None and task.dataset.kind == "triplet":
+        outcome.scores = dict(evaluate_triplets(model, task.dataset, batch_size))
+        metric, size = "accuracy", len(task.dataset)
+    else:
+        kind = task.dataset.kind if task.dataset is not None else "?"
+        raise DataFormatError(f"{task.spec}: no evaluator for {kind} data (STS pairs, triplets or transfer tasks)")
+    outcome.scores.update(headline=outcome.scores[metric], metric=metric, column=task.column, size=size,
+                          sentences=task.sentences(), seconds=round(time.monotonic() - started, 2))  # fmt: skip
+    return outcome

@@ -1,0 +1,1 @@
+"""`sbert reproduce`: the recipes behind the papers' tables, run at this machine's scale."""

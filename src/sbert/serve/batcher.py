@@ -1,0 +1,116 @@
+"""Dynamic batching: concurrent requests merged into token-budget groups, one group on the model at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sbert.serve.metrics import Metrics
+
+
+class QueueFull(Exception):  # noqa: N818  (a condition, not a bug: the route answers 503)
+    """More texts are waiting than the server accepts."""
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    tokens: int
+    future: asyncio.Future[np.ndarray]
+    enqueued: float = field(default_factory=time.monotonic)
+
+
+class DynamicBatcher:
+    """Queues requests' texts; one worker encodes them in merged groups and hands each job its own rows."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], metrics: Metrics, max_batch_tokens: int,
+                 max_wait_ms: float, max_queue: int) -> None:  # fmt: skip
+        self.encode, self.metrics = encode, metrics
+        self.max_batch_tokens, self.max_wait, self.max_queue = max_batch_tokens, max_wait_ms / 1000, max_queue
+        self._jobs: deque[_Job] = deque()
+        self._queued = 0
+        self._wakeup = asyncio.Event()
+        # One thread runs the model: groups never overlap, so each gets every core encode uses.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sbert-encode")
+        self._worker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the worker on the running event loop."""
+        self._worker = asyncio.get_running_loop().create_task(self._run())
+
+    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
+        """Embed `texts` (tokens: their token count) with whatever else is waiting; rows in input order."""
+        if self._queued + len(texts) > self.max_queue:
+            raise QueueFull(f"{self._queued} texts already waiting")
+        job = _Job(texts, tokens, asyncio.get_running_loop().create_future())
+        self._jobs.append(job)
+        self._queued += len(texts)
+        self.metrics.queue_texts.set(self._queued)
+        self._wakeup.set()
+        return await job.future
+
+    async def stop(self) -> None:
+        """Finish every queued job, then stop the worker (server shutdown drains here)."""
+        while self._jobs:
+            await asyncio.sleep(0.01)
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+        self._executor.shutdown(wait=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._jobs:
+                await self._gather_company()
+                await self._encode_group(self._take_group())
+
+    async def _gather_company(self) -> None:
+        # The oldest job waits at most max_wait for others to share its group.
+        deadline = self._jobs[0].enqueued + self.max_wait
+        while sum(j.tokens for j in self._jobs) < self.max_batch_tokens:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+            except TimeoutError:
+                return
+
+    def _take_group(self) -> list[_Job]:
+        group = [self._jobs.popleft()]  # the oldest job goes even when it alone exceeds the budget
+        tokens = group[0].tokens
+        while self._jobs and tokens + self._jobs[0].tokens <= self.max_batch_tokens:
+            tokens += self._jobs[0].tokens
+            group.append(self._jobs.popleft())
+        self._queued -= sum(len(j.texts) for j in group)
+        self.metrics.queue_texts.set(self._queued)
+        return group
+
+    async def _encode_group(self, group: list[_Job]) -> None:
+        now = time.monotonic()
+        for job in group:
+            self.metrics.queue_wait.observe(now - job.enqueued)
+        texts = [t for job in group for t in job.texts]
+        self.metrics.batch_texts.observe(len(texts))
+        self.metrics.batch_tokens.observe(sum(job.tokens for job in group))
+        try:
+            vectors = await asyncio.get_running_loop().run_in_executor(self._executor, self.encode, texts)
+        except Exception as e:  # the error goes to the requests of this group; the worker lives on
+            for job in group:
+                if not job.future.done():
+                    job.future.set_exception(e)
+            return
+        start = 0
+        for job in group:
+            if not job.future.done():  # a cancelled request (client gone) simply drops its rows
+                job.future.set_result(vectors[start : start + len(job.texts)])
+            start += len(job.texts)

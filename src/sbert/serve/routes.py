@@ -1,0 +1,123 @@
+"""The HTTP routes, one small function each; they read the shared ServerState from the app."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from importlib import resources
+
+import numpy as np
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from sbert.search.exact import paraphrase_mining, unit_rows
+from sbert.serve.schemas import EmbeddingsRequest, MineRequest, SearchRequest, SimilarityRequest, as_list
+from sbert.serve.state import ApiError, FastJSON, state
+
+router = APIRouter()
+
+
+def require_key(request: Request) -> None:
+    """401 unless the request carries the server's API key (Bearer token or X-API-Key)."""
+    key = state(request).settings.api_key
+    if key is None:
+        return
+    header = request.headers.get("authorization", "")
+    given = header[7:] if header[:7].lower() == "bearer " else request.headers.get("x-api-key", "")
+    # Digests first: compare_digest then runs in the same time whatever the lengths.
+    if not hmac.compare_digest(hashlib.sha256(given.encode()).digest(), hashlib.sha256(key.encode()).digest()):
+        raise ApiError(401, "invalid or missing API key", "invalid_api_key", {"WWW-Authenticate": "Bearer"})
+
+
+Protected = [Depends(require_key)]
+
+
+@router.get("/health")
+async def health(request: Request) -> FastJSON:
+    """Liveness and what is loaded."""
+    st = state(request)
+    index = st.index.info.count if st.index is not None else None
+    return FastJSON({"status": "ok", "model": st.model_id, "dimension": st.model.embedding_dimension,
+                     "backend": st.settings.backend, "index_size": index})  # fmt: skip
+
+
+@router.get("/v1/models", dependencies=Protected)
+async def models(request: Request) -> FastJSON:
+    """The one served model, in OpenAI's list shape."""
+    return FastJSON(
+        {"object": "list", "data": [{"id": state(request).model_id, "object": "model", "owned_by": "sbert"}]}
+    )
+
+
+@router.post("/v1/embeddings", dependencies=Protected)
+async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
+    """OpenAI-compatible embeddings; `model` must name the served model (it never names a file to load)."""
+    st = state(request)
+    if body.model != st.model_id:
+        raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
+    dim = st.model.embedding_dimension
+    if body.dimensions is not None and body.dimensions > dim:
+        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
+    vectors, tokens = await st.embed(as_list(body.input))
+    if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
+        vectors = unit_rows(vectors[:, : body.dimensions])
+    rows = np.ascontiguousarray(vectors, dtype="<f4")
+    data = [{"object": "embedding", "index": i, "embedding": _encode(row, body.encoding_format)}
+            for i, row in enumerate(rows)]  # fmt: skip
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return FastJSON({"object": "list", "data": data, "model": st.model_id, "usage": usage})
+
+
+def _encode(row: np.ndarray, encoding: str) -> object:
+    return base64.b64encode(row.tobytes()).decode("ascii") if encoding == "base64" else row
+
+
+@router.post("/similarity", dependencies=Protected)
+async def similarity(body: SimilarityRequest, request: Request) -> FastJSON:
+    """Cosine similarity of each [a, b] pair."""
+    texts = [t for pair in body.pairs for t in pair]
+    vectors, tokens = await state(request).embed(texts)
+    unit = unit_rows(vectors)
+    scores = (unit[0::2] * unit[1::2]).sum(axis=1)
+    return FastJSON({"scores": scores.astype(float).tolist(), "usage": {"prompt_tokens": tokens}})
+
+
+@router.post("/search", dependencies=Protected)
+async def search(body: SearchRequest, request: Request) -> FastJSON:
+    """Top-k hits (id, score, text) of the loaded index for each query."""
+    st = state(request)
+    if st.index is None:
+        raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
+    queries = as_list(body.query)
+    vectors, _ = await st.embed(queries)
+    index = st.index
+
+    def lookup() -> list[list[dict[str, object]]]:
+        with st.index_lock:
+            return [[h.__dict__ for h in hits] for hits in index.search(vectors, body.top_k)]
+
+    hits = await run_in_threadpool(lookup)
+    return FastJSON({"results": [{"query": q, "hits": h} for q, h in zip(queries, hits, strict=True)]})
+
+
+@router.post("/mine", dependencies=Protected)
+async def mine(body: MineRequest, request: Request) -> FastJSON:
+    """The most similar pairs among the given sentences, best first."""
+    vectors, _ = await state(request).embed(body.sentences)
+    pairs = paraphrase_mining(vectors, top_k=min(body.top_k, 100), max_pairs=body.top_k)
+    return FastJSON({"pairs": [{"score": s, "i": i, "j": j, "a": body.sentences[i], "b": body.sentences[j]}
+                               for s, i, j in pairs]})  # fmt: skip
+
+
+@router.get("/metrics", dependencies=Protected)
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition."""
+    return Response(state(request).metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/", response_class=HTMLResponse)
+async def page() -> HTMLResponse:
+    """The search page."""
+    return HTMLResponse(resources.files("sbert.serve").joinpath("page.html").read_text(encoding="utf-8"))

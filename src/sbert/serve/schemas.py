@@ -1,0 +1,47 @@
+"""Request and response bodies: the OpenAI embeddings shapes, plus similarity, search and mining."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+Texts = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
+
+
+class EmbeddingsRequest(BaseModel):
+    """POST /v1/embeddings, as OpenAI defines it (token-id inputs are not accepted)."""
+
+    model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields such as `user`
+    input: Texts
+    model: StrictStr
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: Annotated[int, Field(ge=1)] | None = None
+
+
+class SimilarityRequest(BaseModel):
+    """POST /similarity: cosine of each pair."""
+
+    model_config = ConfigDict(extra="forbid")
+    pairs: Annotated[list[Annotated[list[StrictStr], Field(min_length=2, max_length=2)]], Field(min_length=1)]
+
+
+class SearchRequest(BaseModel):
+    """POST /search: top-k texts of the loaded index for each query."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: Texts
+    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+
+
+class MineRequest(BaseModel):
+    """POST /mine: the most similar pairs among the given sentences."""
+
+    model_config = ConfigDict(extra="forbid")
+    sentences: Annotated[list[StrictStr], Field(min_length=2)]
+    top_k: Annotated[int, Field(ge=1, le=1000)] = 20
+
+
+def as_list(texts: str | list[str]) -> list[str]:
+    """A request's input as a list of texts."""
+    return [texts] if isinstance(texts, str) else texts

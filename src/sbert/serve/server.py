@@ -1,0 +1,38 @@
+"""Assemble a server from settings and a loaded model: index check, warm-up, batcher, app."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from sbert.serve.app import create_app
+from sbert.serve.batcher import DynamicBatcher
+from sbert.serve.metrics import Metrics
+from sbert.serve.settings import ServeSettings
+from sbert.serve.state import ServerState
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sbert.model import SentenceEncoder
+
+
+def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str) -> FastAPI:
+    """The app for `model`; the backend is built (ONNX exported) before the first request arrives."""
+    settings.validate()
+    index = None
+    if settings.index is not None:
+        from sbert.search.index import SearchIndex
+
+        index = SearchIndex(settings.index)
+        index.check_model(model.weights_digest(), model.embedding_dimension)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
+        return model.encode(texts, backend=settings.backend, show_progress=False, on_truncation="ignore")
+
+    encode(["warm-up"])
+    metrics = Metrics()
+    batcher = DynamicBatcher(encode, metrics, settings.max_batch_tokens, settings.max_wait_ms, settings.max_queue)
+    return create_app(ServerState(settings, model, model_id, batcher, metrics, index))

@@ -1,0 +1,41 @@
+"""The server's settings: one frozen record, filled from `sbert serve` flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What the server loads, where it listens and the limits it enforces."""
+
+    model: str
+    backend: str = "torch"
+    index: str | None = None
+    host: str = "127.0.0.1"  # loopback unless told otherwise
+    port: int = 8000
+    api_key: str | None = None
+    max_batch_tokens: int = 8192  # padded-token budget of one merged group of requests
+    max_wait_ms: float = 5.0  # how long the first request of a group waits for company
+    max_inputs: int = 2048  # texts per request (OpenAI's limit)
+    max_chars: int = 200_000  # characters per request, all texts together
+    max_body_bytes: int = 2_000_000
+    max_queue: int = 16_384  # texts waiting; beyond this requests get 503
+    device: str | None = None
+
+    def validate(self) -> None:
+        """Refuse limits that cannot work, naming the flag."""
+        positive = {
+            "--max-batch-tokens": self.max_batch_tokens,
+            "--max-inputs": self.max_inputs,
+            "--max-chars": self.max_chars,
+            "--max-body-bytes": self.max_body_bytes,
+            "--max-queue": self.max_queue,
+        }
+        for flag, value in positive.items():
+            if value < 1:
+                raise ValueError(f"{flag} must be positive, got {value}")
+        if self.max_wait_ms < 0:
+            raise ValueError(f"--max-wait-ms must be >= 0, got {self.max_wait_ms}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"--port {self.port} is not a TCP port")

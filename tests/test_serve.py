@@ -1,0 +1,221 @@
+"""`sbert serve` as a real process on 127.0.0.1: OpenAI compatibility, batching, limits, errors, drain."""
+
+import base64
+import concurrent.futures
+import json
+import signal
+import socket
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.search.index import build_index
+from tests.conftest import SHARED_DATA
+from tests.serve_helpers import raw_request, start_server
+
+openai = pytest.importorskip("openai")
+KEY = "test-key-123"
+MODEL = "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="module")
+def model() -> SentenceEncoder:
+    return SentenceEncoder.load(MODEL, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    lines = (SHARED_DATA / "stsbenchmark" / "sts-test.csv").read_text(encoding="utf-8").splitlines()
+    return list(dict.fromkeys(line.split("\t")[5] for line in lines))[:300]
+
+
+@pytest.fixture(scope="module")
+def server(model, corpus, tmp_path_factory):
+    base = tmp_path_factory.mktemp("serve")
+    build_index(model.encode(corpus), corpus, base / "index", "flat", MODEL, model.weights_digest())
+    flags = ["--model", MODEL, "--index", str(base / "index"), "--api-key", KEY, "--max-inputs", "64",
+             "--max-chars", "20000", "--max-body-bytes", "200000"]  # fmt: skip
+    srv = start_server(base, *flags)
+    yield srv
+    assert srv.stop()
+
+
+def post(server, path: str, body: dict, key: str | None = KEY) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(server.url + path, json=body, headers=headers, timeout=60)
+
+
+def test_openai_client_gets_the_offline_vectors(server, model, corpus):
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY)
+    got = client.embeddings.create(input=corpus[:10], model=MODEL)  # the client asks for base64 and decodes it
+    vectors = np.array([d.embedding for d in got.data], dtype=np.float32)
+    np.testing.assert_allclose(vectors, model.encode(corpus[:10]), atol=1e-5)
+    assert [d.index for d in got.data] == list(range(10)) and got.model == MODEL
+    assert got.usage.prompt_tokens == sum(len(ids) for ids in model.transformer.token_ids(corpus[:10])[0])
+    floats = post(server, "/v1/embeddings", {"input": corpus[0], "model": MODEL, "encoding_format": "float"}).json()
+    np.testing.assert_allclose(floats["data"][0]["embedding"], vectors[0], atol=1e-6)
+
+
+def test_concurrent_requests_each_get_their_own_rows_in_order(server, model, corpus):
+    expected = model.encode(corpus[:120])
+    chunks = [list(range(i, i + 1 + i % 5)) for i in range(0, 100, 6)]
+
+    def ask(rows: list[int]) -> np.ndarray:
+        body = post(server, "/v1/embeddings", {"input": [corpus[r] for r in rows], "model": MODEL}).json()
+        return np.array([d["embedding"] for d in body["data"]])
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        for rows, got in zip(chunks, pool.map(ask, chunks), strict=True):
+            np.testing.assert_allclose(got, expected[rows], atol=1e-5)
+    metrics = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+    batches = float(metrics.split("sbert_batch_texts_count ")[1].split()[0])
+    assert batches < 1 + len(chunks) + 4  # some requests shared a group (warm-up and earlier tests aside)
+
+
+def test_dimensions_shortens_and_renormalizes(server, model, corpus):
+    body = post(server, "/v1/embeddings", {"input": [corpus[1]], "model": MODEL, "dimensions": 64}).json()
+    got = np.array(body["data"][0]["embedding"])
+    full = model.encode([corpus[1]])[0][:64]
+    np.testing.assert_allclose(got, full / np.linalg.norm(full), atol=1e-5)
+    raw = post(server, "/v1/embeddings", {"input": "x", "model": MODEL, "encoding_format": "base64"}).json()
+    assert np.frombuffer(base64.b64decode(raw["data"][0]["embedding"]), "<f4").shape == (384,)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"input": [], "model": MODEL}, 422, "input"),
+        ({"input": 123, "model": MODEL}, 422, "input"),
+        ({"input": ["ok", 5], "model": MODEL}, 422, "input"),
+        ({"model": MODEL}, 422, "input: Field required"),
+        ({"input": "x", "model": MODEL, "dimensions": 0}, 422, "dimensions"),
+        ({"input": "x", "model": MODEL, "dimensions": 999}, 422, "exceeds"),
+        ({"input": "x", "model": MODEL, "encoding_format": "int8"}, 422, "encoding_format"),
+        ({"input": "x", "model": "/etc/passwd"}, 404, "not served"),
+        ({"input": "x", "model": "../../models/other"}, 404, "not served"),
+        ({"input": ["a"] * 65, "model": MODEL}, 413, "65 inputs"),
+        ({"input": ["a" * 10_001, "b" * 10_001], "model": MODEL}, 413, "characters"),
+    ],
+)
+def test_bad_requests_get_json_errors(server, body, status, fragment):
+    response = post(server, "/v1/embeddings", body)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert fragment in error["message"] and error["type"]
+
+
+def test_api_key_is_required_and_checked(server):
+    assert post(server, "/v1/embeddings", {"input": "x", "model": MODEL}, key=None).status_code == 401
+    wrong = post(server, "/v1/embeddings", {"input": "x", "model": MODEL}, key="test-key-124")
+    assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
+    assert httpx.get(server.url + "/metrics").status_code == 401
+    assert httpx.get(server.url + "/health").status_code == 200  # liveness stays open
+
+
+def test_malformed_json_and_huge_bodies(server):
+    auth = {"Authorization": f"Bearer {KEY}"}
+    status, body = raw_request(server.url, b'{"input": ["a", "b"', auth)
+    assert status == 422 and "JSON" in body["error"]["message"]
+    megabyte = json.dumps({"input": ["word " * 200] * 1000, "model": MODEL}).encode()  # ~1 MB
+    status, body = raw_request(server.url, megabyte, auth)
+    assert status == 413 and "body" in body["error"]["message"]
+    # The same size without a Content-Length (chunked) is cut off while being read.
+    chunks = (megabyte[i : i + 65536] for i in range(0, len(megabyte), 65536))
+    response = httpx.post(
+        server.url + "/v1/embeddings", content=chunks, headers={**auth, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert post(server, "/v1/embeddings", {"input": "still fine", "model": MODEL}).status_code == 200
+
+
+def test_slow_and_vanishing_clients_do_not_block_others(server):
+    host, port = server.url.removeprefix("http://").split(":")
+    slow = socket.create_connection((host, int(port)))
+    slow.sendall(b'POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"inp')  # and stalls
+    gone = socket.create_connection((host, int(port)))
+    body = json.dumps({"input": ["a sentence"] * 50, "model": MODEL}).encode()
+    head = (
+        f"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    gone.sendall(head.encode() + body)
+    gone.close()  # disconnects before the answer
+    started = time.monotonic()
+    assert post(server, "/v1/embeddings", {"input": "others are served", "model": MODEL}).status_code == 200
+    assert time.monotonic() - started < 10
+    slow.close()
+    assert httpx.get(server.url + "/health").json()["status"] == "ok"
+
+
+def test_similarity_search_and_mine(server, model, corpus):
+    pairs = [[corpus[0], corpus[1]], [corpus[2], corpus[2]]]
+    scores = post(server, "/similarity", {"pairs": pairs}).json()["scores"]
+    u, v = model.encode([corpus[0], corpus[2]]), model.encode([corpus[1], corpus[2]])
+    np.testing.assert_allclose(
+        scores, (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1), atol=1e-5
+    )
+    hits = post(server, "/search", {"query": [corpus[7], corpus[9]], "top_k": 3}).json()["results"]
+    assert [r["hits"][0]["text"] for r in hits] == [corpus[7], corpus[9]] and len(hits[0]["hits"]) == 3
+    mined = post(server, "/mine", {"sentences": ["a cat sits", "dogs run", "a cat is sitting"], "top_k": 1}).json()
+    assert {mined["pairs"][0]["a"], mined["pairs"][0]["b"]} == {"a cat sits", "a cat is sitting"}
+    assert post(server, "/search", {"query": [], "top_k": 3}).status_code == 422
+
+
+def test_metrics_are_prometheus_text(server):
+    text = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+    assert 'sbert_requests_total{route="/v1/embeddings",status="200"}' in text
+    assert 'sbert_requests_total{route="/v1/embeddings",status="422"}' in text
+    for name in ("sbert_request_latency_seconds_bucket", "sbert_queue_wait_seconds_bucket", "sbert_batch_tokens_sum"):
+        assert name in text
+
+
+def test_full_queue_gives_503_with_retry_after(tmp_path):
+    srv = start_server(tmp_path, "--model", MODEL, "--max-queue", "4", "--max-wait-ms", "3000")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = pool.submit(
+                httpx.post, srv.url + "/v1/embeddings", json={"input": ["a"] * 4, "model": MODEL}, timeout=60
+            )
+            time.sleep(1.0)  # the first waits 3 s for company, holding the whole queue
+            second = httpx.post(srv.url + "/v1/embeddings", json={"input": ["b"], "model": MODEL}, timeout=60)
+            assert second.status_code == 503 and second.headers["retry-after"] == "1"
+            assert first.result().status_code == 200
+    finally:
+        assert srv.stop()
+
+
+def test_sigterm_drains_in_flight_requests(tmp_path):
+    srv = start_server(tmp_path, "--model", MODEL, "--max-wait-ms", "1500")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(
+            httpx.post, srv.url + "/v1/embeddings", json={"input": ["drain me"], "model": MODEL}, timeout=60
+        )
+        time.sleep(0.5)
+        srv.process.send_signal(signal.SIGTERM)
+        response = pending.result()
+    assert response.status_code == 200 and len(response.json()["data"]) == 1
+    assert srv.process.wait(timeout=60) in (0, -signal.SIGTERM)
+    assert "Traceback" not in srv.log.read_text()
+
+
+def test_serve_refuses_bad_flags(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.serve_helpers import ENV
+
+    for flags, fragment in [
+        (["--max-inputs", "0"], "--max-inputs"),
+        (["--index", str(tmp_path / "nope")], "no such folder"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "sbert.cli.main", "serve", *flags],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and fragment in done.stderr
