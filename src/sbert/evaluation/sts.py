@@ -48,16 +48,20 @@ def sts_scores(
     scores: dict[str, float] = {}
     sims = similarity_scores(u, v)
     for name, values in sims.items():
-        scores[f"{name}_spearman"] = 100 * float(spearmanr(values, gold).statistic)
-        scores[f"{name}_pearson"] = 100 * float(pearsonr(values, gold).statistic)
+        for metric, value in correlations(values, gold).items():
+            scores[f"{name}_{metric}"] = value
     scores["spearman"], scores["pearson"] = scores["cosine_spearman"], scores["cosine_pearson"]
     return scores, sims["cosine"], gold
+
+
+def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Spearman and Pearson (x100) of predicted similarities against gold scores."""
+    return {"spearman": 100 * float(spearmanr(predicted, gold).statistic),
+            "pearson": 100 * float(pearsonr(predicted, gold).statistic)}  # fmt: skip
 
 
 def cross_scores(model: CrossEncoder, dataset: Dataset) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
     """Spearman and Pearson (x100) of a cross-encoder's pair scores against gold."""
     predicted = model.predict([(t[0], t[1]) for t in dataset.texts]).astype(np.float64)
     gold = np.asarray(dataset.labels, dtype=np.float64)
-    scores = {"spearman": 100 * float(spearmanr(predicted, gold).statistic),
-              "pearson": 100 * float(pearsonr(predicted, gold).statistic)}  # fmt: skip
-    return scores, predicted, gold
+    return correlations(predicted, gold), predicted, gold

@@ -11,6 +11,7 @@ import numpy as np
 import orjson
 from fastapi import HTTPException, Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.batcher import DynamicBatcher, QueueFull
 from sbert.serve.metrics import Metrics
@@ -66,8 +67,6 @@ class ServerState:
 
     async def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
         """Vectors for `texts` through the dynamic batcher, and their token count."""
-        from starlette.concurrency import run_in_threadpool
-
         self.check_limits(texts)
         tokens = sum(await run_in_threadpool(self.count_tokens, texts))
         try:
