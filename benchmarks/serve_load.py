@@ -6,7 +6,7 @@ first (median of 3) with the same backend. Then a fault phase: 1 MB bodies, malf
 client that trickles its request, clients that vanish mid-request, all while 16 clients keep
 posting; their errors and latency are reported. Server RSS is read at start and after each phase.
 
-    python benchmarks/serve_load.py [--backend torch] [--per-request 8] [--seconds 30] [--clients 64]
+    python benchmarks/serve_load.py [--backend torch] [--per-request 8] [--seconds 30] [--clients 64] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ async def client(port: int, payloads: list[bytes], counts: list[int], offset: in
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             continue
         stats["latency"].append(time.monotonic() - started)
-        if status == 200 and body.count(b'"embedding"') == counts[k]:
+        if status == 200 and body.count(b'"embedding":') == counts[k]:  # the key, not "object":"embedding"
             stats["sentences"] += counts[k]
         else:
             stats["errors"] += 1
@@ -166,6 +166,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--port", type=int, default=18431)
+    parser.add_argument("--rounds", type=int, default=4, help="load rounds (the fault phase follows the first)")
     args = parser.parse_args()
     sentences = sts_sentences("test")
     offline = offline_rate(sentences, args.backend)
@@ -181,13 +182,14 @@ def main() -> None:
         rss.append(proc.memory_info().rss)
         print("faults: " + "; ".join(f"{k} -> {v}" for k, v in seen.items()))
         print(summary("16 clients during the faults", background, offline))
-        again = asyncio.run(load(args.port, sentences, args.per_request, args.clients, args.seconds))
-        rss.append(proc.memory_info().rss)
-        print(summary("second load round", again, offline))
+        for round_no in range(2, args.rounds + 1):  # more rounds: does RSS keep growing or settle?
+            again = asyncio.run(load(args.port, sentences, args.per_request, args.clients, args.seconds))
+            rss.append(proc.memory_info().rss)
+            print(summary(f"load round {round_no}", again, offline))
     finally:
         server.terminate()
         code = server.wait(timeout=60)
-    print("server RSS MB at start / after load / after faults / after round 2: "
+    print("server RSS MB at start / after round 1 / after faults / after each later round: "
           + " / ".join(f"{r / 2**20:.0f}" for r in rss) + f"; exit status after SIGTERM {code}")  # fmt: skip
 
 

@@ -13,10 +13,6 @@ from sbert import SentenceEncoder
 from sbert.cli.main import main
 from tests.conftest import SHARED_DATA
 
-pytest.skip(
-    "not yet passing: the first Ray test failed in the session that wrote it and was not debugged (issue 7 note)",
-    allow_module_level=True,
-)
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'sbert[ray]')")
 pq = pytest.importorskip("pyarrow.parquet")
 psutil = pytest.importorskip("psutil")

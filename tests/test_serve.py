@@ -219,3 +219,16 @@ def test_serve_refuses_bad_flags(tmp_path):
             timeout=120,
         )
         assert done.returncode == 2 and fragment in done.stderr
+
+
+def test_malloc_arenas_are_capped_unless_the_user_set_them():
+    import os
+    import subprocess
+    import sys
+
+    code = "from sbert.serve.server import limit_malloc_arenas; print(limit_malloc_arenas())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    run = [sys.executable, "-c", code]
+    assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == "True"
+    env["MALLOC_ARENA_MAX"] = "4"  # the user's own setting wins
+    assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == "False"

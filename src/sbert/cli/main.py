@@ -8,11 +8,27 @@ import sys
 from collections.abc import Sequence
 
 from sbert import __version__
-from sbert.cli import demo, encode, evaluate, export, index, report, reproduce, search, serve, similarity, train
+from sbert.cli import (
+    cross_encoder,
+    crossval,
+    demo,
+    encode,
+    evaluate,
+    export,
+    index,
+    report,
+    reproduce,
+    search,
+    serve,
+    similarity,
+    train,
+)
 from sbert.errors import SbertError, first_line
 
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
-SUBCOMMANDS = (encode, similarity, search, index, export, serve, train, evaluate, report, reproduce, demo)
+SUBCOMMANDS = (
+    encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, demo,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

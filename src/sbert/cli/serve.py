@@ -39,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     require_serve_extra()
     import uvicorn
 
-    from sbert.serve.server import build_server
+    from sbert.serve.server import build_server, limit_malloc_arenas
     from sbert.serve.settings import ServeSettings
+
+    limit_malloc_arenas()  # before the model load and uvicorn start their threads
 
     settings = ServeSettings(
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,

@@ -9,12 +9,14 @@ from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
 from sbert.data.nli import read_nli, read_nli_triplets
 from sbert.data.pairs import read_sick, read_sts_dir, read_stsb
 from sbert.data.text import read_text, read_triplets
+from sbert.data.topics import read_topic_pairs
 
 Reader = Callable[[Path, bool], Dataset]
 READERS: dict[str, Reader] = {
     "stsb": read_stsb,
     "sick": read_sick,
     "sts": read_sts_dir,
+    "topic-pairs": read_topic_pairs,
     "nli": read_nli,
     "nli-triplets": read_nli_triplets,
     "triplets": read_triplets,

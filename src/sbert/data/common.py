@@ -29,6 +29,18 @@ class Dataset:
     labels: list[float] | None = None
     label_names: tuple[str, ...] = ()
     skipped: int = 0
+    groups: tuple[str, ...] = ()  # each example's topic, for leave-one-topic-out cross-validation
+
+    def subset(self, rows: list[int], name: str) -> Dataset:
+        """The examples at `rows`, in that order, with their labels and topics."""
+        return Dataset(
+            name,
+            self.kind,
+            [self.texts[i] for i in rows],
+            [self.labels[i] for i in rows] if self.labels is not None else None,
+            self.label_names,
+            groups=tuple(self.groups[i] for i in rows) if self.groups else (),
+        )
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -7,6 +7,7 @@ counts once it is complete, so every input row comes out exactly once.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import ray.data
 
 EMBEDDING_COLUMN = "embedding"
+log = logging.getLogger(__name__)
 
 
 class EncodeActor:
@@ -63,16 +65,37 @@ def encode_dataset(
     if text_column not in ds.schema().names:
         raise SbertError(f"no column {text_column!r} in the dataset; columns: {', '.join(ds.schema().names)}")
     options = {"backend": backend, "batch_tokens": batch_tokens, "normalize": normalize, "on_truncation": "ignore"}
+    threads = max(1, round(cpus_per_actor))  # torch threads: the cores the actor was asked to use
     return ds.map_batches(
         EncodeActor,
-        fn_constructor_args=(model, text_column, options, int(cpus_per_actor), device),
+        fn_constructor_args=(model, text_column, options, threads, device),
         batch_size=batch_size,
         batch_format="pyarrow",
         concurrency=actors,
-        num_cpus=cpus_per_actor,
-        max_restarts=-1,  # a killed actor comes back ...
-        max_task_retries=-1,  # ... and its unfinished batches run again
+        num_cpus=_fit_reservation(actors, cpus_per_actor),
+        # Ray Data's actor pools default to max_restarts=-1 and max_task_retries=-1: a killed actor
+        # comes back and its unfinished batches run again (tests/test_distributed.py kills one).
     )
+
+
+def _fit_reservation(actors: int, cpus_per_actor: float) -> float:
+    """The CPUs each actor reserves in Ray's scheduler, shrunk so that one CPU stays free.
+
+    Ray Data's read and write tasks need a CPU of their own: a pool holding every CPU of a fixed
+    cluster waits forever for input (seen on `ray.init(num_cpus=2)` with two 1-CPU actors). The
+    reservation is bookkeeping; the actors still run `round(cpus_per_actor)` threads each.
+    """
+    import ray
+
+    if actors < 1 or cpus_per_actor <= 0:
+        raise SbertError(f"actors={actors}, cpus_per_actor={cpus_per_actor}: need at least one actor and some CPU")
+    total = float(ray.cluster_resources().get("CPU", 0))
+    if total <= 1 or actors * cpus_per_actor <= total - 1:
+        return cpus_per_actor
+    fitted = (total - 1) / actors
+    log.warning("%d actors x %.2f CPUs leave no CPU for reading and writing on %g CPUs: reserving %.2f each",
+                actors, cpus_per_actor, total, fitted)  # fmt: skip
+    return fitted
 
 
 def read_input(path: str, text_column: str, id_column: str, staging: Path) -> ray.data.Dataset:

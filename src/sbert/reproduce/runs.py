@@ -50,11 +50,19 @@ class Results:
 
     def done(self, run: Run) -> bool:
         """Whether this run already has a score."""
-        return run.run_id in self.data["runs"]
+        return self.has(run.key, run.seed)
 
     def record(self, run: Run, score: float, seconds: float) -> None:
         """Store a finished run."""
-        self.data["runs"][run.run_id] = {"key": run.key, "seed": run.seed, "score": score, "seconds": seconds}
+        self.put(run.key, run.seed, score, seconds)
+
+    def has(self, key: str, seed: int = 0) -> bool:
+        """Whether a cell has a score for this seed."""
+        return f"{key}#seed{seed}" in self.data["runs"]
+
+    def put(self, key: str, seed: int, score: float, seconds: float) -> None:
+        """Store one cell's score for one seed (training runs, evaluations and speed readings alike)."""
+        self.data["runs"][f"{key}#seed{seed}"] = {"key": key, "seed": seed, "score": score, "seconds": seconds}
         write_json_atomic(self.path, self.data)
 
     def summary(self, key: str) -> tuple[float, float, int]:
@@ -70,10 +78,19 @@ def train_and_score(run: Run, work: Path, dev: Dataset) -> tuple[float, float]:
     """Train `run` into a scratch folder, score STS Spearman (x100) on `dev`, delete the folder."""
     from sbert.evaluation import evaluate_sts
     from sbert.model import SentenceEncoder
-    from sbert.training import Trainer
 
     out = work / run.run_id.replace("/", "_").replace("|", "").replace("*", "x").replace(",", "-")
-    _remove(out)  # leftovers of a killed attempt
+    seconds = train(run, out)
+    score = evaluate_sts(SentenceEncoder.load(out), dev, show_progress=False)["spearman"]
+    _remove(out)
+    return score, seconds
+
+
+def train(run: Run, out: Path) -> float:
+    """Train `run` into `out` (leftovers of a killed attempt are removed first); the training seconds."""
+    from sbert.training import Trainer
+
+    _remove(out)
     config = TrainConfig(
         model=run.model,
         output=str(out),
@@ -85,10 +102,8 @@ def train_and_score(run: Run, work: Path, dev: Dataset) -> tuple[float, float]:
     )
     started = time.monotonic()
     Trainer(config, show_progress=False).run()
-    seconds = time.monotonic() - started
-    score = evaluate_sts(SentenceEncoder.load(out), dev, show_progress=False)["spearman"]
-    _remove(out)
-    return score, seconds
+    shutil.rmtree(Path(f"{out}.run"), ignore_errors=True)
+    return time.monotonic() - started
 
 
 def run_all(runs: Sequence[Run], results: Results, work: Path, dev: Dataset) -> None:

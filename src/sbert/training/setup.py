@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,14 +40,22 @@ class StageData:
     dev: Dataset | None
 
 
-def preflight(stages: tuple[Stage, ...], skip_bad: bool) -> list[StageData]:
-    """Read every stage's data and check each objective fits it, so a bad later stage fails at once."""
+def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dataset] | None = None) -> list[StageData]:
+    """Read every stage's data and check each objective fits it, so a bad later stage fails at once.
+
+    `given` maps data specs to datasets already in memory (cross-validation folds); other specs are read.
+    """
+    given = given or {}
+
+    def load(spec: str) -> Dataset:
+        return given[spec] if spec in given else load_dataset(spec, skip_bad=skip_bad)
+
     loaded = []
     for stage in stages:
-        train = [load_dataset(o.train, skip_bad=skip_bad) for o in stage.objectives]
+        train = [load(o.train) for o in stage.objectives]
         for objective, dataset in zip(stage.objectives, train, strict=True):
             build_loss(objective.name, 8, dataset, objective.options)  # raises on a mismatch
-        loaded.append(StageData(train, load_dataset(stage.dev, skip_bad=skip_bad) if stage.dev else None))
+        loaded.append(StageData(train, load(stage.dev) if stage.dev else None))
     return loaded
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from sbert.data import Dataset
 from sbert.errors import SbertError
 from sbert.evaluation import evaluate
 from sbert.model import SentenceEncoder
@@ -53,9 +55,12 @@ class TrainResult:
 class Trainer:
     """Runs a TrainConfig: one stage after another, then writes the model and its card."""
 
-    def __init__(self, config: TrainConfig, show_progress: bool = True) -> None:
+    def __init__(
+        self, config: TrainConfig, show_progress: bool = True, datasets: Mapping[str, Dataset] | None = None
+    ) -> None:
         config.validate()
         self.config = config
+        self.datasets = datasets  # specs served from memory instead of read from disk
         self.output = Path(config.output)
         self.run_dir = Path(f"{config.output}.run")
         self.device = _pick_device(config.device)
@@ -69,7 +74,7 @@ class Trainer:
         """Train every stage; with `resume`, continue from the newest checkpoint."""
         checkpoint = self._resume_point(resume)
         start_stage = _stage_of(checkpoint)
-        data = preflight(self.config.stages, self.config.skip_bad)
+        data = preflight(self.config.stages, self.config.skip_bad, self.datasets)
         model = self._load_model()
         self.started = time.monotonic()
         state: StageState | None = None
