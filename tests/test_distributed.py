@@ -11,6 +11,7 @@ import pytest
 
 from sbert import SentenceEncoder
 from sbert.cli.main import main
+from sbert.search.index import SearchIndex, build_index
 from tests.conftest import SHARED_DATA
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'sbert[ray]')")
@@ -47,8 +48,14 @@ def test_ray_output_equals_local_encode(local_ray, tiny_dirs, sentences, tmp_pat
     written = write_output(encode_dataset(ds, str(tiny_dirs["bert"]), batch_size=50), str(tmp_path / "out"))
     ids, texts, vectors = read_parquet_folder(tmp_path / "out")
     assert written == 400 and ids.tolist() == [r["id"] for r in rows] and texts == sentences[:400]
-    local = SentenceEncoder.load(tiny_dirs["bert"], device="cpu").encode(sentences[:400])
+    model = SentenceEncoder.load(tiny_dirs["bert"], device="cpu")
+    local = model.encode(sentences[:400])
     np.testing.assert_allclose(vectors, local, atol=1e-5)
+    # The README's recipe: a FAISS index from the Parquet output, searchable by the same model.
+    build_index(vectors, texts, tmp_path / "idx", "flat", "tiny", model.weights_digest())
+    index = SearchIndex(tmp_path / "idx")
+    index.check_model(model.weights_digest(), model.embedding_dimension)
+    assert index.search(local[7:8], top_k=1)[0][0].id == 7
 
 
 def test_cli_encodes_a_text_file_on_ray_with_line_numbers_as_ids(local_ray, tiny_dirs, sentences, tmp_path):
