@@ -80,6 +80,8 @@ def test_table7_times_every_row(tiny_dirs, small_data, tmp_path):
 def test_reproduce_bad_input(small_data, tmp_path, capsys):
     assert main(["reproduce", "table2", "--seeds", "a,b", "-o", str(tmp_path)]) == 2
     assert "--seeds 'a,b'" in capsys.readouterr().err
+    assert main(["reproduce", "table2", "--sts-pairs", "0", "-o", str(tmp_path)]) == 2
+    assert "must be positive" in capsys.readouterr().err
     assert main(["reproduce", "table1", "--data", str(tmp_path / "none"), "-o", str(tmp_path / "o")]) == 2
     assert "none/snli" in capsys.readouterr().err
     assert main(["reproduce", "table1", "--data", str(small_data), "--sts", "sts:/nope", "-o", str(tmp_path)]) == 2
