@@ -46,9 +46,9 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
 
     By default glibc gives threads up to 8 arenas per core, and the server has many threads (the
     event loop, the encode thread, Starlette's thread pool for tokenizing). Freed memory stays in
-    each arena, so RSS crept under load: 496 -> 928 MB over four 30 s rounds of
-    benchmarks/serve_load.py, against 496 -> 675 MB over six rounds with two arenas, at the same
-    throughput. Returns whether the cap was applied (only on glibc, before threads start).
+    each arena, so RSS crept under load: 496 -> 928 MB and still rising over four 30 s rounds of
+    benchmarks/serve_load.py; with two arenas it levels off near 685 MB over eight 20 s rounds, at
+    the same throughput. Returns whether the cap was applied (only on glibc, before threads start).
     """
     if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
         return False
