@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.batching import length_order, token_batches
-from sbert.long_text import windows
+from sbert.encoding.batching import length_order, token_batches
+from sbert.encoding.long_text import windows
 from tests.tiny_models import CORPUS
 
 

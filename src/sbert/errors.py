@@ -27,3 +27,7 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message (its type name when the message is empty)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+class DeviceError(SbertError):
+    """A device or precision the user asked for does not exist on this machine."""

@@ -6,38 +6,29 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Self, cast, overload
+from typing import Literal, Self, cast, overload
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from sbert import layout
-from sbert import long_text as long_text_policy
 from sbert.aliases import DEFAULT_MODEL
-from sbert.backends import BACKENDS, BackendError, open_backend
-from sbert.batching import check_sentences, fixed_batches, length_order, token_batches
+from sbert.backends import Backend, Chain, open_backend
+from sbert.device import encode_dtype, resolve_device
+from sbert.encoding import long_text as long_text_policy
+from sbert.encoding.batching import check_sentences
+from sbert.encoding.engine import check_batch_sizes, embed_rows
+from sbert.encoding.long_text import LongText
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
-from sbert.long_text import LongText
 from sbert.modules import Features, Module, Normalize, Transformer, build_head
 from sbert.modules.normalize import l2_normalize
 
-if TYPE_CHECKING:
-    from sbert.backends.onnx_runtime import OnnxBackend
-
 log = logging.getLogger(__name__)
 OnTruncation = Literal["warn", "error", "ignore"]
-# Progress bars appear by default only for inputs long enough to take a while.
-_PROGRESS_MIN_SENTENCES = 2048
-# Padded tokens per batch when neither batch_size nor batch_tokens is given, measured on 2 cores
-# with one batch per core at a time (benchmarks/encode_speed.py --sweep; docs/speed.md).
-DEFAULT_BATCH_TOKENS = {"torch": 512, "onnx": 512, "onnx-int8": 512}
-_MAX_BATCH_ROWS = 512
 
 
 class SentenceEncoder(nn.Sequential):
@@ -47,12 +38,14 @@ class SentenceEncoder(nn.Sequential):
         super().__init__(*modules)
         if not modules or not isinstance(modules[0], Transformer):
             raise ValueError("the first module of a SentenceEncoder must be a Transformer")
-        self.to(default_device() if device is None else device)
+        self.to(resolve_device(device))
         self.eval()
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
         self.source_dir: Path | None = None
-        self._backends: dict[str, tuple[tuple[int, ...], OnnxBackend]] = {}
+        # Backends by (name, device, dtype), each with the weights version it was built for.
+        self._backends: dict[tuple[str, str, torch.dtype], tuple[tuple[int, ...], Backend]] = {}
         self._digest: tuple[tuple[tuple[int, ...], str], str] | None = None
+        self._loaded_version: tuple[int, ...] | None = None
 
     @classmethod
     def load(
@@ -65,6 +58,7 @@ class SentenceEncoder(nn.Sequential):
         root = resolve_model_dir(name_or_path)
         model = cls(load_modules(root, trust_remote_code=trust_remote_code), device=device)
         model.source_dir = root
+        model._loaded_version = model._weights_version()
         return model
 
     @classmethod
@@ -143,6 +137,8 @@ class SentenceEncoder(nn.Sequential):
         backend: str = ...,
         batch_tokens: int | None = ...,
         long_text: LongText = ...,
+        precision: str = ...,
+        devices: Sequence[str] | None = ...,
     ) -> np.ndarray: ...
     @overload
     def encode(
@@ -158,6 +154,8 @@ class SentenceEncoder(nn.Sequential):
         backend: str = ...,
         batch_tokens: int | None = ...,
         long_text: LongText = ...,
+        precision: str = ...,
+        devices: Sequence[str] | None = ...,
     ) -> torch.Tensor: ...
 
     def encode(
@@ -172,44 +170,40 @@ class SentenceEncoder(nn.Sequential):
         backend: str = "torch",
         batch_tokens: int | None = None,
         long_text: LongText = "truncate",
+        precision: str = "auto",
+        devices: Sequence[str] | None = None,
     ) -> np.ndarray | torch.Tensor:
         """Embed sentences: float32 (n, dim) for a list, (dim,) for a single string.
 
-        Inputs are sorted by token length and each batch is padded only to its longest
-        member; rows come back in input order. `backend` picks torch, onnx (fp32) or
-        onnx-int8. Batches hold up to `batch_tokens` padded tokens (default 512), capped at
-        `batch_size` rows when both are given; `batch_size` alone gives fixed-size batches.
+        Inputs are sorted by token length and batched by a token budget (the backend's
+        default, or `batch_tokens`; `batch_size` alone gives fixed-size batches); rows come
+        back in input order. `backend`: torch (CPU, or the packed pipelined CUDA engine),
+        onnx or onnx-int8. `precision`: auto (bf16/fp16 on CUDA, fp32 elsewhere), fp32, bf16,
+        fp16. `devices=["cuda:0", "cuda:1"]` runs one worker process per device.
         `long_text="chunk"` embeds inputs beyond max_seq_length as the mean of overlapping windows.
         """
         texts, single = check_sentences(sentences)
-        for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        check_batch_sizes(batch_size, batch_tokens)
         if device is not None:
-            self.to(device)
-        run, workers = self._runner(backend)
-        ids, owners = self._token_rows(texts, on_truncation, long_text)
-        lengths = [len(row) for row in ids]
-        order = length_order(lengths)
-        if batch_size is not None and batch_tokens is None:
-            batches = fixed_batches(order, batch_size)
+            self.to(resolve_device(device))
+        if devices:
+            from sbert.encoding.multi_device import encode_on_devices
+
+            options = {"batch_size": batch_size, "batch_tokens": batch_tokens, "on_truncation": on_truncation,
+                       "backend": backend, "long_text": long_text, "precision": precision}  # fmt: skip
+            out = torch.from_numpy(encode_on_devices(self, texts, list(devices), options, show_progress))
         else:
-            budget = batch_tokens or DEFAULT_BATCH_TOKENS[backend]
-            batches = token_batches(order, lengths, budget, batch_size or _MAX_BATCH_ROWS)
-        # A NumPy buffer: filling it runs no torch op, whose OpenMP threads would otherwise
-        # spin against ONNX Runtime's (measured: 13% of the int8 backend's time).
-        buffer = np.empty((len(ids), self.embedding_dimension), dtype=np.float32)
-        show = len(texts) >= _PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.inference_mode(), tqdm(total=len(ids), unit="sent", disable=not show) as bar:
-                for batch, emb in self._run_batches(run, workers, ids, batches):
-                    buffer[batch] = emb.numpy()
-                    bar.update(len(batch))
-        finally:
-            self.train(was_training)
-        out = long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())
+            engine = self.backend(backend, precision)
+            ids, owners = self._token_rows(texts, on_truncation, long_text)
+            was_training = self.training
+            self.eval()
+            try:
+                buffer = embed_rows(engine, ids, self.embedding_dimension, batch_size, batch_tokens, show_progress)
+            finally:
+                self.train(was_training)
+            out = long_text_policy.merge(
+                torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized()
+            )
         if normalize:
             out = l2_normalize(out)
         result = out[0] if single else out
@@ -232,44 +226,23 @@ class SentenceEncoder(nn.Sequential):
     def _ends_normalized(self) -> bool:
         return any(isinstance(m, Normalize) for m in self.chain())
 
-    def _runner(self, backend: str) -> tuple[Callable[[Features], torch.Tensor], int]:
-        """The function mapping padded features to float32 CPU embeddings, and its parallel batches.
+    def as_chain(self) -> Chain:
+        """What a backend sees of this model: its modules and facts about them."""
+        return Chain(tuple(self.chain()), self.embedding_dimension, self.device, self.weights_digest, self.source_dir)
 
-        On CPU, one single-threaded batch per core at a time beat one batch spread over all
-        cores (small matrices lose much of a multi-threaded op to synchronisation): torch
-        +12%, ONNX Runtime +15% on 2 cores (docs/speed.md).
+    def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
+        """The backend `name` on the model's device in `precision`, built once per weights state.
+
+        ONNX backends export (or load the cached graph) and check it against torch on first use;
+        the CUDA backend casts its copy of the weights once.
         """
-        workers = torch.get_num_threads() if self.device.type == "cpu" else 1
-        if backend == "torch":
-            return self._embed_torch, workers
-        onnx = self.backend(backend)
-        return onnx.embed, min(workers, onnx.workers)
-
-    def _run_batches(
-        self, run: Callable[[Features], torch.Tensor], workers: int, ids: list[list[int]], batches: list[list[int]]
-    ) -> Iterator[tuple[list[int], torch.Tensor]]:
-        """(batch, embeddings) in batch order, `workers` batches at a time from threads."""
-
-        def job(batch: list[int]) -> tuple[list[int], torch.Tensor]:
-            with torch.inference_mode():
-                return batch, run(self.transformer.pad([ids[i] for i in batch]))
-
-        if workers <= 1 or len(batches) <= 1:
-            yield from map(job, batches)
-            return
-        # torch's thread count is per thread: the workers' setting leaves the caller's alone.
-        with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-            yield from pool.map(job, batches)
-
-    def backend(self, name: str) -> OnnxBackend:
-        """The ONNX backend `name`, exported or loaded from the cache and checked against torch."""
-        if name not in BACKENDS or name == "torch":
-            raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(BACKENDS[1:])}")
+        dtype = torch.float32 if name != "torch" and precision == "auto" else encode_dtype(precision, self.device)
+        key = (name, str(self.device), dtype)
         version = self._weights_version()
-        cached = self._backends.get(name)
+        cached = self._backends.get(key)
         if cached is None or cached[0] != version:
-            self._backends[name] = (version, open_backend(self, name))
-        return self._backends[name][1]
+            self._backends[key] = (version, open_backend(self.as_chain(), name, self.device, dtype))
+        return self._backends[key][1]
 
     def weights_digest(self) -> str:
         """sha256 of every weight and module configuration, computed once per weights state.
@@ -284,14 +257,14 @@ class SentenceEncoder(nn.Sequential):
             self._digest = (key, model_digest(self))
         return self._digest[1]
 
+    def unchanged_since_load(self) -> bool:
+        """Whether the weights are still those read from `source_dir` (no step or load since)."""
+        return self._loaded_version is not None and self._loaded_version == self._weights_version()
+
     def _weights_version(self) -> tuple[int, ...]:
         # Parameter version counters move on every in-place update (optimizer steps,
         # load_state_dict): a cheap test that weights are unchanged since the last look.
         return tuple(p._version for p in self.parameters())
-
-    def _embed_torch(self, features: Features) -> torch.Tensor:
-        emb = self({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
-        return emb.float().cpu()
 
     def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
         """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy.
@@ -338,8 +311,3 @@ def model_config() -> dict[str, object]:
         },
         "similarity_fn_name": "cosine",
     }
-
-
-def default_device() -> torch.device:
-    """CUDA when present, else CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

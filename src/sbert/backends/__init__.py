@@ -1,28 +1,56 @@
-"""Inference backends behind `SentenceEncoder.encode(backend=...)`: torch, onnx, onnx-int8."""
+"""Inference backends behind `SentenceEncoder.encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8.
+
+Each backend follows `base.Backend`: token ids and batches in, `(rows, vectors)` out, plus its
+own default batch budget. They receive a `Chain`, never the SentenceEncoder.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import Literal
 
+import torch
+
+from sbert.backends.base import Backend, Chain, Rows
 from sbert.errors import BackendError
 
-if TYPE_CHECKING:
-    from sbert.backends.onnx_runtime import OnnxBackend
-    from sbert.model import SentenceEncoder
-
 BackendName = Literal["torch", "onnx", "onnx-int8"]
-BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
 
 
-def open_backend(model: SentenceEncoder, name: str) -> OnnxBackend:
-    """Export (or reuse the cached graph), start a session and check it against torch."""
-    if name not in BACKENDS or name == "torch":
-        raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
+    if device.type == "cuda":
+        from sbert.backends.torch_cuda import CudaBackend
+
+        return CudaBackend(chain, device, dtype)
+    from sbert.backends.torch_cpu import TorchCpuBackend
+
+    return TorchCpuBackend(chain, device, dtype)
+
+
+def _onnx(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
+    if dtype != torch.float32:
+        raise BackendError(f"backend {name!r} runs its own fp32/int8 graph; precision applies to the torch backend")
     try:
         from sbert.backends.onnx_runtime import OnnxBackend
     except ImportError as e:
         raise BackendError(f"backend {name!r} needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
-    return OnnxBackend(model, name)
+    return OnnxBackend(chain, name)
 
 
-__all__ = ["BACKENDS", "BackendError", "BackendName", "open_backend"]
+# The names the CLI and encode(backend=...) accept.
+BACKENDS: dict[str, Callable[[Chain, str, torch.device, torch.dtype], Backend]] = {
+    "torch": _torch,
+    "onnx": _onnx,
+    "onnx-int8": _onnx,
+}
+
+
+def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Backend:
+    """The backend `name` for `chain` on `device` in `dtype` (ONNX: exported, cached and checked)."""
+    factory = BACKENDS.get(name)
+    if factory is None:
+        raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    return factory(chain, name, device, dtype)
+
+
+__all__ = ["BACKENDS", "Backend", "BackendError", "BackendName", "Chain", "Rows", "open_backend"]

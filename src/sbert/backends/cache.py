@@ -10,25 +10,23 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
+from torch import nn
 
 from sbert import layout
 from sbert.errors import ModelFormatError
-
-if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
 
 MANIFEST = "export.json"
 CACHE_ENV = "SBERT_CACHE"
 
 
-def model_digest(model: SentenceEncoder) -> str:
+def model_digest(model: nn.Sequential) -> str:
     """sha256 over every tensor (name, shape, dtype, bytes) and every module's configuration."""
     digest = hashlib.sha256()
-    for module in model.chain():
-        digest.update(f"{type(module).__name__}:{json.dumps(module.get_config(), sort_keys=True)}".encode())
+    for module in model:
+        config = module.get_config()  # type: ignore[operator]
+        digest.update(f"{type(module).__name__}:{json.dumps(config, sort_keys=True)}".encode())
     for name, tensor in model.state_dict().items():
         digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
         # Raw bytes through a uint8 view: works for every dtype, bf16 included.
@@ -36,9 +34,8 @@ def model_digest(model: SentenceEncoder) -> str:
     return digest.hexdigest()
 
 
-def cache_dir(model: SentenceEncoder, digest: str) -> Path:
+def cache_dir(source: Path | None, digest: str) -> Path:
     """`<model dir>/onnx` when the model came from a writable folder, else a user cache folder."""
-    source = model.source_dir
     if source is not None and os.access(source, os.W_OK):
         return Path(source) / "onnx"
     base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sbert")

@@ -13,15 +13,12 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
+from sbert.backends.base import Chain, run_chain
 from sbert.errors import BackendError, first_line
-
-if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
 
 OPSET = 17
 OUTPUT_NAME = "sentence_embedding"
@@ -30,25 +27,25 @@ OUTPUT_NAME = "sentence_embedding"
 class EncoderGraph(nn.Module):
     """Positional tensor inputs -> sentence embedding: the shape `torch.onnx.export` traces."""
 
-    def __init__(self, model: SentenceEncoder, input_names: tuple[str, ...]) -> None:
+    def __init__(self, chain: Chain, input_names: tuple[str, ...]) -> None:
         super().__init__()
-        self.model = model
+        self.chain = nn.ModuleList(chain.modules)
         self.input_names = input_names
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
         """Run the chain on named inputs and return its sentence embedding."""
         features = dict(zip(self.input_names, tensors, strict=True))
-        return self.model(features)[OUTPUT_NAME]
+        return run_chain(list(self.chain), features)[OUTPUT_NAME]  # type: ignore[arg-type]
 
 
-def input_names(model: SentenceEncoder) -> tuple[str, ...]:
+def input_names(chain: Chain) -> tuple[str, ...]:
     """The tensors the encoder takes (token_type_ids only for models that accept them)."""
-    sample = model.transformer.pad([[0, 1]])
+    sample = chain.pad([[0, 1]])
     return tuple(name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample)
 
 
 @contextlib.contextmanager
-def eager_attention(model: SentenceEncoder) -> Iterator[None]:
+def eager_attention(chain: Chain) -> Iterator[None]:
     """Trace with plain matmul attention, restored afterwards.
 
     The SDPA path exports extra mask-shaping nodes; the eager graph is smaller and ran a
@@ -56,7 +53,7 @@ def eager_attention(model: SentenceEncoder) -> Iterator[None]:
     FusedMatMul). Its offline attention fusion was slower on CPU here (458 against 488
     sentences/s), so it is not applied.
     """
-    auto_model = model.transformer.auto_model
+    auto_model = chain.transformer.auto_model
     before = getattr(auto_model.config, "_attn_implementation", None)
     setter = getattr(auto_model, "set_attn_implementation", None)
     if setter is None or before in (None, "eager"):
@@ -69,20 +66,21 @@ def eager_attention(model: SentenceEncoder) -> Iterator[None]:
         setter(before)
 
 
-def export_onnx(model: SentenceEncoder, path: Path) -> None:
+def export_onnx(chain: Chain, path: Path) -> None:
     """Trace the encoder on CPU to an fp32 ONNX file, written atomically at `path`."""
-    names = input_names(model)
+    names = input_names(chain)
     # Two rows of different lengths, so the trace sees padding in the mask.
-    sample = model.transformer.pad(model.transformer.token_ids(["a short one", "a somewhat longer sentence here"])[0])
+    sample = chain.pad(chain.transformer.token_ids(["a short one", "a somewhat longer sentence here"])[0])
     args = tuple(sample[name].cpu() for name in names)
     dynamic = {name: {0: "batch", 1: "tokens"} for name in names} | {OUTPUT_NAME: {0: "batch"}}
-    device, was_training = model.device, model.training
-    model.to("cpu").eval()
+    graph = EncoderGraph(chain, names)
+    was_training = chain.transformer.training  # the new wrapper's own flag says nothing
+    graph.to("cpu").eval()
     try:
-        with eager_attention(model), _temp_beside(path) as tmp, warnings.catch_warnings():
+        with eager_attention(chain), _temp_beside(path) as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python branches
             torch.onnx.export(
-                EncoderGraph(model, names),
+                graph,
                 args,
                 str(tmp),
                 dynamo=False,
@@ -95,7 +93,7 @@ def export_onnx(model: SentenceEncoder, path: Path) -> None:
     except (RuntimeError, ValueError, TypeError) as e:
         raise BackendError(f"ONNX export failed: {first_line(e)}") from None
     finally:
-        model.to(device).train(was_training)
+        graph.to(chain.device).train(was_training)
 
 
 def quantize_int8(source: Path, path: Path) -> None:

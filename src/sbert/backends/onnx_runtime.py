@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +12,7 @@ import numpy as np
 import torch
 
 from sbert.backends import cache
+from sbert.backends.base import Chain, Rows, embed_padded
 from sbert.backends.export import OPSET, export_onnx, quantize_int8
 from sbert.errors import BackendError
 from sbert.modules import Features
@@ -17,11 +20,11 @@ from sbert.modules import Features
 if TYPE_CHECKING:
     import onnxruntime
 
-    from sbert.model import SentenceEncoder
-
 log = logging.getLogger(__name__)
 
 GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx"}
+# Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
+ONNX_BATCH_TOKENS = 512
 # fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
 # on direction (cosine to the torch vector), the STS benchmark check lives in `sbert export --check`.
 FP32_MAX_ABS_DIFF = 1e-4
@@ -38,20 +41,24 @@ PROBES = (
 class OnnxBackend:
     """Runs the exported graph; checked against the torch path on every start."""
 
-    def __init__(self, model: SentenceEncoder, name: str) -> None:
+    packed = False
+    default_batch_tokens = ONNX_BATCH_TOKENS
+    max_rows = 512
+
+    def __init__(self, chain: Chain, name: str) -> None:
         if name not in GRAPH_FILES:
             raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(GRAPH_FILES)}")
-        self.name = name
+        self.name, self.chain = name, chain
         # On CPU encode feeds one single-threaded run per core at a time from threads.
-        self.workers = torch.get_num_threads() if model.device.type == "cpu" else 1
+        self.workers = torch.get_num_threads() if chain.device.type == "cpu" else 1
         # A cached graph that fails to load or to match torch is exported once more; a fresh
         # export that still fails is a real error.
         for rebuild in (False, True):
-            self.path = ensure_graph(model, name, rebuild=rebuild)
+            self.path = ensure_graph(chain, name, rebuild=rebuild)
             try:
-                self.session = make_session(self.path, model.device, 1 if self.workers > 1 else None)
+                self.session = make_session(self.path, chain.device, 1 if self.workers > 1 else None)
                 self.input_names = [i.name for i in self.session.get_inputs()]
-                check_against_torch(model, self)
+                check_against_torch(chain, self)
                 return
             except BackendError as e:
                 if rebuild:
@@ -63,13 +70,25 @@ class OnnxBackend:
         feed = {name: features[name].cpu().numpy() for name in self.input_names}
         return torch.from_numpy(self.session.run(None, feed)[0])
 
+    def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[Rows]:
+        """(batch, vectors) in batch order, `workers` single-threaded runs at a time."""
 
-def ensure_graph(model: SentenceEncoder, name: str, rebuild: bool = False) -> Path:
+        def job(batch: list[int]) -> Rows:
+            return batch, self.embed(self.chain.pad([ids[i] for i in batch])).numpy()
+
+        if self.workers <= 1 or len(batches) <= 1:
+            yield from map(job, batches)
+            return
+        with ThreadPoolExecutor(self.workers) as pool:
+            yield from pool.map(job, batches)
+
+
+def ensure_graph(chain: Chain, name: str, rebuild: bool = False) -> Path:
     """The graph file for `name`, exported (and quantized) first if the cache is missing or stale."""
     import onnxruntime
 
-    digest = model.weights_digest()
-    folder = cache.cache_dir(model, digest)
+    digest = chain.digest()
+    folder = cache.cache_dir(chain.source_dir, digest)
     stamp = {"digest": digest, "opset": OPSET, "onnxruntime": onnxruntime.__version__}
     manifest = cache.read_manifest(folder)
     fresh = not rebuild and all(manifest.get(k) == v for k, v in stamp.items())
@@ -77,7 +96,7 @@ def ensure_graph(model: SentenceEncoder, name: str, rebuild: bool = False) -> Pa
     fp32 = folder / GRAPH_FILES["onnx"]
     if "onnx" not in built or not fp32.is_file():
         log.info("exporting %s to ONNX", folder)
-        export_onnx(model, fp32)
+        export_onnx(chain, fp32)
         built = {"onnx"}
     target = folder / GRAPH_FILES[name]
     if name not in built or not target.is_file():
@@ -104,10 +123,12 @@ def make_session(path: Path, device: torch.device, threads: int | None = None) -
         raise BackendError(f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]})") from None
 
 
-def check_against_torch(model: SentenceEncoder, backend: OnnxBackend) -> None:
+def check_against_torch(chain: Chain, backend: OnnxBackend) -> None:
     """Embed a few probe sentences both ways; a graph that disagrees is refused."""
-    torch_rows = model.encode(list(PROBES), convert_to="torch", on_truncation="ignore")
-    onnx_rows = backend.embed(model.transformer.pad(model.transformer.token_ids(PROBES)[0]))
+    features = chain.pad(chain.transformer.token_ids(PROBES)[0])
+    with torch.inference_mode():
+        torch_rows = embed_padded(chain.modules, features, chain.device).float().cpu()
+    onnx_rows = backend.embed(features)
     if backend.name == "onnx":
         diff = float((torch_rows - onnx_rows).abs().max())
         if not np.isfinite(diff) or diff > FP32_MAX_ABS_DIFF:

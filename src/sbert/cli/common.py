@@ -57,7 +57,7 @@ def add_backend_args(parser: argparse.ArgumentParser) -> None:
     """--backend and --batch-tokens, shared by every subcommand that embeds many sentences."""
     from sbert.backends import BACKENDS
 
-    parser.add_argument("--backend", choices=BACKENDS, default="torch", help="inference engine (default torch)")
+    parser.add_argument("--backend", choices=list(BACKENDS), default="torch", help="inference engine (default torch)")
     parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (default 512)")
 
 

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     backends = args.backend or ["onnx", "onnx-int8"]
     for name in backends:
         start = time.perf_counter()
-        path = model.backend(name).path  # exports on a cold cache, then checks against torch
+        path = getattr(model.backend(name), "path", None)  # exports on a cold cache, then checks against torch
         print(f"{name}: {path} (ready in {time.perf_counter() - start:.1f} s, checked against torch)")
     if dataset is not None:
         from sbert.evaluation.sts import evaluate_sts

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("serve", help="HTTP server: /v1/embeddings, /similarity, /search, /metrics", description=__doc__)
     add_model_args(p)
-    p.add_argument("--backend", choices=BACKENDS, default="torch", help="inference engine (default torch)")
+    p.add_argument("--backend", choices=list(BACKENDS), default="torch", help="inference engine (default torch)")
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback only)")
     p.add_argument("--port", type=int, default=8000)

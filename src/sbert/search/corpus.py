@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sbert.encoding.streaming import encode_to_disk, load_shards
 from sbert.search.index import IndexInfo, build_index
-from sbert.streaming import encode_to_disk, load_shards
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,21 +97,3 @@ def build_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.
     no_decay = [p for p in module.parameters() if p.requires_grad and p.ndim < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=lr)
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for a precision setting (None: plain fp32)."""
-    if precision == "fp32" or (device.type != "cuda" and precision == "auto"):
-        return None
-    if precision == "fp16":
-        return torch.float16
-    if precision == "bf16" or (device.type == "cuda" and torch.cuda.is_bf16_supported()):
-        return torch.bfloat16
-    return torch.float16
-
-
-def autocast(dtype: torch.dtype | None, device: torch.device) -> contextlib.AbstractContextManager[object]:
-    """Mixed-precision context for the forward pass (a no-op in fp32)."""
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)

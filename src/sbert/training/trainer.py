@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.data import Dataset
+from sbert.device import autocast, autocast_dtype, resolve_device
 from sbert.errors import SbertError
 from sbert.evaluation import evaluate
 from sbert.model import SentenceEncoder
@@ -30,8 +30,6 @@ from sbert.training.schedule import warmup_linear, warmup_steps
 from sbert.training.setup import (
     StageData,
     TrainModule,
-    autocast,
-    autocast_dtype,
     build_optimizer,
     preflight,
     prepare_objectives,
@@ -63,7 +61,7 @@ class Trainer:
         self.datasets = datasets  # specs served from memory instead of read from disk
         self.output = Path(config.output)
         self.run_dir = Path(f"{config.output}.run")
-        self.device = _pick_device(config.device)
+        self.device = resolve_device(config.device, local_rank=True)
         self.world: World = init_world(self.device)
         self.log = RunLog(self.run_dir / "train_log.jsonl", enabled=self.world.main)
         self.show_progress = show_progress and self.world.main
@@ -273,14 +271,6 @@ class Trainer:
             card.write_beside(self.output, text, self.log.path)  # the best model is already in place
         else:
             model.save(self.output, extras=lambda path: card.write_into(path, text, self.log.path, state))
-
-
-def _pick_device(name: str | None) -> torch.device:
-    if name:
-        return torch.device(name)
-    if torch.cuda.is_available():
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device("cpu")
 
 
 def _seed_everything(seed: int) -> None:

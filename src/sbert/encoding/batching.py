@@ -56,3 +56,25 @@ def token_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int,
     if current:
         batches.append(current)
     return batches
+
+
+def packed_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int) -> list[list[int]]:
+    """Cut an ordering into runs whose real token count (no padding) stays within `max_tokens`.
+
+    For padding-free backends: a batch costs the sum of its lengths, not rows x longest row.
+    A single row longer than the budget still gets its own batch; `max_size` caps the rows.
+    """
+    if max_tokens <= 0 or max_size <= 0:
+        raise ValueError(f"max_tokens and max_size must be positive, got {max_tokens} and {max_size}")
+    batches: list[list[int]] = []
+    current: list[int] = []
+    total = 0
+    for i in order:
+        if current and (total + lengths[i] > max_tokens or len(current) >= max_size):
+            batches.append(current)
+            current, total = [], 0
+        current.append(i)
+        total += lengths[i]
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,88 @@
+"""The contract between the encode engine and a backend.
+
+The engine hands a backend token ids and batches (lists of row indices); the backend hands back
+`(rows, vectors)` pairs, in any grouping, until every row was embedded. A backend sees a `Chain`
+(the modules and how to describe them), never the SentenceEncoder, so nothing here imports
+model.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from sbert.modules import Features, Module, Transformer
+
+# Row ids of a batch and their float32 vectors, (len(rows), dim).
+Rows = tuple[list[int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What a backend needs of a model: its modules in order and facts about them."""
+
+    modules: tuple[Module, ...]  # a Transformer first, then pooling and heads
+    dimension: int  # size of the sentence vector
+    device: torch.device  # where the modules' weights live
+    digest: Callable[[], str]  # sha256 of weights and configs (cached by the model)
+    source_dir: Path | None  # the folder the model came from (ONNX graphs are cached beside it)
+
+    @property
+    def transformer(self) -> Transformer:
+        """The encoder at the head of the chain."""
+        first = self.modules[0]
+        assert isinstance(first, Transformer)
+        return first
+
+    def pad(self, rows: Sequence[Sequence[int]]) -> Features:
+        """Padded token features for a batch of id lists (on the host)."""
+        return self.transformer.pad(rows)
+
+
+def run_chain(modules: Sequence[Module], features: Features) -> Features:
+    """Every module in order on a padded features dict (the SentenceEncoder forward)."""
+    for module in modules:
+        features = module(features)
+    return features
+
+
+def embed_padded(modules: Sequence[Module], features: Features, device: torch.device) -> torch.Tensor:
+    """Sentence embeddings (B, dim) of padded host features, on `device`, in the modules' dtype."""
+    moved = {k: v.to(device, non_blocking=True) for k, v in features.items()}
+    return run_chain(modules, moved)["sentence_embedding"]
+
+
+def cast_copy(
+    modules: Sequence[Module], device: torch.device, dtype: torch.dtype, force: bool = False
+) -> tuple[Module, ...]:
+    """The modules as they run on `device` in `dtype`: themselves when nothing changes, else a copy.
+
+    The copy is made once per weights state: the model's own fp32 weights stay the training
+    master, and a cast in place would change what the user holds.
+    """
+    if not force and all(p.device == device and p.dtype == dtype for m in modules for p in m.parameters()):
+        return tuple(modules)
+    holder = nn.ModuleList(modules)
+    # deepcopy on the source device, then one move: never two full copies on the GPU at once
+    copied = copy.deepcopy(holder).to(device=device, dtype=dtype).eval()
+    return tuple(m for m in copied)  # type: ignore[misc]
+
+
+class Backend(Protocol):
+    """What the engine calls; one implementation per file in this folder."""
+
+    name: str
+    packed: bool  # batches count real tokens (True) or padded rows x longest row (False)
+    default_batch_tokens: int
+    max_rows: int
+
+    def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[Rows]:
+        """Embed the rows of every batch; yields (rows, float32 vectors) until all are done."""
+        ...

@@ -1,0 +1,82 @@
+"""Running a module chain on a packed batch: varlen encoder, pooling on segments, heads on a grid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from sbert.backends.packing import PACKED_POOLING, PackedBatch, unpack
+from sbert.modules import Features, Module, Normalize, Pooling, Transformer
+
+# Encoders whose position ids are a plain 0..L-1 per sentence (offset 0), or which count from
+# padding_idx + 1 (the RoBERTa family). Others (MPNet's relative buckets, DistilBERT's fixed
+# arange, ...) are not packed: the backend falls back to padded batches and says so.
+_PLAIN_POSITIONS = {"bert", "albert", "electra"}
+_OFFSET_POSITIONS = {"roberta", "xlm-roberta", "camembert"}
+
+
+def packing_blocker(transformer: Transformer) -> str | None:
+    """Why this encoder cannot run packed (None when it can)."""
+    auto_model = transformer.auto_model
+    model_type = getattr(auto_model.config, "model_type", "?")
+    if model_type not in _PLAIN_POSITIONS | _OFFSET_POSITIONS:
+        return f"model type {model_type!r} is not known to take packed position ids"
+    # transformers marks the models whose attention goes through AttentionInterface
+    if not getattr(auto_model, "_supports_attention_backend", False):
+        return f"this transformers version does not route {model_type} attention through AttentionInterface"
+    if getattr(auto_model.config, "is_decoder", False):
+        return "decoder configurations are causal"
+    return None
+
+
+def position_offset(transformer: Transformer) -> int:
+    """The first position id of every sentence: 0, or padding_idx + 1 for the RoBERTa family."""
+    config = transformer.auto_model.config
+    if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+        return int(getattr(config, "pad_token_id", 1) or 1) + 1
+    return 0
+
+
+def packed_token_embeddings(transformer: Transformer, batch: PackedBatch) -> Tensor:
+    """The encoder's last hidden state for every packed token: (N, H).
+
+    The model must have been switched to a registered `sbert_varlen_*` attention; the
+    cumulative lengths travel to it as forward kwargs.
+    """
+    inputs: Features = {"input_ids": batch.input_ids[None], "position_ids": batch.position_ids[None]}
+    if "token_type_ids" in transformer.model_inputs:
+        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    cu, width = batch.cu_seqlens, batch.max_len
+    output = transformer.auto_model(
+        **inputs, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=width, max_length_k=width, return_dict=True
+    )
+    return output.last_hidden_state[0]
+
+
+def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch) -> Tensor:
+    """Sentence embeddings (B, dim) for a packed batch.
+
+    Pooling and Normalize work on the packed rows directly; any other head (CNN-SBERT, IS-BERT's
+    n-gram CNN) gets the tokens unpacked into a padded grid and its mask, then runs as usual:
+    those heads are a small share of the time, and their convolutions must not cross sentences.
+    """
+    transformer = modules[0]
+    assert isinstance(transformer, Transformer)
+    tokens = packed_token_embeddings(transformer, batch)  # (N, H)
+    features: Features | None = None  # None while the tokens are still packed
+    for module in modules[1:]:
+        if features is None and isinstance(module, Pooling):
+            pooled = [PACKED_POOLING[m](tokens, batch.cu_seqlens) for m in module.modes]
+            features = {"sentence_embedding": pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)}
+            continue
+        if features is None and not isinstance(module, Normalize):
+            grid, mask = unpack(tokens, batch.cu_seqlens, batch.max_len)
+            features = {"token_embeddings": grid, "attention_mask": mask}
+        if features is None:
+            raise ValueError("Normalize before any pooling has no sentence embedding to normalise")
+        features = module(features)
+    if features is None or "sentence_embedding" not in features:
+        raise ValueError("the chain ends without a sentence embedding (no pooling module)")
+    return features["sentence_embedding"]

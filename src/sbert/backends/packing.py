@@ -1,0 +1,98 @@
+"""Padding-free batches: sentences laid end to end with cumulative lengths, and pooling on them.
+
+A packed batch of B sentences with N tokens in all is one (N,) row of token ids, the (B+1,)
+cumulative lengths `cu` (sentence b is tokens cu[b]..cu[b+1]-1) and per-token position ids
+restarting at every sentence. No padding token is ever computed; varlen attention keeps each
+sentence's tokens to themselves (backends/varlen.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class PackedBatch:
+    """One packed batch, on the host or on the device."""
+
+    input_ids: Tensor  # (N,) int64
+    position_ids: Tensor  # (N,) int64, restarting at every sentence (plus the model's offset)
+    cu_seqlens: Tensor  # (B+1,) int32, cumulative lengths starting at 0
+    max_len: int  # longest sentence of the batch
+
+    @property
+    def rows(self) -> int:
+        """Sentences in the batch."""
+        return int(self.cu_seqlens.shape[0]) - 1
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> PackedBatch:
+        """The same batch on `device` (asynchronous from pinned memory when `non_blocking`)."""
+        ids, positions, cu = (
+            t.to(device, non_blocking=non_blocking) for t in (self.input_ids, self.position_ids, self.cu_seqlens)
+        )
+        return PackedBatch(ids, positions, cu, self.max_len)
+
+
+def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = False) -> PackedBatch:
+    """Lay `rows` of token ids end to end (pinned host memory when `pin`, for async copies)."""
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    cu = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cu[1:])
+    total = int(cu[-1])
+    ids = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=total)
+    # position of token j of sentence b = j: a global arange minus each sentence's start
+    positions = np.arange(total, dtype=np.int64) - np.repeat(cu[:-1], lengths) + position_offset
+    tensors = [torch.from_numpy(ids), torch.from_numpy(positions), torch.from_numpy(cu.astype(np.int32))]
+    if pin:
+        tensors = [t.pin_memory() for t in tensors]
+    return PackedBatch(tensors[0], tensors[1], tensors[2], int(lengths.max(initial=0)))
+
+
+def segment_ids(cu_seqlens: Tensor, total: int) -> Tensor:
+    """For each of the N packed tokens, the index of its sentence: (B+1,) -> (N,)."""
+    lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).long()
+    return torch.repeat_interleave(torch.arange(lengths.shape[0], device=cu_seqlens.device), lengths, output_size=total)
+
+
+def packed_mean(tokens: Tensor, cu_seqlens: Tensor) -> Tensor:
+    """Mean of each sentence's token vectors: (N, H) -> (B, H)."""
+    seg = segment_ids(cu_seqlens, tokens.shape[0])
+    rows = cu_seqlens.shape[0] - 1
+    # Sums in fp32: a bf16 running sum over 128 tokens loses about two significant digits.
+    sums = torch.zeros((rows, tokens.shape[1]), dtype=torch.float32, device=tokens.device)
+    sums.index_add_(0, seg, tokens.float())
+    counts = (cu_seqlens[1:] - cu_seqlens[:-1]).clamp(min=1).unsqueeze(1).float()
+    return (sums / counts).to(tokens.dtype)
+
+
+def packed_max(tokens: Tensor, cu_seqlens: Tensor) -> Tensor:
+    """Element-wise max over each sentence's token vectors: (N, H) -> (B, H)."""
+    seg = segment_ids(cu_seqlens, tokens.shape[0])
+    rows = cu_seqlens.shape[0] - 1
+    out = torch.full((rows, tokens.shape[1]), float("-inf"), dtype=tokens.dtype, device=tokens.device)
+    return out.scatter_reduce(0, seg.unsqueeze(1).expand_as(tokens), tokens, reduce="amax", include_self=True)
+
+
+def packed_cls(tokens: Tensor, cu_seqlens: Tensor) -> Tensor:
+    """Each sentence's first token vector ([CLS] / <s>): (N, H) -> (B, H)."""
+    return tokens[cu_seqlens[:-1].long()]
+
+
+PACKED_POOLING = {"mean": packed_mean, "max": packed_max, "cls": packed_cls}
+
+
+def unpack(tokens: Tensor, cu_seqlens: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
+    """Packed (N, H) -> right-padded (B, T, H) and its (B, T) mask, for heads that need a grid."""
+    seg = segment_ids(cu_seqlens, tokens.shape[0])
+    rows = cu_seqlens.shape[0] - 1
+    offset = torch.arange(tokens.shape[0], device=tokens.device) - cu_seqlens[:-1].long()[seg]
+    grid = tokens.new_zeros((rows, max_len, tokens.shape[1]))
+    grid[seg, offset] = tokens
+    mask = torch.zeros((rows, max_len), dtype=torch.long, device=tokens.device)
+    mask[seg, offset] = 1
+    return grid, mask

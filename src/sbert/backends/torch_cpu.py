@@ -1,0 +1,50 @@
+"""The CPU torch backend: padded smart batches, one single-threaded batch per core at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
+
+# Padded tokens per batch, measured on 2 cores with one batch per core at a time
+# (benchmarks/encode_speed.py --sweep; docs/speed.md).
+CPU_BATCH_TOKENS = 512
+MAX_ROWS = 512
+
+
+class TorchCpuBackend:
+    """Runs the chain in torch on the CPU (or any device without a pipeline of its own)."""
+
+    name = "torch"
+    packed = False
+    default_batch_tokens = CPU_BATCH_TOKENS
+    max_rows = MAX_ROWS
+
+    def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype = torch.float32) -> None:
+        self.chain, self.device = chain, device
+        self.modules = cast_copy(chain.modules, device, dtype)
+        # One single-threaded batch per core at a time beat one batch spread over all cores
+        # (small matrices lose much of a multi-threaded op to synchronisation): +12% on 2 cores.
+        self.workers = torch.get_num_threads() if device.type == "cpu" else 1
+
+    def embed(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
+        """float32 vectors (B, dim) of one batch of token id lists."""
+        with torch.inference_mode():
+            return embed_padded(self.modules, self.chain.pad(rows), self.device).float().cpu().numpy()
+
+    def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[Rows]:
+        """(batch, vectors) in batch order, `workers` batches at a time from threads."""
+
+        def job(batch: list[int]) -> Rows:
+            return batch, self.embed([ids[i] for i in batch])
+
+        if self.workers <= 1 or len(batches) <= 1:
+            yield from map(job, batches)
+            return
+        # torch's thread count is per thread: the workers' setting leaves the caller's alone.
+        with ThreadPoolExecutor(self.workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+            yield from pool.map(job, batches)

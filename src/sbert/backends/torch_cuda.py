@@ -1,0 +1,202 @@
+"""The GPU torch backend: weights cast once, padding-free batches, host work overlapped with the GPU.
+
+A producer thread packs the next batches into pinned host memory (a bounded queue holds a few),
+the caller's thread copies each one without blocking and launches the chain, and the vectors
+stay on the GPU until a block of rows is copied back at once: the host never sits between two
+kernels of one batch. Architectures that cannot be packed run length-bucketed padded batches
+through the same pipeline. It also runs on the CPU, which is how CI tests it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from sbert.backends import varlen
+from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
+from sbert.backends.packed_chain import packed_chain_forward, packing_blocker, position_offset
+from sbert.backends.packing import PackedBatch, pack
+from sbert.device import precision_name
+from sbert.errors import DeviceError
+from sbert.modules import Features, Transformer
+
+log = logging.getLogger(__name__)
+
+PREFETCH = 4  # batches packed ahead of the GPU
+BLOCK_ROWS = 1 << 16  # rows gathered on the GPU before one copy back to the host
+MAX_ROWS = 1 << 14
+# The budget's bounds: below 4k tokens a GPU idles between kernels, and 64k-token batches
+# already reached the best throughput measured on an H100 (docs/speed.md).
+MIN_BUDGET, MAX_BUDGET = 4096, 1 << 16
+MEMORY_SHARE = 0.4  # of free GPU memory that one batch's activations may take
+
+
+def memory_budget(device: torch.device, config: Any, dtype: torch.dtype) -> int:
+    """Tokens per batch that fit in a share of the device's free memory (a fixed size on CPU)."""
+    if device.type != "cuda":
+        return MIN_BUDGET
+    free, _ = torch.cuda.mem_get_info(device)
+    hidden = int(getattr(config, "hidden_size", 768))
+    inner = int(getattr(config, "intermediate_size", 4 * hidden))
+    # The widest live activations of a layer per token (the FFN's inner width plus a handful of
+    # hidden-wide tensors), doubled for the allocator's slack.
+    per_token = 2 * (inner + 6 * hidden) * torch.finfo(dtype).bits // 8
+    budget = int(free * MEMORY_SHARE) // max(per_token, 1)
+    return max(MIN_BUDGET, min(MAX_BUDGET, budget // 1024 * 1024))
+
+
+class CudaBackend:
+    """Torch on a GPU: bf16/fp16/fp32 weights, packed varlen attention, a prefetching pipeline."""
+
+    name = "torch"
+    max_rows = MAX_ROWS
+
+    def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype) -> None:
+        self.chain, self.device, self.dtype = chain, device, dtype
+        self.modules = cast_copy(chain.modules, device, dtype)
+        for module in self.modules:
+            module.eval()
+        self.pin = device.type == "cuda"
+        self.offset = position_offset(chain.transformer)
+        self.kernel = self._pick_attention()
+        self.packed = self.kernel is not None
+        self.default_batch_tokens = memory_budget(device, chain.transformer.auto_model.config, dtype)
+        self.budget = self.default_batch_tokens  # lowered for good by a CUDA out-of-memory
+        self._oom_noted = False
+
+    def _pick_attention(self) -> str | None:
+        """Switch the copy to varlen attention; None (and one log line) when it must stay padded."""
+        transformer = self.modules[0]
+        blocker = packing_blocker(self.chain.transformer)
+        config = self.chain.transformer.auto_model.config
+        if blocker is None:
+            heads = int(config.num_attention_heads)
+            picked = varlen.pick_kernel(self.device, self.dtype, heads, int(config.hidden_size) // heads)
+            if picked is None:
+                blocker = f"no varlen attention kernel runs on {self.device} in {precision_name(self.dtype)}"
+        if blocker is not None:
+            log.info("packed batches off (%s): running length-bucketed padded SDPA batches", blocker)
+            return None
+        assert picked is not None
+        if transformer is self.chain.transformer:  # never switch the user's own model's attention
+            self.modules = cast_copy(self.modules, self.device, self.dtype, force=True)
+            transformer = self.modules[0]
+        key, kernel = picked
+        assert isinstance(transformer, Transformer)
+        transformer.auto_model.set_attn_implementation(varlen.register(key, kernel))
+        log.info("packed batches on: %s, %s", varlen.KERNEL_NAMES[key], precision_name(self.dtype))
+        return key
+
+    def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features:
+        """Host-side work for one batch: packed (or padded) ids, pinned for an async copy."""
+        if self.packed:
+            return pack(rows, self.offset, pin=self.pin)
+        features = self.chain.pad(rows)
+        return {k: v.pin_memory() for k, v in features.items()} if self.pin else features
+
+    def forward(self, host: PackedBatch | Features) -> torch.Tensor:
+        """Sentence embeddings (B, dim) on the device, in the working dtype."""
+        with torch.inference_mode():
+            if isinstance(host, PackedBatch):
+                return packed_chain_forward(self.modules, host.to(self.device, non_blocking=True))
+            return embed_padded(self.modules, host, self.device)
+
+    def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[Rows]:
+        """Embed every batch; yields (rows, vectors) once per block of rows."""
+        rows: list[int] = []
+        parts: list[torch.Tensor] = []
+        for batch, host in prefetch(batches, lambda b: self.prepare([ids[i] for i in b])):
+            for done, vectors in self._run_batch(ids, batch, host):
+                rows.extend(done)
+                parts.append(vectors)
+            if len(rows) >= BLOCK_ROWS:
+                yield rows, gather(parts)
+                rows, parts = [], []
+        if rows:
+            yield rows, gather(parts)
+
+    def _run_batch(self, ids: Sequence[Sequence[int]], batch: list[int], host: Any) -> list[tuple[list[int], Any]]:
+        """One batch, split in halves (and the budget halved for good) on a CUDA out-of-memory."""
+        if len(batch) > 1 and self._tokens(ids, batch) > self.budget:
+            return self._halves(ids, batch)
+        try:
+            return [(batch, self.forward(host))]
+        except torch.OutOfMemoryError:
+            if len(batch) == 1:
+                raise DeviceError(
+                    f"{self.device}: out of memory on a single input of {len(ids[batch[0]])} tokens; "
+                    "lower max_seq_length or free GPU memory"
+                ) from None
+            self._note_oom(self._tokens(ids, batch), len(batch))
+            return self._halves(ids, batch)
+
+    def _halves(self, ids: Sequence[Sequence[int]], batch: list[int]) -> list[tuple[list[int], Any]]:
+        mid = len(batch) // 2
+        out = []
+        for part in (batch[:mid], batch[mid:]):
+            out.extend(self._run_batch(ids, part, self.prepare([ids[i] for i in part])))
+        return out
+
+    def _tokens(self, ids: Sequence[Sequence[int]], batch: list[int]) -> int:
+        lengths = [len(ids[i]) for i in batch]
+        return sum(lengths) if self.packed else max(lengths) * len(batch)
+
+    def _note_oom(self, tokens: int, rows: int) -> None:
+        self.budget = max(1, min(self.budget, tokens) // 2)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if not self._oom_noted:
+            log.warning(
+                "%s: out of memory on a batch of %d tokens (%d rows); batch budget halved to %d and retried",
+                self.device, tokens, rows, self.budget,
+            )  # fmt: skip
+            self._oom_noted = True
+
+
+def gather(parts: list[torch.Tensor]) -> np.ndarray:
+    """One copy back to the host for a block of batches' vectors, as float32."""
+    return torch.cat(parts).float().cpu().numpy()
+
+
+def prefetch(batches: list[list[int]], prepare: Any) -> Iterator[tuple[list[int], Any]]:
+    """(batch, prepare(batch)) from a producer thread that stays up to PREFETCH batches ahead.
+
+    An error in the producer is raised here; leaving the loop early stops the producer.
+    """
+    box: queue.Queue[tuple[list[int], Any] | BaseException | None] = queue.Queue(maxsize=PREFETCH)
+    stop = threading.Event()
+
+    def put(item: tuple[list[int], Any] | BaseException | None) -> None:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if stop.is_set():
+                    return
+                put((batch, prepare(batch)))
+        except BaseException as e:  # handed to the consumer, which raises it
+            put(e)
+        put(None)
+
+    thread = threading.Thread(target=produce, name="sbert-prefetch", daemon=True)
+    thread.start()
+    try:
+        while (item := box.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()

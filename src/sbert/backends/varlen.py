@@ -1,0 +1,141 @@
+"""Varlen attention for packed batches, plugged into Hugging Face encoders by name.
+
+transformers 5 encoders (BERT, RoBERTa, ALBERT, ELECTRA, XLM-R) look their attention function up
+in `AttentionInterface` under `config._attn_implementation` and pass extra forward kwargs through
+to it. Registered as `sbert_varlen_<kernel>`, which has no mask function, so the model builds no
+(N x N) mask; the cumulative lengths arrive as `cu_seq_lens_q` / `max_length_q`.
+
+Kernels, in order of preference, each checked once against per-sentence attention before use:
+`flash_attn_varlen_func` (when installed; half precision on CUDA), torch's `varlen_attn`
+(flash attention; half precision on CUDA), then SDPA on jagged nested tensors (any device/dtype).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch.nn import functional
+
+log = logging.getLogger(__name__)
+# SDPA on jagged tensors warns at every call that nested tensors are a prototype API.
+warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors is in prototype stage")
+
+ATTENTION_NAME = "sbert_varlen"
+# (q, k, v as (N, heads, d), cu_seqlens (B+1,) int32, max_len, scale) -> (N, heads, d)
+Kernel = Callable[[Tensor, Tensor, Tensor, Tensor, int, float | None], Tensor]
+
+
+def nested_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+    """SDPA over jagged nested tensors: one ragged batch, no padding computed."""
+    offsets = cu.long()
+
+    def jagged(x: Tensor) -> Tensor:  # (N, h, d) -> nested (B, h, j, d)
+        return torch.nested.nested_tensor_from_jagged(x, offsets=offsets, max_seqlen=max_len).transpose(1, 2)
+
+    out = functional.scaled_dot_product_attention(jagged(q), jagged(k), jagged(v), scale=scale)
+    return out.transpose(1, 2).values()
+
+
+def torch_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+    """torch.nn.attention.varlen.varlen_attn (flash attention, CUDA, fp16/bf16)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    cu32 = cu.to(torch.int32)
+    out = varlen_attn(q, k, v, cu32, cu32, max_len, max_len, scale=scale)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def flash_attn_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+    """flash_attn's varlen kernel (optional dependency; CUDA, fp16/bf16)."""
+    from flash_attn import flash_attn_varlen_func
+
+    cu32 = cu.to(torch.int32)
+    return flash_attn_varlen_func(q, k, v, cu32, cu32, max_len, max_len, softmax_scale=scale)
+
+
+def reference_attention(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+    """One dense SDPA call per sentence: slow, obviously right; the yardstick for the kernels."""
+    bounds = cu.tolist()
+    parts = []
+    for a, b in itertools.pairwise(bounds):
+        qs, ks, vs = (x[a:b].transpose(0, 1) for x in (q, k, v))  # (h, len, d)
+        parts.append(functional.scaled_dot_product_attention(qs, ks, vs, scale=scale).transpose(0, 1))
+    return torch.cat(parts)
+
+
+KERNEL_NAMES = {"flash_attn": "flash_attn varlen", "torch": "torch varlen_attn", "nested": "SDPA on nested tensors"}
+
+
+def candidate_kernels(device: torch.device, dtype: torch.dtype) -> list[tuple[str, Kernel]]:
+    """The kernels worth trying on this device and dtype, fastest first, keyed as KERNEL_NAMES."""
+    found: list[tuple[str, Kernel]] = []
+    if device.type == "cuda" and dtype in (torch.float16, torch.bfloat16):
+        try:
+            import flash_attn  # noqa: F401
+
+            found.append(("flash_attn", flash_attn_varlen))
+        except ImportError:
+            pass
+        try:
+            from torch.nn.attention import varlen  # noqa: F401
+
+            found.append(("torch", torch_varlen))
+        except ImportError:
+            pass
+    found.append(("nested", nested_sdpa))
+    return found
+
+
+def pick_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: int) -> tuple[str, Kernel] | None:
+    """The first kernel that runs here and matches per-sentence attention; None when none does."""
+    gen = torch.Generator().manual_seed(0)
+    lengths = [5, 1, 17, 9]
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device=device)
+    q, k, v = (torch.randn(sum(lengths), heads, head_dim, generator=gen).to(device, dtype) for _ in range(3))
+    want = reference_attention(q.float(), k.float(), v.float(), cu, max(lengths), None)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    for name, kernel in candidate_kernels(device, dtype):
+        try:
+            got = kernel(q, k, v, cu, max(lengths), None)
+        except Exception as e:  # kernels raise RuntimeError, NotImplementedError or import errors
+            log.debug("varlen kernel %s unavailable: %s", name, e)
+            continue
+        if got.shape == want.shape and float((got.float() - want).abs().max()) <= tolerance:
+            return name, kernel
+        log.debug("varlen kernel %s disagrees with per-sentence attention", name)
+    return None
+
+
+def make_attention_function(kernel: Kernel) -> Callable[..., tuple[Tensor, None]]:
+    """A transformers attention function running `kernel` on one packed row of N tokens."""
+
+    def attention(
+        module: torch.nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
+        scaling: float | None = None, dropout: float = 0.0, **kwargs: object,
+    ) -> tuple[Tensor, None]:  # fmt: skip
+        # query/key/value: (1, heads, N, d) -> (N, heads, d) for the kernel
+        cu = kwargs.get("cu_seq_lens_q")
+        if not isinstance(cu, Tensor):
+            raise RuntimeError("sbert_varlen attention needs cu_seq_lens_q (run it through the packed forward)")
+        max_len = kwargs.get("max_length_q")
+        if not isinstance(max_len, int):
+            max_len = int((cu[1:] - cu[:-1]).max())
+        q, k, v = (x[0].transpose(0, 1) for x in (query, key, value))
+        out = kernel(q, k, v, cu, max_len, scaling)
+        return out.unsqueeze(0), None  # (1, N, heads, d), as transformers' functions return
+
+    return attention
+
+
+def register(key: str, kernel: Kernel) -> str:
+    """Register `kernel` as the attention implementation `sbert_varlen_<key>`; returns that name."""
+    from transformers import AttentionInterface
+
+    name = f"{ATTENTION_NAME}_{key}"
+    AttentionInterface.register(name, make_attention_function(kernel))
+    return name

@@ -1,0 +1,95 @@
+"""Device and precision choice, one place for encode and training alike.
+
+Encode casts its weights once (`encode_dtype`); training keeps fp32 master weights and runs the
+forward pass under autocast (`autocast_dtype`). Both read the same precision names and fail the
+same way on a device or dtype this machine does not have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+
+from sbert.errors import DeviceError
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def default_device(local_rank: bool = False) -> torch.device:
+    """CUDA when present (cuda:LOCAL_RANK under torchrun when `local_rank`), else CPU."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    index = int(os.environ.get("LOCAL_RANK", "0")) if local_rank else torch.cuda.current_device()
+    return torch.device("cuda", index)
+
+
+def resolve_device(spec: str | torch.device | None, local_rank: bool = False) -> torch.device:
+    """Parse and check a device name ("cpu", "cuda", "cuda:1"); None picks the default."""
+    if spec is None or spec == "":
+        return default_device(local_rank)
+    try:
+        device = torch.device(spec)
+    except (RuntimeError, TypeError):
+        raise DeviceError(f"unknown device {spec!r}; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceError(f"device {spec!r}: no CUDA GPU is visible to torch {torch.__version__}")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise DeviceError(f"device {spec!r} does not exist: {count} CUDA device(s), cuda:0..cuda:{count - 1}")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def check_precision(precision: str) -> str:
+    """The precision name itself, or a one-line error listing the known ones."""
+    if precision not in PRECISIONS:
+        raise DeviceError(f"unknown precision {precision!r}; use {', '.join(PRECISIONS)}")
+    return precision
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether bf16 kernels run natively on `device` (every CPU torch has them)."""
+    if device.type != "cuda":
+        return True
+    return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+
+
+def half_dtype(device: torch.device) -> torch.dtype:
+    """bf16 where the GPU has it (fp32's range, no loss scaling), fp16 otherwise."""
+    return torch.bfloat16 if bf16_supported(device) else torch.float16
+
+
+def encode_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """The dtype encode casts the weights to: auto is bf16/fp16 on CUDA and fp32 elsewhere."""
+    check_precision(precision)
+    if precision == "auto":
+        return half_dtype(device) if device.type == "cuda" else torch.float32
+    if precision == "bf16" and not bf16_supported(device):
+        name = torch.cuda.get_device_name(device)
+        raise DeviceError(f"precision 'bf16': {device} ({name}) has no bf16 support; use fp16 or fp32")
+    return _DTYPES[precision]
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The training forward's autocast dtype (None: plain fp32); auto is bf16/fp16 on CUDA only."""
+    check_precision(precision)
+    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
+        return None
+    return encode_dtype(precision, device)
+
+
+def autocast(dtype: torch.dtype | None, device: torch.device) -> contextlib.AbstractContextManager[object]:
+    """Mixed-precision context for the forward pass (a no-op in fp32)."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def precision_name(dtype: torch.dtype) -> str:
+    """fp32 / bf16 / fp16 for a dtype (for logs and benchmark tables)."""
+    return next((name for name, d in _DTYPES.items() if d == dtype), str(dtype))

@@ -1,0 +1,87 @@
+"""Several devices at once: one worker process per device, each with the whole pipeline, one ordered output.
+
+`encode(texts, devices=["cuda:0", "cuda:1"])` sends each worker interleaved stripes of the
+inputs sorted by length (so every worker gets a similar mix of long and short ones); each worker
+tokenizes, batches and embeds its stripes itself, and rows are put back in input order. The
+same code runs two CPU workers, which is how CI tests it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from sbert.device import resolve_device
+from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
+
+if TYPE_CHECKING:
+    from sbert.model import SentenceEncoder
+
+STRIPES_PER_WORKER = 4  # more, smaller parts let a faster device take more of them
+_WORKER: dict[str, Any] = {}
+
+
+def stripes(texts: list[str], parts: int) -> list[np.ndarray]:
+    """Row indices for each part: the inputs sorted by length, dealt out in turn."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    return [order[k::parts] for k in range(parts) if len(order[k::parts])]
+
+
+def encode_on_devices(
+    model: SentenceEncoder, texts: list[str], devices: list[str], options: dict[str, Any], show: bool | None
+) -> np.ndarray:
+    """float32 (len(texts), dim) embedded by one worker process per entry of `devices`."""
+    resolved = [str(resolve_device(d)) for d in devices]
+    out = np.empty((len(texts), model.embedding_dimension), dtype=np.float32)
+    if not texts:
+        return out
+    cpu_workers = sum(d == "cpu" for d in resolved)
+    threads = max(1, torch.get_num_threads() // max(cpu_workers, 1))
+    context = multiprocessing.get_context("spawn")
+    slots: Any = context.Queue()
+    for device in resolved:
+        slots.put(device)
+    with tempfile.TemporaryDirectory(prefix="sbert-devices-") as scratch:
+        source = _saved_copy(model, Path(scratch))
+        init = (str(source), slots, threads, model.max_seq_length)
+        parts = stripes(texts, STRIPES_PER_WORKER * len(resolved))
+        show = len(texts) >= PROGRESS_MIN_SENTENCES if show is None else show
+        with (
+            ProcessPoolExecutor(len(resolved), mp_context=context, initializer=_init, initargs=init) as pool,
+            tqdm(total=len(texts), unit="sent", disable=not show) as bar,
+        ):
+            futures = [(rows, pool.submit(_encode, [texts[i] for i in rows], options)) for rows in parts]
+            for rows, future in futures:
+                out[rows] = future.result()
+                bar.update(len(rows))
+    return out
+
+
+def _saved_copy(model: SentenceEncoder, scratch: Path) -> Path:
+    """The model's own folder while its weights are as loaded, else a fresh save in `scratch`."""
+    if model.source_dir is not None and model.unchanged_since_load():
+        return model.source_dir
+    model.save(scratch / "model")
+    return scratch / "model"
+
+
+def _init(source: str, slots: Any, threads: int, max_seq_length: int) -> None:
+    from sbert.model import SentenceEncoder
+
+    device = slots.get()
+    torch.set_num_threads(threads)
+    model = SentenceEncoder.load(source, device=device)
+    model.max_seq_length = max_seq_length
+    _WORKER["model"] = model
+
+
+def _encode(texts: list[str], options: dict[str, Any]) -> np.ndarray:
+    vectors: np.ndarray = _WORKER["model"].encode(texts, show_progress=False, **options)
+    return vectors
