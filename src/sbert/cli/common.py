@@ -58,7 +58,19 @@ def add_backend_args(parser: argparse.ArgumentParser) -> None:
     from sbert.backends import BACKENDS
 
     parser.add_argument("--backend", choices=list(BACKENDS), default="torch", help="inference engine (default torch)")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (default 512)")
+    parser.add_argument(
+        "--batch-tokens", type=int, default=None, help="tokens per batch (default: the backend's; 512 on CPU)"
+    )
+    add_precision_arg(parser)
+
+
+def add_precision_arg(parser: argparse.ArgumentParser) -> None:
+    """--precision: the dtype the torch backend casts its weights to."""
+    from sbert.device import PRECISIONS
+
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, default="auto", help="torch weights: auto (bf16/fp16 on CUDA, fp32 on CPU)"
+    )
 
 
 def check_output(path: str) -> None:

@@ -32,10 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the data first (bad input fails before loading the model), train, save atomically."""
-    import torch
-
     from sbert.baselines.cross_encoder import CrossEncoder
     from sbert.data import load_dataset
+    from sbert.device import resolve_device
     from sbert.evaluation.sts import cross_scores
 
     if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0:
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     for data in filter(None, (train, dev)):
         if data.kind != "pair-score":
             raise SbertError(f"{data.name}: a cross-encoder trains on scored pairs, not {data.kind} data")
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = str(resolve_device(args.device))
     model = CrossEncoder.from_transformer(args.model, max_seq_length=args.max_seq_length).to(device)
     seconds = model.fit(train, args.epochs, args.batch_size, args.lr, args.seed)
     model.save(args.output)

@@ -28,6 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id-column", default="id", help="with --ray: the column holding row ids")
     p.add_argument("--actors", type=int, default=2, help="with --ray: model replicas")
     p.add_argument("--cpus-per-actor", type=float, default=1.0, help="with --ray: CPUs each replica takes")
+    p.add_argument("--gpus-per-actor", type=float, default=0.0, help="with --ray: GPUs each replica takes")
+    p.add_argument("--devices", help="several devices, one worker process each: cuda:0,cuda:1 (or cpu,cpu)")
     add_backend_args(p)
     add_model_args(p)
     p.set_defaults(run=run)
@@ -35,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, encode, write (streaming to shards when the output is a folder)."""
+    if args.gpus_per_actor < 0:
+        raise ValueError(f"--gpus-per-actor must be >= 0, got {args.gpus_per_actor}")
     for flag in ("batch_size", "batch_tokens", "shard_size", "processes", "actors", "cpus_per_actor"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
@@ -54,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         long_text=args.long_text,
         show_progress=args.progress,
+        precision=args.precision,
+        devices=args.devices.split(",") if args.devices else None,
     )
     save_npy(args.output, vectors)
     print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} embeddings to {args.output}", file=sys.stderr)
@@ -73,6 +79,7 @@ def _to_folder(args: argparse.Namespace) -> int:
         normalize=args.normalize,
         backend=args.backend,
         batch_tokens=args.batch_tokens,
+        precision=args.precision,
         total=total,
         processes=args.processes,
         show_progress=args.progress is not False,
@@ -97,9 +104,11 @@ def _on_ray(args: argparse.Namespace) -> int:
     ray.init(log_to_driver=False, ignore_reinit_error=True)
     with tempfile.TemporaryDirectory(prefix="sbert-ray-") as staging:
         ds = read_input(args.ray, args.text_column, args.id_column, Path(staging))
-        options = {"backend": args.backend, "batch_tokens": args.batch_tokens, "normalize": args.normalize}
+        options = {"backend": args.backend, "batch_tokens": args.batch_tokens, "normalize": args.normalize,
+                   "precision": args.precision}  # fmt: skip
         encoded = encode_dataset(ds, args.model, text_column=args.text_column, actors=args.actors,
-                                 cpus_per_actor=args.cpus_per_actor, device=args.device, **options)  # fmt: skip
+                                 cpus_per_actor=args.cpus_per_actor, gpus_per_actor=args.gpus_per_actor,
+                                 device=args.device, **options)  # fmt: skip
         rows = write_output(encoded, args.output)
     print(f"wrote {rows} embeddings as Parquet in {args.output}", file=sys.stderr)
     return 0

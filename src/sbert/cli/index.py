@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
     model = load_model(args)
     name = args.model if not Path(args.model).expanduser().is_dir() else str(Path(args.model).resolve())
-    info = index_corpus(model, name, texts, args.out, args.kind, args.backend, args.shard_size)
+    info = index_corpus(
+        model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision
+    )
     print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from sbert.cli.common import add_precision_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
@@ -15,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", "-m", default=None, help="query model (default: the one that built the index)")
     p.add_argument("--device", default=None, help="cpu, cuda, ...")
     p.add_argument("--backend", choices=("torch", "onnx", "onnx-int8"), default="torch")
+    add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.set_defaults(run=run)
 
@@ -29,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     index = SearchIndex(args.index)
     model = SentenceEncoder.load(args.model or index.info.model, device=args.device)
     index.check_model(model.weights_digest(), model.embedding_dimension)
-    hits = index.search(model.encode(args.query, normalize=True, backend=args.backend), args.top_k)
+    hits = index.search(
+        model.encode(args.query, normalize=True, backend=args.backend, precision=args.precision), args.top_k
+    )
     for query, row in zip(args.query, hits, strict=True):
         if args.json:
             print(json.dumps({"query": query, "hits": [h.__dict__ for h in row]}, ensure_ascii=False))

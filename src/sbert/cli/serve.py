@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_args, load_model
+from sbert.cli.common import add_model_args, add_precision_arg, load_model
 from sbert.errors import SbertError
 
 
@@ -23,7 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key", default=os.environ.get("SBERT_API_KEY"), help="require this key (or $SBERT_API_KEY)")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
-    p.add_argument("--max-batch-tokens", type=int, default=8192, help="tokens per merged group of requests")
+    p.add_argument(
+        "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
+    )
+    add_precision_arg(p)
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
     p.add_argument("--max-inputs", type=int, default=2048, help="texts per request (413 beyond)")
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
         api_key=args.api_key or None, max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
         max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
-        max_queue=args.max_queue, device=args.device,
+        max_queue=args.max_queue, device=args.device, precision=args.precision,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

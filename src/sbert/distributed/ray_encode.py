@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     import ray.data
 
 EMBEDDING_COLUMN = "embedding"
+# Rows per actor call on a GPU: a few packed 64k-token batches of sentences, so one call's
+# fixed costs (Arrow conversion, the engine's pipeline start) are spread over enough work.
+GPU_ROWS_PER_CALL = 16_384
 log = logging.getLogger(__name__)
 
 
@@ -60,11 +63,23 @@ def encode_dataset(
     cpus_per_actor: float = 1.0,
     batch_size: int = 512,
     device: str | None = None,
+    gpus_per_actor: float = 0.0,
+    precision: str = "auto",
 ) -> ray.data.Dataset:
-    """`ds` with an `embedding` column, computed by `actors` model replicas (lazy: runs when consumed)."""
+    """`ds` with an `embedding` column, computed by `actors` model replicas (lazy: runs when consumed).
+
+    With `gpus_per_actor` > 0 Ray places each replica on a GPU (fractions share one) and the
+    replica runs the packed CUDA engine there; rows per call then grow to fill its token budget.
+    """
     if text_column not in ds.schema().names:
         raise SbertError(f"no column {text_column!r} in the dataset; columns: {', '.join(ds.schema().names)}")
-    options = {"backend": backend, "batch_tokens": batch_tokens, "normalize": normalize, "on_truncation": "ignore"}
+    options = {"backend": backend, "batch_tokens": batch_tokens, "normalize": normalize, "on_truncation": "ignore",
+               "precision": precision}  # fmt: skip
+    if gpus_per_actor < 0:
+        raise SbertError(f"gpus_per_actor={gpus_per_actor}: must be >= 0")
+    if gpus_per_actor > 0:
+        device = device or "cuda"  # Ray sets CUDA_VISIBLE_DEVICES to the actor's GPU
+        batch_size = max(batch_size, GPU_ROWS_PER_CALL)
     threads = max(1, round(cpus_per_actor))  # torch threads: the cores the actor was asked to use
     return ds.map_batches(
         EncodeActor,
@@ -73,6 +88,7 @@ def encode_dataset(
         batch_format="pyarrow",
         concurrency=actors,
         num_cpus=_fit_reservation(actors, cpus_per_actor),
+        num_gpus=gpus_per_actor or None,
         # Ray Data's actor pools default to max_restarts=-1 and max_task_retries=-1: a killed actor
         # comes back and its unfinished batches run again (tests/test_distributed.py kills one).
     )

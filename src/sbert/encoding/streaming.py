@@ -22,6 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from sbert import layout
+from sbert.device import encode_dtype, precision_name
 from sbert.errors import ModelFormatError, SbertError
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class ShardSettings:
     shard_size: int
     normalize: bool
     backend: str
+    precision: str  # the resolved dtype (fp32 / bf16 / fp16), not "auto"
 
 
 def shard_path(out_dir: Path, index: int) -> Path:
@@ -55,6 +57,7 @@ def encode_to_disk(
     normalize: bool = False,
     backend: str = "torch",
     batch_tokens: int | None = None,
+    precision: str = "auto",
     total: int | None = None,
     processes: int = 1,
     show_progress: bool = True,
@@ -68,11 +71,14 @@ def encode_to_disk(
     if shard_size <= 0 or processes <= 0:
         raise ValueError(f"shard_size and processes must be positive, got {shard_size} and {processes}")
     out = Path(out_dir)
-    settings = ShardSettings(model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend)
+    dtype = torch.float32 if backend != "torch" else encode_dtype(precision, model.device)
+    settings = ShardSettings(
+        model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend, precision_name(dtype)
+    )
     check_settings(out, settings)
     if total is None and hasattr(sentences, "__len__"):
         total = len(sentences)  # type: ignore[arg-type]
-    options = {"normalize": normalize, "backend": backend, "batch_tokens": batch_tokens}
+    options = {"normalize": normalize, "backend": backend, "batch_tokens": batch_tokens, "precision": precision}
     rows = 0
     with tqdm(total=total, unit="sent", disable=not show_progress, smoothing=0.05) as bar:
         if processes == 1:

@@ -30,6 +30,7 @@ def index_corpus(
     backend: str = "torch",
     shard_size: int = 100_000,
     show_progress: bool = True,
+    precision: str = "auto",
 ) -> IndexInfo:
     """Embed `texts` (id = position) and write the index folder.
 
@@ -37,7 +38,16 @@ def index_corpus(
     resumes from the shards already on disk.
     """
     work = shards_folder(out_dir)
-    encode_to_disk(model, texts, work, shard_size, normalize=True, backend=backend, show_progress=show_progress)
+    encode_to_disk(
+        model,
+        texts,
+        work,
+        shard_size,
+        normalize=True,
+        backend=backend,
+        precision=precision,
+        show_progress=show_progress,
+    )
     info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest())
     shutil.rmtree(work, ignore_errors=True)
     return info

@@ -55,12 +55,21 @@ def semantic_search(
 
 
 def paraphrase_mining(
-    embeddings: np.ndarray, top_k: int = 10, max_pairs: int = 100, chunk_size: int = 2048
+    embeddings: np.ndarray,
+    top_k: int = 10,
+    max_pairs: int = 100,
+    chunk_size: int = 2048,
+    device: str | None = None,
 ) -> list[tuple[float, int, int]]:
     """The most similar pairs (score, i, j) with i < j, best first, without an n x n matrix.
 
     Each row keeps its `top_k` best partners, so memory is chunk_size x n at a time.
+    `device` ("cuda", "cpu") runs the scoring and the pair selection in torch there.
     """
+    if device is not None:
+        from sbert.search.torch_mining import mine_pairs
+
+        return mine_pairs(embeddings, top_k, max_pairs, chunk_size, device)
     e = unit_rows(embeddings)
     n = len(e)
     candidates: dict[tuple[int, int], float] = {}

@@ -18,7 +18,11 @@ from sbert.serve.state import ServerState
 if TYPE_CHECKING:
     import numpy as np
 
+    from sbert.backends import Backend
     from sbert.model import SentenceEncoder
+
+
+CPU_GROUP_TOKENS = 8192
 
 
 def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str) -> FastAPI:
@@ -33,12 +37,25 @@ def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str)
 
     def encode(texts: list[str]) -> np.ndarray:
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
-        return model.encode(texts, backend=settings.backend, show_progress=False, on_truncation="ignore")
+        return model.encode(
+            texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore"
+        )
 
     encode(["warm-up"])
     metrics = Metrics()
-    batcher = DynamicBatcher(encode, metrics, settings.max_batch_tokens, settings.max_wait_ms, settings.max_queue)
+    budget = settings.max_batch_tokens or group_budget(model.backend(settings.backend, settings.precision))
+    batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
     return create_app(ServerState(settings, model, model_id, batcher, metrics, index))
+
+
+def group_budget(engine: Backend) -> int:
+    """Tokens per merged group of requests: one whole packed batch on a GPU, 8192 on CPU.
+
+    On CPU a group is cut into 512-token batches that run one per core (0.84x offline
+    throughput under 64 clients, docs/serving.md); on a GPU the engine's own budget makes each
+    group one batch.
+    """
+    return engine.default_batch_tokens if engine.packed else CPU_GROUP_TOKENS
 
 
 def limit_malloc_arenas(arenas: int = 2) -> bool:

@@ -15,18 +15,21 @@ class ServeSettings:
     host: str = "127.0.0.1"  # loopback unless told otherwise
     port: int = 8000
     api_key: str | None = None
-    max_batch_tokens: int = 8192  # padded-token budget of one merged group of requests
+    # Token budget of one merged group of requests; None: 8192 on CPU, the engine's own budget
+    # on a GPU (a group is then one packed batch, not re-cut into small ones).
+    max_batch_tokens: int | None = None
     max_wait_ms: float = 5.0  # how long the first request of a group waits for company
     max_inputs: int = 2048  # texts per request (OpenAI's limit)
     max_chars: int = 200_000  # characters per request, all texts together
     max_body_bytes: int = 2_000_000
     max_queue: int = 16_384  # texts waiting; beyond this requests get 503
     device: str | None = None
+    precision: str = "auto"
 
     def validate(self) -> None:
         """Refuse limits that cannot work, naming the flag."""
         positive = {
-            "--max-batch-tokens": self.max_batch_tokens,
+            "--max-batch-tokens": 1 if self.max_batch_tokens is None else self.max_batch_tokens,
             "--max-inputs": self.max_inputs,
             "--max-chars": self.max_chars,
             "--max-body-bytes": self.max_body_bytes,

@@ -1,0 +1,114 @@
+"""Device and precision choice (one module for encode and training), multi-device encode, CUDA-only checks."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+from sbert.device import autocast_dtype, encode_dtype, resolve_device
+from sbert.errors import DeviceError
+from tests.tiny_models import CORPUS
+
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (none visible to torch here)")
+
+
+def test_device_names_are_checked():
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(DeviceError, match="unknown device 'gpu0'"):
+        resolve_device("gpu0")
+    if not CUDA:
+        with pytest.raises(DeviceError, match="no CUDA GPU"):
+            resolve_device("cuda")
+    else:
+        with pytest.raises(DeviceError, match="does not exist"):
+            resolve_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_precision_names_and_defaults():
+    cpu = torch.device("cpu")
+    assert encode_dtype("auto", cpu) == torch.float32  # CPU output stays fp32 by default
+    assert encode_dtype("bf16", cpu) == torch.bfloat16
+    assert autocast_dtype("auto", cpu) is None and autocast_dtype("fp16", cpu) == torch.float16
+    with pytest.raises(DeviceError, match="unknown precision 'fp8'"):
+        encode_dtype("fp8", cpu)
+
+
+def test_encode_refuses_bad_device_and_precision(tiny_dirs):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    with pytest.raises(DeviceError, match="unknown precision"):
+        model.encode(CORPUS, precision="half")
+    with pytest.raises(DeviceError, match="unknown device"):
+        model.encode(CORPUS, device="tpu:9")
+    with pytest.raises(DeviceError, match="unknown device"):
+        model.encode(CORPUS, devices=["cpu", "nonsense"])
+
+
+def test_bf16_on_cpu_is_close_to_fp32(tiny_dirs):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    fp32 = model.encode(CORPUS)
+    bf16 = model.encode(CORPUS, precision="bf16")
+    cosine = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
+    assert bf16.dtype == np.float32 and cosine.min() >= 0.999
+    assert np.array_equal(model.encode(CORPUS), fp32)  # the fp32 weights were left alone
+
+
+def test_two_cpu_workers_give_one_ordered_output(tiny_dirs, tmp_path):
+    model = SentenceEncoder.from_transformer(tiny_dirs["roberta"], device="cpu")
+    texts = [f"{s} number {i}" for i, s in enumerate(CORPUS * 5)]
+    expected = model.encode(texts)
+    # an unsaved model is saved to a scratch folder for the workers; rows come back in input order
+    got = model.encode(texts, devices=["cpu", "cpu"])
+    assert np.abs(got - expected).max() <= 1e-5
+
+
+def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    base = [sys.executable, "-m", "sbert.cli.main", "encode", "--model", str(tmp_path / "m"),
+            "--input", str(tmp_path / "in.txt")]  # fmt: skip
+    run = subprocess.run([*base, "--output", str(tmp_path / "a.npy"), "--devices", "cpu,cpu"], capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    assert np.abs(np.load(tmp_path / "a.npy") - model.encode(CORPUS)).max() <= 1e-5
+    bad = subprocess.run([*base, "--output", str(tmp_path / "b.npy"), "--device", "cuda:7"], capture_output=True)
+    assert bad.returncode == 2 and not (tmp_path / "b.npy").exists()
+    assert len(bad.stderr.decode().strip().splitlines()) == 1
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_fp32_matches_cpu_and_bf16_stays_close():
+    cpu = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
+    gpu = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
+    texts = [*CORPUS, "a", "the cat sat on the mat " * 30]
+    expected = cpu.encode(texts, on_truncation="ignore")
+    fp32 = gpu.encode(texts, precision="fp32", on_truncation="ignore")
+    assert np.abs(fp32 - expected).max() <= 1e-5
+    bf16 = gpu.encode(texts, on_truncation="ignore")  # auto: bf16 on a GPU that has it
+    cosine = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
+    assert cosine.min() >= 0.999
+    assert gpu.backend("torch", "auto").packed
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_packed_row_does_not_depend_on_neighbours():
+    model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
+    texts = [f"sentence {i} " * (1 + i % 20) for i in range(300)]
+    for precision, tolerance in (("fp32", 1e-5), ("bf16", 2e-3)):
+        together = model.encode(texts, precision=precision)
+        alone = np.stack([model.encode(t, precision=precision) for t in texts[:20]])
+        assert np.abs(together[:20] - alone).max() <= tolerance, precision
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_two_workers_on_one_gpu():
+    model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
+    texts = [f"text {i} about {w}" for i, w in enumerate(["cats", "rain", "music"] * 200)]
+    got = model.encode(texts, devices=["cuda:0", "cuda:0"], precision="fp32")
+    assert np.abs(got - model.encode(texts, precision="fp32")).max() <= 1e-5
