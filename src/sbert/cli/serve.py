@@ -27,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
     )
     add_precision_arg(p)
+    p.add_argument(
+        "--allowed-host", action="append", default=[], metavar="NAME",
+        help="also answer requests whose Host header names NAME (repeatable; loopback names always pass on loopback)",
+    )  # fmt: skip
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
     p.add_argument("--max-inputs", type=int, default=2048, help="texts per request (413 beyond)")
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         api_key=args.api_key or None, max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
         max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
+        allowed_hosts=tuple(args.allowed_host),
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

@@ -17,8 +17,8 @@ from sbert.serve.routes import router
 from sbert.serve.state import ApiError, FastJSON, ServerState
 
 log = logging.getLogger(__name__)
-_ERROR_TYPES = {401: "authentication_error", 404: "not_found_error", 413: "invalid_request_error",
-                422: "invalid_request_error", 503: "server_busy"}  # fmt: skip
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                413: "invalid_request_error", 422: "invalid_request_error", 503: "server_busy"}  # fmt: skip
 
 
 def create_app(server: ServerState) -> FastAPI:
@@ -80,6 +80,7 @@ class Guard:
     def __init__(self, app: ASGIApp, server: ServerState) -> None:
         self.app, self.server = app, server
         self.routes = {r.path for r in router.routes if hasattr(r, "path")}
+        self.hosts = server.settings.host_allow_list()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one connection event."""
@@ -96,6 +97,11 @@ class Guard:
             await send(message)
 
         try:
+            host = host_name(scope)
+            if self.hosts is not None and host not in self.hosts:
+                message = f"Host {host!r} is not served here; start the server with --allowed-host {host} to allow it"
+                await _reply(send_tracked, 400, error_body(400, message, "host_not_allowed"))
+                return
             if _declared_length(scope) > limit:
                 await _reply(send_tracked, 413, error_body(413, f"request body over {limit} bytes", "body_too_large"))
                 return
@@ -103,6 +109,15 @@ class Guard:
         finally:
             self.server.metrics.requests.labels(route, str(status[0])).inc()
             self.server.metrics.latency.labels(route).observe(time.monotonic() - started)
+
+
+def host_name(scope: Scope) -> str:
+    """The Host header's name, lower case, without its port ("[::1]:8000" -> "::1")."""
+    raw = next((v for k, v in scope.get("headers", []) if k == b"host"), b"").decode("latin-1").strip().lower()
+    if raw.startswith("["):
+        return raw[1 : raw.find("]")] if "]" in raw else raw
+    name, _, port = raw.rpartition(":")
+    return name if name and port.isdigit() else raw
 
 
 def _declared_length(scope: Scope) -> int:

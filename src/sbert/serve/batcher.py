@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -16,6 +16,13 @@ from sbert.serve.metrics import Metrics
 
 class QueueFull(Exception):  # noqa: N818  (a condition, not a bug: the route answers 503)
     """More texts are waiting than the server accepts."""
+
+
+class ClientGone(Exception):  # noqa: N818  (a condition: nobody is left to answer)
+    """The client disconnected while its texts were waiting."""
+
+
+_DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client is still there
 
 
 @dataclass
@@ -44,8 +51,14 @@ class DynamicBatcher:
         """Start the worker on the running event loop."""
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
-    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
-        """Embed `texts` (tokens: their token count) with whatever else is waiting; rows in input order."""
+    async def submit(
+        self, texts: list[str], tokens: int, disconnected: Callable[[], Awaitable[bool]] | None = None
+    ) -> np.ndarray:
+        """Embed `texts` (tokens: their token count) with whatever else is waiting; rows in input order.
+
+        `disconnected` is polled while the job waits: once it says the client is gone, the job
+        leaves the queue (its texts are never encoded) and ClientGone is raised.
+        """
         if self._queued + len(texts) > self.max_queue:
             raise QueueFull(f"{self._queued} texts already waiting")
         job = _Job(texts, tokens, asyncio.get_running_loop().create_future())
@@ -53,7 +66,23 @@ class DynamicBatcher:
         self._queued += len(texts)
         self.metrics.queue_texts.set(self._queued)
         self._wakeup.set()
-        return await job.future
+        if disconnected is None:
+            return await job.future
+        while True:
+            done, _ = await asyncio.wait({job.future}, timeout=_DISCONNECT_POLL_S)
+            if done:
+                return job.future.result()
+            if await disconnected():
+                self._drop(job)
+                raise ClientGone(f"client gone; {len(texts)} queued texts dropped")
+
+    def _drop(self, job: _Job) -> None:
+        """Take a job out of the queue (a job already in a running group just loses its answer)."""
+        if job in self._jobs:
+            self._jobs.remove(job)
+            self._queued -= len(job.texts)
+            self.metrics.queue_texts.set(self._queued)
+        job.future.cancel()
 
     async def stop(self) -> None:
         """Finish every queued job, then stop the worker (server shutdown drains here)."""

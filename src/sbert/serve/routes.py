@@ -60,7 +60,7 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     dim = st.model.embedding_dimension
     if body.dimensions is not None and body.dimensions > dim:
         raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
-    vectors, tokens = await st.embed(as_list(body.input))
+    vectors, tokens = await st.embed(as_list(body.input), request)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
     rows = np.ascontiguousarray(vectors, dtype="<f4")
@@ -78,7 +78,7 @@ def _encode(row: np.ndarray, encoding: str) -> object:
 async def similarity(body: SimilarityRequest, request: Request) -> FastJSON:
     """Cosine similarity of each [a, b] pair."""
     texts = [t for pair in body.pairs for t in pair]
-    vectors, tokens = await state(request).embed(texts)
+    vectors, tokens = await state(request).embed(texts, request, "pairs")
     unit = unit_rows(vectors)
     scores = (unit[0::2] * unit[1::2]).sum(axis=1)
     return FastJSON({"scores": scores.astype(float).tolist(), "usage": {"prompt_tokens": tokens}})
@@ -91,7 +91,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
     if st.index is None:
         raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
     queries = as_list(body.query)
-    vectors, _ = await st.embed(queries)
+    vectors, _ = await st.embed(queries, request, "query")
     index = st.index
 
     def lookup() -> list[list[dict[str, object]]]:
@@ -105,7 +105,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
 @router.post("/mine", dependencies=Protected)
 async def mine(body: MineRequest, request: Request) -> FastJSON:
     """The most similar pairs among the given sentences, best first."""
-    vectors, _ = await state(request).embed(body.sentences)
+    vectors, _ = await state(request).embed(body.sentences, request, "sentences")
     pairs = paraphrase_mining(vectors, top_k=min(body.top_k, 100), max_pairs=body.top_k)
     return FastJSON({"pairs": [{"score": s, "i": i, "j": j, "a": body.sentences[i], "b": body.sentences[j]}
                                for s, i, j in pairs]})  # fmt: skip

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
 
 @dataclass(frozen=True)
 class ServeSettings:
@@ -25,6 +27,19 @@ class ServeSettings:
     max_queue: int = 16_384  # texts waiting; beyond this requests get 503
     device: str | None = None
     precision: str = "auto"
+    allowed_hosts: tuple[str, ...] = ()  # Host header names accepted beyond the defaults
+
+    def host_allow_list(self) -> frozenset[str] | None:
+        """Host header names the server answers; None: any (bound beyond loopback, no list given).
+
+        Bound to loopback, only loopback names pass by default: a web page that rebinds its own
+        DNS name to 127.0.0.1 then still cannot read the server (its Host header is its name).
+        """
+        extra = {h.lower() for h in self.allowed_hosts}
+        if self.host in LOOPBACK_HOSTS:
+            # "": an HTTP/1.0 request without a Host header (browsers, and so rebinding pages, always send one)
+            return frozenset(LOOPBACK_HOSTS | extra | {""})
+        return frozenset(extra | {self.host.lower()}) if extra else None
 
     def validate(self) -> None:
         """Refuse limits that cannot work, naming the flag."""

@@ -13,7 +13,7 @@ from fastapi import HTTPException, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from sbert.serve.batcher import DynamicBatcher, QueueFull
+from sbert.serve.batcher import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.metrics import Metrics
 from sbert.serve.settings import ServeSettings
 
@@ -65,14 +65,38 @@ class ServerState:
         if chars > self.settings.max_chars:
             raise ApiError(413, f"{chars} characters; the limit is {self.settings.max_chars}", "input_too_long")
 
-    async def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
-        """Vectors for `texts` through the dynamic batcher, and their token count."""
+    async def embed(self, texts: list[str], request: Request, field: str = "input") -> tuple[np.ndarray, int]:
+        """Vectors for `texts` through the dynamic batcher, and their token count.
+
+        A client that hangs up while its texts wait in the queue takes them out of it.
+        """
         self.check_limits(texts)
+        check_texts(texts, field)
         tokens = sum(await run_in_threadpool(self.count_tokens, texts))
         try:
-            return await self.batcher.submit(texts, tokens), tokens
+            return await self.batcher.submit(texts, tokens, request.is_disconnected), tokens
+        except ClientGone as e:  # nobody reads the answer; 499 as nginx logs it, and no traceback
+            raise ApiError(499, str(e), "client_closed_request") from None
         except QueueFull as e:
             raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+
+
+def check_texts(texts: Sequence[str], field: str) -> None:
+    """422 naming the first text that is empty or not valid Unicode (a lone UTF-16 surrogate).
+
+    JSON may carry an escaped lone surrogate (U+D800); Python keeps it in the str, and the tokenizer then fails
+    deep inside. OpenAI's API rejects empty strings, so they are refused here too.
+    """
+    for i, text in enumerate(texts):
+        if not text:
+            raise ApiError(422, f"{field}[{i}] is an empty string", "empty_input")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ApiError(
+                422, f"{field}[{i}] holds a lone UTF-16 surrogate at character {e.start}: not valid Unicode text",
+                "invalid_unicode",
+            ) from None  # fmt: skip
 
 
 def state(request: Request) -> ServerState:

@@ -1,0 +1,91 @@
+"""`sbert serve` under hostile input (issue 16): lone surrogates, vanished clients, foreign Host headers."""
+
+import concurrent.futures
+import time
+
+import httpx
+import pytest
+
+from sbert.serve.app import host_name
+from sbert.serve.settings import ServeSettings
+from tests.serve_helpers import start_server
+
+MODEL = "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("hardening"), "--model", MODEL)  # no key: the default
+    yield srv
+    assert srv.stop()
+
+
+def queued(client: httpx.Client, url: str) -> float:
+    text = client.get(url + "/metrics").text
+    return float(next(line.split()[1] for line in text.splitlines() if line.startswith("sbert_queue_texts ")))
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/embeddings", b'{"model": "all-MiniLM-L6-v2", "input": "a\\ud800"}'),
+        ("/similarity", b'{"pairs": [["fine", "b\\udfff c"]]}'),
+        ("/mine", b'{"sentences": ["one", "two", "x\\ud800"]}'),
+    ],
+)
+def test_lone_surrogate_is_a_422_naming_the_item_and_the_connection_lives(server, path, body):
+    with httpx.Client(timeout=30) as client:
+        bad = client.post(server.url + path, content=body, headers={"Content-Type": "application/json"})
+        assert bad.status_code == 422, bad.text
+        assert "surrogate" in bad.json()["error"]["message"] and "[" in bad.json()["error"]["message"]
+        good = client.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": "still here"})
+        assert good.status_code == 200
+
+
+def test_empty_string_is_refused_as_openai_does(server):
+    response = httpx.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": ["ok", ""]}, timeout=30)
+    assert response.status_code == 422 and "input[1] is an empty string" in response.json()["error"]["message"]
+
+
+def test_work_of_clients_that_hung_up_leaves_the_queue(server):
+    texts = [f"sentence number {i} about the weather and the markets today" for i in range(2048)]
+
+    def impatient(_: int) -> str:
+        try:
+            httpx.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": texts}, timeout=0.5)
+        except httpx.TimeoutException:
+            return "timed out"
+        return "answered"
+
+    with httpx.Client(timeout=60) as client:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            outcomes = list(pool.map(impatient, range(3)))
+        assert outcomes == ["timed out"] * 3
+        # one group may already be running; every text still waiting must be gone within a second or two
+        deadline = time.monotonic() + 3
+        while queued(client, server.url) > 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert queued(client, server.url) == 0
+        start = time.monotonic()
+        assert client.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": "hi"}).status_code == 200
+        # at most the one group that was already running is waited for, not all three
+        assert time.monotonic() - start < 10
+
+
+def test_foreign_host_header_is_refused_on_loopback(server):
+    port = server.url.rsplit(":", 1)[1]
+    body = {"model": MODEL, "input": "x"}
+    evil = httpx.post(server.url + "/v1/embeddings", json=body, headers={"Host": f"evil.example:{port}"}, timeout=30)
+    assert evil.status_code == 400 and evil.json()["error"]["code"] == "host_not_allowed"
+    assert "--allowed-host evil.example" in evil.json()["error"]["message"]
+    ok = httpx.post(server.url + "/v1/embeddings", json=body, headers={"Host": f"localhost:{port}"}, timeout=30)
+    assert ok.status_code == 200
+
+
+def test_host_allow_list_rules():
+    assert ServeSettings(model=MODEL).host_allow_list() == {"127.0.0.1", "localhost", "::1", ""}
+    assert "api.example" in ServeSettings(model=MODEL, allowed_hosts=("API.example",)).host_allow_list()
+    assert ServeSettings(model=MODEL, host="0.0.0.0").host_allow_list() is None  # no list given: any host
+    assert host_name({"headers": [(b"host", b"[::1]:8000")]}) == "::1"
+    assert host_name({"headers": [(b"host", b"LocalHost:80")]}) == "localhost"
+    assert host_name({"headers": []}) == ""
