@@ -162,6 +162,9 @@ def test_similarity_search_and_mine(server, model, corpus):
     mined = post(server, "/mine", {"sentences": ["a cat sits", "dogs run", "a cat is sitting"], "top_k": 1}).json()
     assert {mined["pairs"][0]["a"], mined["pairs"][0]["b"]} == {"a cat sits", "a cat is sitting"}
     assert post(server, "/search", {"query": [], "top_k": 3}).status_code == 422
+    too_many = post(server, "/search", {"query": corpus[:21], "top_k": 1000})  # 21,000 hits > 20,000
+    assert too_many.status_code == 413 and too_many.json()["error"]["code"] == "too_many_hits"
+    assert httpx.get(server.url + "/openapi.json").status_code == 404  # a keyed server keeps its schema to itself
 
 
 def test_metrics_are_prometheus_text(server):

@@ -89,3 +89,50 @@ def test_host_allow_list_rules():
     assert host_name({"headers": [(b"host", b"[::1]:8000")]}) == "::1"
     assert host_name({"headers": [(b"host", b"LocalHost:80")]}) == "localhost"
     assert host_name({"headers": []}) == ""
+
+
+def test_urllib_sending_a_large_body_whole_still_reads_the_413(server):
+    import urllib.error
+    import urllib.request
+
+    body = b'{"model": "all-MiniLM-L6-v2", "input": "' + b"a" * 2_100_000 + b'"}'
+    statuses = []
+    for _ in range(10):
+        request = urllib.request.Request(server.url + "/v1/embeddings", data=body,
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        try:
+            urllib.request.urlopen(request, timeout=30)
+        except urllib.error.HTTPError as e:
+            statuses.append(e.code)
+    assert statuses == [413] * 10  # no "Broken pipe" / "Connection reset by peer"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"model": MODEL, "input": []}, "input: List should have at least 1 item"),
+        ({"model": MODEL, "input": ["ok", None]}, "input[1]: is null, expected a string"),
+        ({"model": MODEL, "input": "x", "dimensions": "64"}, "dimensions"),
+        ({"model": MODEL, "input": "x", "dimensions": 64.0}, "dimensions"),
+        ({"model": MODEL, "input": "x", "dimensions": True}, "dimensions"),
+    ],
+)
+def test_validation_errors_name_the_problem(server, body, expected):
+    response = httpx.post(server.url + "/v1/embeddings", json=body, timeout=30)
+    assert response.status_code == 422
+    assert response.json()["error"]["message"].startswith(expected), response.json()
+
+
+def test_unparsable_body_is_a_422_with_a_code(server):
+    bad_utf8 = httpx.post(server.url + "/v1/embeddings", content=b'{"model": "\xff\xfe", "input": "x"}',
+                          headers={"Content-Type": "application/json"}, timeout=30)  # fmt: skip
+    assert bad_utf8.status_code == 422 and bad_utf8.json()["error"]["code"] in {"invalid_json", "invalid_request"}
+    deep = b'{"input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    nested = httpx.post(server.url + "/v1/embeddings", content=deep, headers={"Content-Type": "application/json"},
+                        timeout=30)  # fmt: skip
+    assert nested.status_code == 422 and nested.json()["error"]["code"] is not None
+
+
+def test_head_health_and_openapi_without_a_key(server):
+    assert httpx.head(server.url + "/health", timeout=30).status_code == 200
+    assert httpx.get(server.url + "/openapi.json", timeout=30).status_code == 200  # no key set: public

@@ -21,7 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback only)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--api-key", default=os.environ.get("SBERT_API_KEY"), help="require this key (or $SBERT_API_KEY)")
+    p.add_argument(
+        "--api-key", default=os.environ.get("SBERT_API_KEY"),
+        help="require this key (visible in ps: prefer $SBERT_API_KEY or --api-key-file)",
+    )  # fmt: skip
+    p.add_argument("--api-key-file", type=Path, help="read the key from the first line of this file")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument(
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = ServeSettings(
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
-        api_key=args.api_key or None, max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
+        api_key=_api_key(args), max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
         max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host),
@@ -66,3 +70,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30)
     return 0
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """--api-key-file's first line, else --api-key / $SBERT_API_KEY, else None (no key)."""
+    if args.api_key_file is None:
+        return args.api_key or None
+    try:
+        lines = args.api_key_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SbertError(f"--api-key-file {args.api_key_file}: cannot read ({e})") from None
+    if not lines or not lines[0].strip():
+        raise SbertError(f"--api-key-file {args.api_key_file}: the first line is empty")
+    return lines[0].strip()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +19,12 @@ from sbert.serve.routes import router
 from sbert.serve.state import ApiError, FastJSON, ServerState
 
 log = logging.getLogger(__name__)
+# pydantic's names for the branches of a union in an error location: str, list[str], int, ...
+_BRANCH_TAG = re.compile(r"^(str|int|float|bool|list\[.*\]|constrained-.*|function-.*)$")
+# After an early 413, up to this much of the rest of the body is read and dropped before the
+# connection closes, so a client that writes its whole body first still reads the answer.
+_LINGER_BYTES = 16 * 1024 * 1024
+_LINGER_SECONDS = 5.0
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 413: "invalid_request_error", 422: "invalid_request_error", 503: "server_busy"}  # fmt: skip
 
@@ -30,7 +38,9 @@ def create_app(server: ServerState) -> FastAPI:
         yield
         await server.batcher.stop()  # uvicorn has already let in-flight requests finish
 
-    app = FastAPI(title="sbert", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # With a key set, the schema would tell anyone what the server offers: it is not served then.
+    openapi = None if server.settings.api_key else "/openapi.json"
+    app = FastAPI(title="sbert", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi)
     app.state.sbert = server
     app.include_router(router)
     app.add_exception_handler(HTTPException, http_error)
@@ -49,6 +59,9 @@ def error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
 async def http_error(request: Request, exc: Exception) -> FastJSON:
     """ApiError and Starlette's own 404/405 as JSON errors."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and not isinstance(exc, ApiError):
+        # FastAPI's own 400: the body could not be parsed (invalid UTF-8, JSON nested too deep)
+        return FastJSON(error_body(422, f"body is not valid JSON ({exc.detail})", "invalid_json"), 422)
     code = exc.code if isinstance(exc, ApiError) else None
     return FastJSON(error_body(exc.status_code, str(exc.detail), code), exc.status_code, headers=exc.headers)
 
@@ -56,9 +69,39 @@ async def http_error(request: Request, exc: Exception) -> FastJSON:
 async def validation_error(request: Request, exc: Exception) -> FastJSON:
     """422 naming the first offending field."""
     assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
-    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-    return FastJSON(error_body(422, f"{where}: {first.get('msg')}", "invalid_request"), 422)
+    return FastJSON(error_body(422, describe_validation(list(exc.errors())), "invalid_request"), 422)
+
+
+def describe_validation(errors: list[Any]) -> str:
+    """One line naming the offending field: `input[2]: is null, expected a string`.
+
+    A field typed "string or list of strings" fails both branches; the error about the list
+    (its length, or one item) is the one that names the problem, so it goes first.
+    """
+    if not errors:
+        return "body: invalid request"
+
+    def about_items(error: Any) -> tuple[bool, bool]:
+        loc = error.get("loc", ())
+        list_branch = any(str(p).startswith("list[") for p in loc)
+        return (not any(isinstance(p, int) for p in loc), not list_branch)
+
+    first = sorted(errors, key=about_items)[0]
+    where = field_path(first.get("loc", ()))
+    indexed = any(isinstance(p, int) for p in first.get("loc", ()))
+    message = "is null, expected a string" if indexed and first.get("input") is None else first.get("msg")
+    return f"{where}: {message}"
+
+
+def field_path(loc: Any) -> str:
+    """("body", "input", "list[str]", 2) -> "input[2]": union branch tags dropped, indices bracketed."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part != "body" and not _BRANCH_TAG.match(str(part)):
+            path += f".{part}" if path else str(part)
+    return path or "body"
 
 
 async def internal_error(request: Request, exc: Exception) -> FastJSON:
@@ -102,7 +145,10 @@ class Guard:
                 message = f"Host {host!r} is not served here; start the server with --allowed-host {host} to allow it"
                 await _reply(send_tracked, 400, error_body(400, message, "host_not_allowed"))
                 return
-            if _declared_length(scope) > limit:
+            declared = _declared_length(scope)
+            if declared > limit:
+                if declared <= _LINGER_BYTES:
+                    await linger(receive)
                 await _reply(send_tracked, 413, error_body(413, f"request body over {limit} bytes", "body_too_large"))
                 return
             await self.app(scope, _limited(receive, limit), send_tracked)
@@ -130,6 +176,27 @@ def _declared_length(scope: Scope) -> int:
     return 0
 
 
+async def linger(receive: Receive, seen: int = 0) -> None:
+    """Read and drop the rest of a refused body, up to a bound, before the 413 goes out.
+
+    Answering and closing while the client still writes makes the kernel reset the
+    connection, and a client that sends its whole body before reading (urllib) then sees
+    "Broken pipe" instead of the 413. (uvicorn ends the request once the answer is sent, so
+    the body must be read first.)
+    """
+    try:
+        async with asyncio.timeout(_LINGER_SECONDS):
+            while seen < _LINGER_BYTES:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                seen += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
+
+
 def _limited(receive: Receive, limit: int) -> Receive:
     seen = [0]
 
@@ -138,6 +205,8 @@ def _limited(receive: Receive, limit: int) -> Receive:
         if message["type"] == "http.request":
             seen[0] += len(message.get("body", b""))
             if seen[0] > limit:
+                if message.get("more_body", False):
+                    await linger(receive, seen[0])
                 raise BodyTooLargeError(limit)  # FastAPI re-raises HTTPExceptions met while reading the body
         return message
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 Texts = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
 
@@ -16,7 +16,7 @@ class EmbeddingsRequest(BaseModel):
     input: Texts
     model: StrictStr
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: Annotated[int, Field(ge=1)] | None = None
+    dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused
 
 
 class SimilarityRequest(BaseModel):
