@@ -136,3 +136,62 @@ def test_unparsable_body_is_a_422_with_a_code(server):
 def test_head_health_and_openapi_without_a_key(server):
     assert httpx.head(server.url + "/health", timeout=30).status_code == 200
     assert httpx.get(server.url + "/openapi.json", timeout=30).status_code == 200  # no key set: public
+
+
+@pytest.fixture(scope="module")
+def strict_server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("strict"), "--model", MODEL, "--read-timeout", "2")
+    yield srv
+    assert srv.stop()
+
+
+def test_huge_headers_and_silent_sockets_cost_little_and_the_server_answers(strict_server):
+    import socket
+
+    import psutil
+
+    host, port = "127.0.0.1", int(strict_server.url.rsplit(":", 1)[1])
+    rss_before = psutil.Process(strict_server.process.pid).memory_info().rss
+    sockets = []
+    for _ in range(8):  # never-finished 50 MB headers
+        s = socket.create_connection((host, port))
+        s.settimeout(5)
+        sent = 0
+        try:
+            s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: localhost\r\nX-Big: ")
+            while sent < 50_000_000:
+                s.sendall(b"a" * 1_000_000)
+                sent += 1_000_000
+        except OSError:
+            pass  # the server gave up on this head long before 50 MB
+        assert sent < 50_000_000
+        sockets.append(s)
+    silent = socket.create_connection((host, port))
+    silent.sendall(b"GET /health HTTP/1.1\r\n")  # a request line, then nothing
+    silent.settimeout(10)
+    start = time.monotonic()
+    assert silent.recv(1024) == b""  # closed by the server after --read-timeout
+    assert 1.5 < time.monotonic() - start < 8
+    grown = psutil.Process(strict_server.process.pid).memory_info().rss - rss_before
+    assert grown < 50_000_000, f"RSS grew {grown / 1e6:.0f} MB"
+    ok = httpx.post(strict_server.url + "/v1/embeddings", json={"model": MODEL, "input": "alive"}, timeout=30)
+    assert ok.status_code == 200
+    for s in [*sockets, silent]:
+        s.close()
+
+
+def test_a_slow_but_steady_client_is_not_cut(strict_server):
+    import socket
+
+    body = b'{"model": "all-MiniLM-L6-v2", "input": "slow"}'
+    head = f"POST /v1/embeddings HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" \
+           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()  # fmt: skip
+    with socket.create_connection(("127.0.0.1", int(strict_server.url.rsplit(":", 1)[1]))) as s:
+        s.sendall(head)
+        time.sleep(1.0)  # within the 2 s deadline
+        s.sendall(body)
+        s.settimeout(30)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")

@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="require this key (visible in ps: prefer $SBERT_API_KEY or --api-key-file)",
     )  # fmt: skip
     p.add_argument("--api-key-file", type=Path, help="read the key from the first line of this file")
+    p.add_argument("--max-header-bytes", type=int, default=16_384, help="request line + headers size (400 beyond)")
+    p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
+    p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument(
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
@@ -50,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     require_serve_extra()
     import uvicorn
 
+    from sbert.serve.protocol import guarded_protocol
     from sbert.serve.server import build_server, limit_malloc_arenas
     from sbert.serve.settings import ServeSettings
 
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         api_key=_api_key(args), max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
         max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
-        allowed_hosts=tuple(args.allowed_host),
+        allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
+        read_timeout=args.read_timeout, max_connections=args.max_connections,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():
@@ -68,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
     name = args.served_name or Path(str(args.model).rstrip("/")).name
     app = build_server(settings, load_model(args), name)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30)
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,
+        http=guarded_protocol(settings.read_timeout), h11_max_incomplete_event_size=settings.max_header_bytes,
+        limit_concurrency=settings.max_connections,
+    )  # fmt: skip
     return 0
 
 

@@ -28,6 +28,9 @@ class ServeSettings:
     device: str | None = None
     precision: str = "auto"
     allowed_hosts: tuple[str, ...] = ()  # Host header names accepted beyond the defaults
+    max_header_bytes: int = 16_384  # unparsed bytes of a request head (request line + headers)
+    read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
+    max_connections: int = 1024  # open connections (or running requests) before 503
 
     def host_allow_list(self) -> frozenset[str] | None:
         """Host header names the server answers; None: any (bound beyond loopback, no list given).
@@ -49,6 +52,9 @@ class ServeSettings:
             "--max-chars": self.max_chars,
             "--max-body-bytes": self.max_body_bytes,
             "--max-queue": self.max_queue,
+            "--max-header-bytes": self.max_header_bytes,
+            "--read-timeout": self.read_timeout,
+            "--max-connections": self.max_connections,
         }
         for flag, value in positive.items():
             if value < 1:
