@@ -195,3 +195,42 @@ def test_a_slow_but_steady_client_is_not_cut(strict_server):
         while chunk := s.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_small_request_is_not_stuck_behind_a_large_one(server):
+    big = ["漢字仮名交じり文" * 32] * 300  # 255 CJK characters each: ~256 tokens, ~77k tokens in all
+    timings: dict[str, float] = {}
+
+    def send(name: str, texts: list[str]) -> int:
+        start = time.monotonic()
+        status = httpx.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": texts}, timeout=120)
+        timings[name] = time.monotonic() - start
+        timings[name + "_end"] = time.monotonic()
+        return status.status_code
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        large = pool.submit(send, "large", big)
+        time.sleep(1.5)  # the large request is running by now
+        assert send("small", ["a short question?"]) == 200
+        assert large.result() == 200
+    # the small request ran in one of the next slices, not after all ~77k tokens
+    assert timings["small_end"] < timings["large_end"]
+    assert timings["small"] < timings["large"] / 3, timings
+
+
+def test_request_token_cap_is_a_clear_413(server):
+    texts = ["漢字仮名交じり文" * 32] * 600  # ~154k tokens > 131,072
+    response = httpx.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": texts}, timeout=60)
+    assert response.status_code == 413 and response.json()["error"]["code"] == "too_many_tokens"
+    assert "--max-request-tokens" in response.json()["error"]["message"]
+
+
+def test_truncated_inputs_are_named_and_can_be_refused(server):
+    long = "word " * 400  # over all-MiniLM-L6-v2's 256 tokens
+    body = {"model": MODEL, "input": ["short", long]}
+    answer = httpx.post(server.url + "/v1/embeddings", json=body, timeout=60).json()
+    assert answer["truncated"] == [1]
+    assert "truncated" not in httpx.post(server.url + "/v1/embeddings", json={"model": MODEL, "input": "x"}).json()
+    refused = httpx.post(server.url + "/v1/embeddings", json={**body, "truncate": False}, timeout=60)
+    assert refused.status_code == 413 and refused.json()["error"]["code"] == "input_too_long"
+    assert refused.json()["error"]["message"].startswith("input[1]")

@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="require this key (visible in ps: prefer $SBERT_API_KEY or --api-key-file)",
     )  # fmt: skip
     p.add_argument("--api-key-file", type=Path, help="read the key from the first line of this file")
+    p.add_argument("--max-request-tokens", type=int, default=131_072, help="tokens of one request (413 beyond)")
     p.add_argument("--max-header-bytes", type=int, default=16_384, help="request line + headers size (400 beyond)")
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
+        max_request_tokens=args.max_request_tokens,
         read_timeout=args.read_timeout, max_connections=args.max_connections,
     )  # fmt: skip
     settings.validate()

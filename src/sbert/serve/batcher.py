@@ -28,9 +28,18 @@ _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client i
 @dataclass
 class _Job:
     texts: list[str]
-    tokens: int
+    lengths: list[int]  # tokens per text
     future: asyncio.Future[np.ndarray]
     enqueued: float = field(default_factory=time.monotonic)
+    next: int = 0  # first text not yet handed to a group
+    served: int = 0  # tokens handed to groups so far
+    parts: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (first row, vectors) per slice
+    done: int = 0  # texts whose vectors are in
+
+    @property
+    def pending(self) -> int:
+        """Tokens not yet handed to a group."""
+        return sum(self.lengths[self.next :])
 
 
 class DynamicBatcher:
@@ -52,16 +61,16 @@ class DynamicBatcher:
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def submit(
-        self, texts: list[str], tokens: int, disconnected: Callable[[], Awaitable[bool]] | None = None
+        self, texts: list[str], lengths: list[int], disconnected: Callable[[], Awaitable[bool]] | None = None
     ) -> np.ndarray:
-        """Embed `texts` (tokens: their token count) with whatever else is waiting; rows in input order.
+        """Embed `texts` (`lengths`: tokens of each) with whatever else is waiting; rows in input order.
 
         `disconnected` is polled while the job waits: once it says the client is gone, the job
         leaves the queue (its texts are never encoded) and ClientGone is raised.
         """
         if self._queued + len(texts) > self.max_queue:
             raise QueueFull(f"{self._queued} texts already waiting")
-        job = _Job(texts, tokens, asyncio.get_running_loop().create_future())
+        job = _Job(texts, lengths, asyncio.get_running_loop().create_future())
         self._jobs.append(job)
         self._queued += len(texts)
         self.metrics.queue_texts.set(self._queued)
@@ -80,7 +89,7 @@ class DynamicBatcher:
         """Take a job out of the queue (a job already in a running group just loses its answer)."""
         if job in self._jobs:
             self._jobs.remove(job)
-            self._queued -= len(job.texts)
+            self._queued -= len(job.texts) - job.next
             self.metrics.queue_texts.set(self._queued)
         job.future.cancel()
 
@@ -104,7 +113,7 @@ class DynamicBatcher:
     async def _gather_company(self) -> None:
         # The oldest job waits at most max_wait for others to share its group.
         deadline = self._jobs[0].enqueued + self.max_wait
-        while sum(j.tokens for j in self._jobs) < self.max_batch_tokens:
+        while sum(j.pending for j in self._jobs) < self.max_batch_tokens:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -114,32 +123,56 @@ class DynamicBatcher:
             except TimeoutError:
                 return
 
-    def _take_group(self) -> list[_Job]:
-        group = [self._jobs.popleft()]  # the oldest job goes even when it alone exceeds the budget
-        tokens = group[0].tokens
-        while self._jobs and tokens + self._jobs[0].tokens <= self.max_batch_tokens:
-            tokens += self._jobs[0].tokens
-            group.append(self._jobs.popleft())
-        self._queued -= sum(len(j.texts) for j in group)
+    def _take_group(self) -> list[tuple[_Job, int, int]]:
+        """Slices (job, first text, end) filling one token budget, least-served jobs first.
+
+        A large request is cut into slices, so a small one that arrives meanwhile runs in the
+        next group instead of after the whole large one. A single text over the budget still
+        goes alone.
+        """
+        group: list[tuple[_Job, int, int]] = []
+        tokens = 0
+        for job in sorted(self._jobs, key=lambda j: (j.served, j.enqueued)):
+            start = end = job.next
+            while end < len(job.texts) and (tokens + job.lengths[end] <= self.max_batch_tokens or not tokens):
+                tokens += job.lengths[end]
+                end += 1
+            if end > start:
+                if start == 0:
+                    self.metrics.queue_wait.observe(time.monotonic() - job.enqueued)
+                group.append((job, start, end))
+                job.next, job.served = end, job.served + sum(job.lengths[start:end])
+                self._queued -= end - start
+            if tokens >= self.max_batch_tokens:
+                break
+        for job, _, _ in group:
+            if job.next == len(job.texts) and job in self._jobs:
+                self._jobs.remove(job)
         self.metrics.queue_texts.set(self._queued)
         return group
 
-    async def _encode_group(self, group: list[_Job]) -> None:
-        now = time.monotonic()
-        for job in group:
-            self.metrics.queue_wait.observe(now - job.enqueued)
-        texts = [t for job in group for t in job.texts]
+    async def _encode_group(self, group: list[tuple[_Job, int, int]]) -> None:
+        texts = [t for job, a, b in group for t in job.texts[a:b]]
         self.metrics.batch_texts.observe(len(texts))
-        self.metrics.batch_tokens.observe(sum(job.tokens for job in group))
+        self.metrics.batch_tokens.observe(sum(sum(job.lengths[a:b]) for job, a, b in group))
         try:
             vectors = await asyncio.get_running_loop().run_in_executor(self._executor, self.encode, texts)
         except Exception as e:  # the error goes to the requests of this group; the worker lives on
-            for job in group:
-                if not job.future.done():
-                    job.future.set_exception(e)
+            for job, _, _ in group:
+                self._fail(job, e)
             return
-        start = 0
-        for job in group:
-            if not job.future.done():  # a cancelled request (client gone) simply drops its rows
-                job.future.set_result(vectors[start : start + len(job.texts)])
-            start += len(job.texts)
+        row = 0
+        for job, a, b in group:
+            job.parts.append((a, vectors[row : row + b - a]))
+            job.done += b - a
+            row += b - a
+            if job.done == len(job.texts) and not job.future.done():  # a cancelled request just drops its rows
+                job.future.set_result(np.concatenate([v for _, v in sorted(job.parts, key=lambda p: p[0])]))
+
+    def _fail(self, job: _Job, error: Exception) -> None:
+        if job in self._jobs:  # its other slices will not run
+            self._jobs.remove(job)
+            self._queued -= len(job.texts) - job.next
+            self.metrics.queue_texts.set(self._queued)
+        if not job.future.done():
+            job.future.set_exception(error)

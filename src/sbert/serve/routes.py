@@ -62,14 +62,17 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     dim = st.model.embedding_dimension
     if body.dimensions is not None and body.dimensions > dim:
         raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
-    vectors, tokens = await st.embed(as_list(body.input), request)
+    vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
     rows = np.ascontiguousarray(vectors, dtype="<f4")
     data = [{"object": "embedding", "index": i, "embedding": _encode(row, body.encoding_format)}
             for i, row in enumerate(rows)]  # fmt: skip
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-    return FastJSON({"object": "list", "data": data, "model": st.model_id, "usage": usage})
+    answer: dict[str, object] = {"object": "list", "data": data, "model": st.model_id, "usage": usage}
+    if cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
+        answer["truncated"] = cut
+    return FastJSON(answer)
 
 
 def _encode(row: np.ndarray, encoding: str) -> object:
@@ -80,7 +83,7 @@ def _encode(row: np.ndarray, encoding: str) -> object:
 async def similarity(body: SimilarityRequest, request: Request) -> FastJSON:
     """Cosine similarity of each [a, b] pair."""
     texts = [t for pair in body.pairs for t in pair]
-    vectors, tokens = await state(request).embed(texts, request, "pairs")
+    vectors, tokens, _ = await state(request).embed(texts, request, "pairs")
     unit = unit_rows(vectors)
     scores = (unit[0::2] * unit[1::2]).sum(axis=1)
     return FastJSON({"scores": scores.astype(float).tolist(), "usage": {"prompt_tokens": tokens}})
@@ -96,7 +99,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
     if len(queries) * body.top_k > MAX_SEARCH_HITS:
         raise ApiError(413, f"{len(queries)} queries x top_k {body.top_k} is over {MAX_SEARCH_HITS:,} hits; "
                        "send fewer queries or a smaller top_k", "too_many_hits")  # fmt: skip
-    vectors, _ = await st.embed(queries, request, "query")
+    vectors, _, _ = await st.embed(queries, request, "query")
     index = st.index
 
     def lookup() -> list[list[dict[str, object]]]:
@@ -110,7 +113,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
 @router.post("/mine", dependencies=Protected)
 async def mine(body: MineRequest, request: Request) -> FastJSON:
     """The most similar pairs among the given sentences, best first."""
-    vectors, _ = await state(request).embed(body.sentences, request, "sentences")
+    vectors, _, _ = await state(request).embed(body.sentences, request, "sentences")
     pairs = paraphrase_mining(vectors, top_k=min(body.top_k, 100), max_pairs=body.top_k)
     return FastJSON({"pairs": [{"score": s, "i": i, "j": j, "a": body.sentences[i], "b": body.sentences[j]}
                                for s, i, j in pairs]})  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 Texts = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
 
@@ -17,6 +17,8 @@ class EmbeddingsRequest(BaseModel):
     model: StrictStr
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused
+    # Not OpenAI's: false refuses inputs over the model's limit instead of truncating them (as TEI).
+    truncate: StrictBool = True
 
 
 class SimilarityRequest(BaseModel):

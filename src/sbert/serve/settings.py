@@ -28,6 +28,7 @@ class ServeSettings:
     device: str | None = None
     precision: str = "auto"
     allowed_hosts: tuple[str, ...] = ()  # Host header names accepted beyond the defaults
+    max_request_tokens: int = 131_072  # tokens of one request, all texts together (413 beyond)
     max_header_bytes: int = 16_384  # unparsed bytes of a request head (request line + headers)
     read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
     max_connections: int = 1024  # open connections (or running requests) before 503
@@ -53,6 +54,7 @@ class ServeSettings:
             "--max-body-bytes": self.max_body_bytes,
             "--max-queue": self.max_queue,
             "--max-header-bytes": self.max_header_bytes,
+            "--max-request-tokens": self.max_request_tokens,
             "--read-timeout": self.read_timeout,
             "--max-connections": self.max_connections,
         }

@@ -53,9 +53,10 @@ class ServerState:
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Tokens per text as the model sees them (special tokens included, truncated)."""
-        return [len(ids) for ids in self.model.transformer.token_ids(texts)[0]]
+    def count_tokens(self, texts: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Tokens per text as the model sees them (special tokens included, truncated), and the cut texts."""
+        ids, cut = self.model.transformer.token_ids(texts)
+        return [len(row) for row in ids], cut
 
     def check_limits(self, texts: Sequence[str]) -> None:
         """413 when a request carries more texts or characters than the server accepts."""
@@ -65,16 +66,29 @@ class ServerState:
         if chars > self.settings.max_chars:
             raise ApiError(413, f"{chars} characters; the limit is {self.settings.max_chars}", "input_too_long")
 
-    async def embed(self, texts: list[str], request: Request, field: str = "input") -> tuple[np.ndarray, int]:
-        """Vectors for `texts` through the dynamic batcher, and their token count.
+    async def embed(
+        self, texts: list[str], request: Request, field: str = "input", truncate: bool = True
+    ) -> tuple[np.ndarray, int, list[int]]:
+        """Vectors for `texts` through the dynamic batcher, their token count and the truncated texts.
 
-        A client that hangs up while its texts wait in the queue takes them out of it.
+        A client that hangs up while its texts wait in the queue takes them out of it. With
+        `truncate=False` a text over the model's limit is refused instead (as TEI's truncate=false).
         """
         self.check_limits(texts)
         check_texts(texts, field)
-        tokens = sum(await run_in_threadpool(self.count_tokens, texts))
+        lengths, cut = await run_in_threadpool(self.count_tokens, texts)
+        if cut and not truncate:
+            limit = self.model.max_seq_length
+            raise ApiError(413, f"{field}[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
+                           "and truncate is false", "input_too_long")  # fmt: skip
+        tokens = sum(lengths)
+        if tokens > self.settings.max_request_tokens:
+            raise ApiError(
+                413, f"{tokens} tokens in one request; the limit is {self.settings.max_request_tokens} "
+                "(--max-request-tokens): split the request", "too_many_tokens",
+            )  # fmt: skip
         try:
-            return await self.batcher.submit(texts, tokens, request.is_disconnected), tokens
+            return await self.batcher.submit(texts, lengths, request.is_disconnected), tokens, cut
         except ClientGone as e:  # nobody reads the answer; 499 as nginx logs it, and no traceback
             raise ApiError(499, str(e), "client_closed_request") from None
         except QueueFull as e:
