@@ -103,6 +103,22 @@ def test_trec_and_senteval_folder_layout(tmp_path):
         read_transfer_dir(tmp_path / "downstream")
 
 
+def test_senteval_files_as_they_ship_latin1_and_blank_lines(tmp_path):
+    trec = tmp_path / "downstream" / "TREC"
+    trec.mkdir(parents=True)
+    # TREC's train_5500.label holds Latin-1 bytes (SentEval opens it as Latin-1)
+    (trec / "train_5500.label").write_bytes(b"HUM:ind Who was Pel\xe9 ?\nDESC:def What is a caf\xe9 ?\n")
+    (trec / "TREC_10.label").write_text("HUM:ind Who wrote Hamlet ?\n", encoding="utf-8")
+    cr = tmp_path / "downstream" / "CR"
+    cr.mkdir()
+    # a blank line is an (empty) example for SentEval: CR has 3,775 examples counted that way
+    (cr / "custrev.pos").write_text("great  phone\n\nlove it\n", encoding="utf-8")
+    (cr / "custrev.neg").write_text("broke after a day\n", encoding="utf-8")
+    tasks = {t.name: t for t in read_transfer_dir(tmp_path / "downstream")}
+    assert tasks["TREC"].train[0][0] == ("Who was Pelé ?",)
+    assert tasks["CR"].size() == 4 and ("great phone",) in tasks["CR"].pool[0] and ("",) in tasks["CR"].pool[0]
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -7,11 +7,13 @@ TREC, MRPC). File layouts are SentEval's `data/downstream/<TASK>/` ones.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from sbert.data.common import DataFormatError, read_lines
 
+log = logging.getLogger(__name__)
 Examples = tuple[list[tuple[str, ...]], list[int]]  # texts (1 or 2 per example), class ids
 
 
@@ -37,8 +39,27 @@ class TransferTask:
         return sum(len(part[1]) for part in (self.pool, self.train, self.dev, self.test) if part)
 
 
+def senteval_lines(path: Path) -> list[str]:
+    """A task file's lines as SentEval reads them: UTF-8, else Latin-1 (as SentEval always does).
+
+    SentEval opens MR, CR, SUBJ, MPQA and TREC as Latin-1; TREC's train_5500.label is not valid
+    UTF-8 (line 66). UTF-8 is tried first so that a user's own UTF-8 files keep their accents.
+    """
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        log.info("%s: not valid UTF-8 (line %d); read as Latin-1, as SentEval does", path, line)
+        text = raw.decode("latin-1")
+    return text.removeprefix("\ufeff").splitlines()
+
+
 def _sentences(path: Path) -> list[str]:
-    return [line.strip() for _, line in read_lines(path) if line.strip()]
+    # Blank lines stay, as empty sentences: SentEval counts them (CR 3,775 and MPQA 10,606 examples).
+    return [" ".join(line.split()) for line in senteval_lines(path)]
 
 
 def read_binary(name: str, positive: Path, negative: Path) -> TransferTask:
@@ -69,7 +90,7 @@ def read_trec_file(path: Path, classes: dict[str, int]) -> Examples:
     """`LABEL:fine question text` per line; the coarse label (before ':') is the class."""
     texts: list[tuple[str, ...]] = []
     labels: list[int] = []
-    for line_no, raw in read_lines(path):
+    for line_no, raw in enumerate(senteval_lines(path), start=1):
         line = raw.strip()
         if not line:
             continue
