@@ -12,7 +12,7 @@ from sbert.data.common import DataFormatError
 from sbert.data.senteval import read_task, read_transfer_dir
 from sbert.errors import ModelFormatError
 from sbert.evaluation.tasks import load_tasks, run_task
-from sbert.evaluation.transfer import evaluate_transfer, stratified_folds
+from sbert.evaluation.transfer import PROTOCOLS, Protocol, evaluate_transfer, fit_path, stratified_folds
 from tests.conftest import SHARED_DATA
 
 
@@ -89,6 +89,31 @@ def test_binary_task_cross_validation_and_mrpc_pairs(tmp_path):
     task = read_task("MRPC", mrpc)
     assert task.pairs and len(task.test[1]) == 10
     assert evaluate_transfer(separable_glove(40), task)["accuracy"] >= 90
+
+
+def test_warm_started_c_path_equals_independent_fits():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 12))
+    y = (x[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    grid = PROTOCOLS["senteval"].c_grid
+    for c, fitted in zip(grid, fit_path(x, y, grid, 0, standardize=False), strict=True):
+        cold = LogisticRegression(C=c, max_iter=2000, random_state=0).fit(x, y)
+        assert np.abs(fitted.coef - cold.coef_).max() < 1e-2  # both stop at lbfgs's tolerance
+        assert (fitted.predict(x) == cold.predict(x)).mean() > 0.99
+
+
+def test_senteval_protocol_is_the_default_and_edges_warn(tmp_path, caplog):
+    assert PROTOCOLS["senteval"] == Protocol((0.25, 0.5, 1.0, 2.0, 4.0, 8.0), 10, False)
+    mr = tmp_path / "MR"
+    mr.mkdir()
+    (mr / "rt-polarity.pos").write_text("".join(f"good{i}\n" for i in range(40)), encoding="utf-8")
+    (mr / "rt-polarity.neg").write_text("".join(f"bad{i}\n" for i in range(40)), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="sbert.evaluation.transfer"):
+        evaluate_transfer(separable_glove(40), read_task("MR", mr))
+    # perfectly separable data: every C is perfect and the smallest one wins the tie, on the edge
+    assert any("on the edge of the grid" in r.getMessage() for r in caplog.records)
 
 
 def test_trec_and_senteval_folder_layout(tmp_path):

@@ -27,7 +27,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", "-o", type=Path, help="folder for results.json, results.md and plots")
     p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0, help="seed of the cross-validation folds")
+    p.add_argument("--seed", type=int, default=1111, help="seed of the cross-validation folds (SentEval's 1111)")
+    p.add_argument(
+        "--transfer-protocol", choices=("senteval", "standardized"), default="senteval",
+        help="transfer tasks: SentEval's (raw vectors, C in 2^-2..2^3, 10 inner folds) or standardised features",
+    )  # fmt: skip
     p.add_argument("--name", help="the model's name in tables (default: --model)")
     add_model_args(p)
     p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     run_record: dict = {"model": args.name or args.model, "tasks": {}}
     plots = []
     for task in tasks:
-        outcome = run_task(model, task, args.batch_size, args.seed)
+        outcome = run_task(model, task, args.batch_size, args.seed, args.transfer_protocol)
         s = outcome.scores
         run_record["tasks"][task.spec] = s
         print(f"{task.spec}: {s['metric']} {s['headline']:.2f} ({s['size']} examples, "

@@ -77,7 +77,13 @@ class Outcome:
     gold: np.ndarray | None = None
 
 
-def run_task(model: Embedder | CrossEncoder, task: Task, batch_size: int | None = None, seed: int = 0) -> Outcome:
+def run_task(
+    model: Embedder | CrossEncoder,
+    task: Task,
+    batch_size: int | None = None,
+    seed: int = 0,
+    transfer_protocol: str = "senteval",
+) -> Outcome:
     """Score one task; the scores carry the headline, the example count, sentences and wall time."""
     from sbert.baselines.cross_encoder import CrossEncoder
     from sbert.evaluation.sts import cross_scores, sts_scores
@@ -93,7 +99,7 @@ def run_task(model: Embedder | CrossEncoder, task: Task, batch_size: int | None 
         outcome.scores = dict(scores)
         metric, size = "spearman", len(task.dataset)
     elif task.transfer is not None:
-        outcome.scores = dict(evaluate_transfer(model, task.transfer, seed))
+        outcome.scores = dict(evaluate_transfer(model, task.transfer, seed, protocol=transfer_protocol))
         metric, size = "accuracy", task.transfer.size()
     elif task.dataset is not None and task.dataset.kind == "pair-score":
         scores, outcome.cosine, outcome.gold = sts_scores(model, task.dataset, batch_size)
