@@ -8,7 +8,7 @@ from sbert.cli.main import main
 from sbert.data import load_dataset
 from sbert.data.common import DataFormatError
 from sbert.errors import SbertError
-from sbert.evaluation.crossval import by_topic, kfold
+from sbert.reproduce.crossval import by_topic, kfold
 from tests.conftest import SHARED_DATA
 
 
@@ -46,6 +46,25 @@ def test_by_topic_holds_out_one_topic_per_fold():
         by_topic(("guns", "guns"))
 
 
+def test_topic_groups_and_fold_cap(tiny_dirs, tmp_path, capsys):
+    folds = by_topic(("a", "b", "c", "d", "e"), topic_groups=2)
+    assert [f.name for f in folds] == ["a+c+e", "b+d"] and folds[0].test == [0, 2, 4]
+    with pytest.raises(SbertError, match="--topic-groups 9"):
+        by_topic(("a", "b"), topic_groups=9)
+    write_topic_folder(tmp_path / "afs", {"a": sts_rows(12), "b": sts_rows(12, skip=12), "c": sts_rows(12, skip=24)})
+    args = ["crossval", "--data", f"topic-pairs:{tmp_path / 'afs'}", "--model", str(tiny_dirs["bert"]),
+            "--by-topic", "--output", str(tmp_path / "out"), "--batch-size", "8", "--max-folds", "1"]  # fmt: skip
+    assert main(args) == 0
+    record = json.loads((tmp_path / "out" / "crossval.json").read_text())
+    assert list(record["folds"]) == ["a"]  # capped at one fold
+    assert "mean of 1 of 3 folds" in (tmp_path / "out" / "crossval.md").read_text()
+    assert main([*args[:-2], "--max-folds", "2"]) == 0  # a larger cap goes on from where it stopped
+    assert list(json.loads((tmp_path / "out" / "crossval.json").read_text())["folds"]) == ["a", "b"]
+    without_topics = [a for a in args if a != "--by-topic"]
+    assert main([*without_topics, "--topic-groups", "2", "-o", str(tmp_path / "o2")]) == 2
+    assert "--topic-groups needs --by-topic" in capsys.readouterr().err
+
+
 def test_topic_pairs_reader_folder_file_and_errors(tmp_path):
     write_topic_folder(tmp_path / "afs", {"gun_control": sts_rows(5), "death_penalty": sts_rows(3, skip=5)})
     data = load_dataset(f"topic-pairs:{tmp_path / 'afs'}")
@@ -73,8 +92,11 @@ def test_crossval_cli_by_topic_resumes_and_refuses_other_settings(tiny_dirs, tmp
         "a": (28, 24), "b": (36, 16), "c": (40, 12)
     }  # fmt: skip
     assert -100 <= record["summary"]["spearman"] <= 100 and record["summary"]["folds"] == 3
-    assert "| **mean** |" in (tmp_path / "out" / "crossval.md").read_text()
-    assert not (tmp_path / "out" / "work" / "a").exists()  # fold models are deleted once scored
+    assert "| **mean of 3 of 3 folds** |" in (tmp_path / "out" / "crossval.md").read_text()
+    assert record["settings"]["folds"] == 3  # the topics, not the --folds default
+    assert all("spearman_before" in f for f in record["folds"].values())
+    assert "a: Spearman" in capsys.readouterr().err  # one progress line per fold
+    assert not (tmp_path / "out" / "work").exists()  # fold models are deleted once scored, then the folder
     # A rerun finds every fold done and trains nothing: the stored seconds stay as they were.
     assert main(args) == 0
     assert json.loads((tmp_path / "out" / "crossval.json").read_text()) == record
