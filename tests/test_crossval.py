@@ -131,3 +131,25 @@ def test_train_cross_encoder_cli_saves_and_scores(tiny_dirs, tmp_path, capsys):
     assert main(args) == 2 and "already exists" in capsys.readouterr().err
     bad = ["train-cross-encoder", "--train", f"stsb:{tmp_path / 'nope.csv'}", "-o", str(tmp_path / "c2")]
     assert main(bad) == 2 and "nope.csv: no such file" in capsys.readouterr().err
+
+
+def test_score_scales_and_category_labels(tmp_path, caplog):
+    tsv = tmp_path / "ukp.tsv"
+    tsv.write_text("topic\ts1\ts2\tlabel\nx\ta\tb\tHS\nx\tc\td\tNS\ny\te\tf\tDTORCD\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"ukp.tsv:2: score 'HS' is not a number; for category labels"):
+        load_dataset(f"topic-pairs:{tsv}")
+    data = load_dataset(f"topic-pairs[labels=HS:1,SS:0.67,NS:0.33,DTORCD:0]:{tsv}")
+    assert data.labels == [1.0, 0.33, 0.0] and data.groups == ("x", "x", "y")
+    with pytest.raises(DataFormatError, match=r"ukp.tsv:4: score 'DTORCD' is not a number in the scale"):
+        load_dataset(f"topic-pairs[labels=HS:1,NS:0]:{tsv}")
+    bws = tmp_path / "bws.tsv"
+    bws.write_text("topic\ts1\ts2\tscore\nx\ta\tb\t0.9\ny\tc\td\t0.25\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="sbert.data.scores"):
+        assert load_dataset(f"topic-pairs:{bws}").labels == [0.9, 0.25]  # detected: a 0-1 scale
+    assert any("0-1 scale" in r.getMessage() for r in caplog.records)
+    assert load_dataset(f"topic-pairs[scale=0-5]:{bws}").labels == pytest.approx([0.18, 0.05])
+    assert load_dataset(f"topic-pairs[scale=0-1]:{bws}").labels == [0.9, 0.25]
+    with pytest.raises(DataFormatError, match="unknown option 'scael'"):
+        load_dataset(f"topic-pairs[scael=0-1]:{bws}")
+    with pytest.raises(DataFormatError, match="takes no options"):
+        load_dataset(f"stsb[scale=0-1]:{bws}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
 from sbert.data.nli import read_nli, read_nli_triplets
 from sbert.data.pairs import read_sick, read_sts_dir, read_stsb
+from sbert.data.scores import parse_options
 from sbert.data.text import read_text, read_triplets
 from sbert.data.topics import read_topic_pairs
 
@@ -25,14 +26,32 @@ READERS: dict[str, Reader] = {
 
 
 def load_dataset(spec: str, skip_bad: bool = False) -> Dataset:
-    """Read `FORMAT:PATH` (for example `stsb:data/sts-train.csv`) with the registered reader."""
-    name, sep, path = spec.partition(":")
-    if not sep or not path:
-        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(READERS)}")
+    """Read `FORMAT:PATH` or `FORMAT[key=value;...]:PATH` (for example `stsb:data/sts-train.csv`)."""
+    name, options, path = split_spec(spec)
     reader = READERS.get(name)
     if reader is None:
         raise DataFormatError(f"{spec!r}: unknown format {name!r}; known: {', '.join(READERS)}")
+    if options:
+        if name != "topic-pairs":
+            raise DataFormatError(f"{spec!r}: format {name!r} takes no options (topic-pairs takes scale=, labels=)")
+        return read_topic_pairs(Path(path).expanduser(), skip_bad, parse_options(options, spec))
     return reader(Path(path).expanduser(), skip_bad)
+
+
+def split_spec(spec: str) -> tuple[str, str, str]:
+    """`topic-pairs[scale=0-1]:a.tsv` -> ("topic-pairs", "scale=0-1", "a.tsv"); colons may appear inside [...]."""
+    head = spec
+    options = ""
+    if "[" in spec.partition(":")[0]:
+        close = spec.find("]")
+        if close < 0:
+            raise DataFormatError(f"{spec!r}: '[' without a closing ']'")
+        head, options = spec[: spec.index("[")], spec[spec.index("[") + 1 : close]
+        spec = head + spec[close + 1 :]
+    name, sep, path = spec.partition(":")
+    if not sep or not path:
+        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(READERS)}")
+    return name, options, path
 
 
 __all__ = ["NLI_LABELS", "READERS", "DataFormatError", "Dataset", "load_dataset"]

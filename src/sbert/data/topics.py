@@ -2,8 +2,8 @@
 
 One file (tab-separated, or comma-separated when it ends in .csv) with a header naming the two
 sentences, the score and optionally the topic, or a folder of such files where each file's name
-is its topic (the Argument Facet Similarity corpus ships one file per topic). Scores 0-5, scaled
-to [0, 1] like the STS benchmark.
+is its topic (the Argument Facet Similarity corpus ships one file per topic). Scores become
+targets in [0, 1] by the scale or label map the spec gives, or by the detected scale (data/scores.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from sbert.data.common import DataFormatError, Dataset, LineChecker, parse_float, read_lines, require
+from sbert.data.common import DataFormatError, Dataset, LineChecker, read_lines, require
+from sbert.data.scores import score_map
 
 # Header names accepted for each column (case-insensitive): the AFS release, STS-style and SICK-style names.
 COLUMNS = {
@@ -24,7 +25,7 @@ COLUMNS = {
 }
 
 
-def read_topic_pairs(path: Path, skip_bad: bool = False) -> Dataset:
+def read_topic_pairs(path: Path, skip_bad: bool = False, options: dict[str, str] | None = None) -> Dataset:
     """Pairs with scores in [0, 1] and each pair's topic in `groups`."""
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.lower() in {".csv", ".tsv", ".txt"})
@@ -38,15 +39,16 @@ def read_topic_pairs(path: Path, skip_bad: bool = False) -> Dataset:
     texts: list[tuple[str, ...]] = []
     labels: list[float] = []
     groups: list[str] = []
-    for file in files:
-        for line_no, row, topic in _rows(file, check, default_topic=file.stem if path.is_dir() else None):
-            score = parse_float(row[1])
-            if score is None or not 0 <= score <= 5:
-                check.bad(file, line_no, f"score {row[1]!r} is not a number in [0, 5]")
-                continue
-            texts.append((row[0][0], row[0][1]))
-            labels.append(score / 5.0)
-            groups.append(topic)
+    rows = [(file, *row) for file in files for row in _rows(file, check, file.stem if path.is_dir() else None)]
+    to_target = score_map([(f"{r[0]}:{r[1]}", r[2][1]) for r in rows], options or {}, str(path))
+    for file, line_no, (pair, raw), topic in rows:
+        target = to_target(raw)
+        if target is None:
+            check.bad(file, line_no, f"score {raw!r} is not a number in the scale, or not in the label map")
+            continue
+        texts.append(pair)
+        labels.append(target)
+        groups.append(topic)
     dataset = Dataset(f"topic-pairs:{path}", "pair-score", texts, labels, skipped=check.skipped, groups=tuple(groups))
     return require(dataset)
 
