@@ -1,6 +1,7 @@
 """The evaluation suite: STS rules, SentEval transfer protocol, baselines, reports and their errors."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -175,6 +176,12 @@ def test_glove_text_file_and_tokens(tmp_path):
         GloveEncoder.from_text(tmp_path / "bad.txt")
 
 
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_eval_cli_writes_tables_and_plots_and_report_merges(tmp_path, capsys):
     sts = SHARED_DATA / "stsbenchmark" / "sts-test.csv"
     assert main(["eval", "--model", "glove", "--task", f"stsb:{sts}", "--output", str(tmp_path / "glove")]) == 0
@@ -188,6 +195,15 @@ def test_eval_cli_writes_tables_and_plots_and_report_merges(tmp_path, capsys):
     assert main(["report", str(tmp_path / "glove" / "results.json"), str(tmp_path / "again.json"), "-o", str(out)]) == 0
     table = (out / "report.md").read_text()
     assert "| glove | " in table and "| glove again | " in table and (out / "report.png").is_file()
+    assert oct((out / "report.md").stat().st_mode & 0o044) == oct(0o044 & ~current_umask() & 0o777)
+    # two files of one model (one task each) make one row of the paper table
+    mrpc = {"model": "glove", "tasks": {"mrpc:X": {"headline": 70.0, "column": "MRPC", "metric": "accuracy",
+                                                    "f1": 80.5, "C": 8.0}}}  # fmt: skip
+    (tmp_path / "mrpc.json").write_text(json.dumps(mrpc))
+    assert main(["report", str(tmp_path / "glove" / "results.json"), str(tmp_path / "mrpc.json"), "-o", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    assert table.count("| glove | ") == 4  # table 1 row, table 5 row, and the two tasks
+    assert "F1 80.50, C 8" in table
     (tmp_path / "broken.json").write_text('{"model": 1,')
     assert main(["report", str(tmp_path / "broken.json"), "-o", str(out)]) == 2
     assert "broken.json:1: not valid JSON" in capsys.readouterr().err

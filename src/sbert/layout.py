@@ -70,6 +70,18 @@ def write_modules(root: Path, entries: list[ModuleEntry]) -> None:
     write_json(root / MODULES_FILE, [asdict(e) for e in entries])
 
 
+def _umask() -> int:
+    # Read by setting and restoring it: the only portable way to learn the umask.
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# mkstemp and mkdtemp create 0600 / 0700 entries; published results follow the umask like any file.
+_FILE_MODE = 0o666 & ~_umask()
+_DIR_MODE = 0o777 & ~_umask()
+
+
 @contextmanager
 def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary sibling directory that replaces `target` only if the block succeeds.
@@ -84,6 +96,7 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield tmp
         _fsync_tree(tmp)
+        tmp.chmod(_DIR_MODE)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -104,6 +117,7 @@ def atomic_file(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

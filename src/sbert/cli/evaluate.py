@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         help="FORMAT:PATH: stsb:sts-test.csv, sts:STS12-dir, sick:SICK.txt, transfer:SentEval-downstream-dir, "
-        "sst2:DIR, mr:DIR, trec:DIR, mrpc:DIR, nli-triplets:DIR:test, ...",
+        "mr:DIR, cr:DIR, subj:DIR, mpqa:DIR, sst2:DIR, trec:DIR, mrpc:DIR, topic-pairs[scale=0-1]:FILE, "
+        "nli-triplets:DIR:test, ...",
     )
     p.add_argument("--output", "-o", type=Path, help="folder for results.json, results.md and plots")
     p.add_argument("--batch-size", type=int, default=None)

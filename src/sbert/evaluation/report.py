@@ -55,15 +55,39 @@ def _table(title: str, columns: Sequence[str], runs: Sequence[Run]) -> list[str]
     return [*lines, ""]
 
 
+def merge_runs(runs: Sequence[Run]) -> list[Run]:
+    """One run per model: several results files of the same model (one per task, say) become one row."""
+    merged: dict[str, Run] = {}
+    for run in runs:
+        into = merged.setdefault(run["model"], {"model": run["model"], "tasks": {}})
+        into["tasks"].update(run["tasks"])  # a task scored twice keeps the later file's scores
+    return list(merged.values())
+
+
+def details(scores: dict[str, Any]) -> str:
+    """What the headline leaves out: MRPC's F1, the spread over folds, the chosen C."""
+    parts = []
+    if "f1" in scores:
+        parts.append(f"F1 {scores['f1']:.2f}")
+    if "accuracy_std" in scores:
+        parts.append(f"± {scores['accuracy_std']:.2f} over folds")
+    if "C" in scores:
+        parts.append(f"C {scores['C']:g}")
+    return ", ".join(parts)
+
+
 def render(runs: Sequence[Run]) -> str:
     """Markdown: Table 1 and Table 5 layouts (columns present in any run), then every task in full."""
+    runs = merge_runs(runs)
     lines = ["# Evaluation results", ""]
     lines += _table("Semantic textual similarity (Spearman x100, paper Table 1)", TABLE1, runs)
     lines += _table("Transfer tasks (accuracy x100, paper Table 5)", TABLE5, runs)
-    lines += ["## Every task", "", "| Model | Task | Metric | Score | Examples | Sentences | Seconds |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += ["## Every task", "", "| Model | Task | Metric | Score | Details | Examples | Sentences | Seconds |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for run in runs:
         for spec, s in run["tasks"].items():
-            lines.append(f"| {run['model']} | `{spec}` | {s.get('metric', '')} | {s['headline']:.2f} | "
+            lines.append(f"| {run['model']} | `{spec}` | {s.get('metric', '')} | {s['headline']:.2f} | {details(s)} | "
                          f"{s.get('size', '')} | {s.get('sentences', '')} | {s.get('seconds', '')} |")  # fmt: skip
+            for subset, score in s.get("subsets", {}).items():  # STS years: each subset under the pooled score
+                lines.append(f"| {run['model']} | `{spec}` / {subset} | spearman | {score:.2f} | | | | |")
     return "\n".join(lines) + "\n"
