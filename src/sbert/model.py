@@ -24,7 +24,7 @@ from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
-from sbert.modules import Features, Module, Normalize, Transformer, build_head
+from sbert.modules import Features, Module, Normalize, Transformer, build_pooler
 from sbert.modules.normalize import l2_normalize
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class SentenceEncoder(nn.Sequential):
         `pooling`: mean / max / cls (or a list, concatenated), `cnn` (CNN-SBERT) or `ngram-cnn` (IS-BERT).
         """
         transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path), max_seq_length=max_seq_length)
-        modules: list[Module] = [transformer, *build_head(pooling, transformer.embedding_dimension)]
+        modules: list[Module] = [transformer, *build_pooler(pooling, transformer.embedding_dimension)]
         if normalize:
             modules.append(Normalize())
         return cls(modules, device=device)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module
 from sbert.modules.cnn import CNNHead
-from sbert.modules.heads import HEADS, build_head
 from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
+from sbert.modules.poolers import POOLERS, build_pooler
 from sbert.modules.pooling import Pooling
 from sbert.modules.transformer import Transformer
 
@@ -31,8 +31,8 @@ def module_class(type_name: str) -> type[Module]:
 
 
 __all__ = [
-    "HEADS",
     "MODULES",
+    "POOLERS",
     "CNNHead",
     "Features",
     "Module",
@@ -40,6 +40,6 @@ __all__ = [
     "Normalize",
     "Pooling",
     "Transformer",
-    "build_head",
+    "build_pooler",
     "module_class",
 ]

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from sbert.serve.app import create_app
-from sbert.serve.batcher import DynamicBatcher
 from sbert.serve.metrics import Metrics
+from sbert.serve.scheduler import DynamicBatcher
 from sbert.serve.settings import ServeSettings
 from sbert.serve.state import ServerState
 

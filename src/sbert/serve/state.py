@@ -13,8 +13,8 @@ from fastapi import HTTPException, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from sbert.serve.batcher import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.metrics import Metrics
+from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.settings import ServeSettings
 
 if TYPE_CHECKING:

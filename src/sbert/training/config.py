@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
-from sbert.modules.heads import HEADS
+from sbert.modules.poolers import POOLERS
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ class TrainConfig:
             raise SbertError("the config has no [[stage]]")
         for stage in self.stages:
             stage.validate()
-        if self.pooling is not None and self.pooling not in HEADS:
-            raise SbertError(f"pooling={self.pooling!r}: use one of {', '.join(HEADS)}")
+        if self.pooling is not None and self.pooling not in POOLERS:
+            raise SbertError(f"pooling={self.pooling!r}: use one of {', '.join(POOLERS)}")
         if self.precision not in {"auto", "fp32", "bf16", "fp16"}:
             raise SbertError(f"precision={self.precision!r}: use auto, fp32, bf16 or fp16")
         if self.checkpoint_steps < 0 or self.keep_checkpoints < 1:

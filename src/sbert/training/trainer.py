@@ -20,10 +20,10 @@ from sbert.errors import SbertError
 from sbert.evaluation import evaluate
 from sbert.model import SentenceEncoder
 from sbert.training import card
-from sbert.training.batches import epoch_plan
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
 from sbert.training.config import Stage, TrainConfig
-from sbert.training.distributed import World, all_finite, barrier, close, init_world, shard
+from sbert.training.ddp import World, all_finite, barrier, close, init_world, shard
+from sbert.training.epoch_plan import epoch_plan
 from sbert.training.loop_state import StageState
 from sbert.training.runlog import RunLog
 from sbert.training.schedule import warmup_linear, warmup_steps

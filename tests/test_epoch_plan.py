@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sbert.training.batches import epoch_plan, length_grouped_batches
+from sbert.training.epoch_plan import epoch_plan, length_grouped_batches
 from sbert.training.schedule import warmup_linear, warmup_steps
 
 LENGTHS = np.random.default_rng(0).integers(5, 60, size=1000).tolist()
