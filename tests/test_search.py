@@ -49,7 +49,7 @@ def test_paraphrase_mining_on_one_sentence_is_empty(data):
 
 @pytest.mark.parametrize("chunk", [5, 1000])
 def test_torch_mining_equals_numpy_mining(data, chunk):
-    expected = paraphrase_mining(data, top_k=4, max_pairs=30, chunk_size=chunk)
+    expected = paraphrase_mining(data, top_k=4, max_pairs=30, chunk_size=chunk, device=None)
     got = paraphrase_mining(data, top_k=4, max_pairs=30, chunk_size=chunk, device="cpu")
     assert [(i, j) for _, i, j in got] == [(i, j) for _, i, j in expected]
     np.testing.assert_allclose([s for s, _, _ in got], [s for s, _, _ in expected], atol=1e-6)
