@@ -2,17 +2,17 @@
 
     score(a, b) = sigmoid(w . h_[CLS]([CLS] a [SEP] b [SEP]) + c)   in [0, 1]
 
-Trained with binary cross-entropy against gold similarities scaled to [0, 1] (as
-sentence-transformers' CrossEncoder does for one label). Accurate, but every pair needs its own
-forward pass: finding the closest pair among n sentences costs n(n-1)/2 passes (the paper's 65
-hours for n = 10,000), which `benchmarks/pair_search_cost.py` measures on this machine.
+Trained (`reproduce/cross_encoder_fit.py`, beside the other experiment runners, so that this
+module, which evaluation imports, imports no training code) with binary cross-entropy against
+gold similarities scaled to [0, 1], as sentence-transformers' CrossEncoder does for one label.
+Accurate, but every pair needs its own forward pass: finding the closest pair among n sentences
+costs n(n-1)/2 passes (the paper's 65 hours for n = 10,000), which `benchmarks/pair_search_cost.py`
+measures on this machine.
 """
 
 from __future__ import annotations
 
 import os
-import random
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,11 +22,9 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sbert import layout
-from sbert.data.common import Dataset
 from sbert.errors import ModelFormatError
 from sbert.loading import resolve_model_dir
 from sbert.modules import Transformer
-from sbert.training.schedule import warmup_linear, warmup_steps
 
 HEAD_FILE = "cross_encoder_head.safetensors"
 
@@ -70,33 +68,6 @@ class CrossEncoder(nn.Module):
             logits = self(self.tokenize_pairs([pairs[i] for i in rows]))
             out[rows] = torch.sigmoid(logits).float().cpu().numpy()
         return out
-
-    def fit(self, data: Dataset, epochs: int = 1, batch_size: int = 16, lr: float = 2e-5, seed: int = 0) -> float:
-        """Regression training on scored pairs (labels in [0, 1]); returns the wall time in seconds."""
-        random.seed(seed)
-        torch.manual_seed(seed)
-        pairs = [(t[0], t[1]) for t in data.texts]
-        labels = torch.tensor(data.labels, dtype=torch.float32)
-        steps = epochs * ((len(pairs) + batch_size - 1) // batch_size)
-        optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=0.01)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(steps, warmup_steps(steps, 0.1)))
-        loss_fn = nn.BCEWithLogitsLoss()
-        started = time.monotonic()
-        self.train()
-        for epoch in range(epochs):
-            order = np.random.default_rng([seed, epoch]).permutation(len(pairs))
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                loss = loss_fn(
-                    self(self.tokenize_pairs([pairs[i] for i in rows])), labels[rows].to(self.head.weight.device)
-                )
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                schedule.step()
-        self.eval()
-        return time.monotonic() - started
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """The transformer folder plus the head, written atomically."""

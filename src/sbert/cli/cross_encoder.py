@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from sbert.data import load_dataset
     from sbert.device import resolve_device
     from sbert.evaluation.sts import cross_scores
+    from sbert.reproduce.cross_encoder_fit import fit_cross_encoder
 
     if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0:
         raise SbertError("--epochs and --batch-size must be >= 1 and --lr > 0")
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             raise SbertError(f"{data.name}: a cross-encoder trains on scored pairs, not {data.kind} data")
     device = str(resolve_device(args.device))
     model = CrossEncoder.from_transformer(args.model, max_seq_length=args.max_seq_length).to(device)
-    seconds = model.fit(train, args.epochs, args.batch_size, args.lr, args.seed)
+    seconds = fit_cross_encoder(model, train, args.epochs, args.batch_size, args.lr, args.seed)
     model.save(args.output)
     print(f"trained on {len(train)} pairs in {seconds:.0f} s; saved {args.output}", file=sys.stderr)
     if dev is not None:
