@@ -3,7 +3,7 @@
 python benchmarks/serve_fairness.py [--max-batch-tokens 8192] [--repeats 5]
 
 Starts a real server on 127.0.0.1 (CPU, the default model), sends 784 texts of 255 CJK
-characters (about 200k tokens; --max-request-tokens raised to let it in), then, 3 s later and
+characters (about 200k tokens; --max-request-tokens and --max-chars raised to let it in), then, 3 s later and
 every 2 s while it runs, a 1-text request. Prints each small latency, their median and the large
 request's time.
 """
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     log_dir = Path("/tmp")
-    server = start_server(log_dir, "--model", MODEL, "--max-request-tokens", "262144",
+    server = start_server(log_dir, "--model", MODEL, "--max-request-tokens", "262144", "--max-chars", "400000",
                           "--max-batch-tokens", args.max_batch_tokens)  # fmt: skip
     try:
         big = ["漢字仮名交じり文" * 32] * 784
