@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ import numpy as np
 import torch
 
 from sbert.backends import cache
-from sbert.backends.base import Chain, Rows, embed_padded
+from sbert.backends.base import Chain, Rows, embed_padded, run_threaded
 from sbert.backends.export import OPSET, export_onnx, quantize_int8
 from sbert.errors import BackendError
 from sbert.modules import Features
@@ -76,11 +75,7 @@ class OnnxBackend:
         def job(batch: list[int]) -> Rows:
             return batch, self.embed(self.chain.pad([ids[i] for i in batch])).numpy()
 
-        if self.workers <= 1 or len(batches) <= 1:
-            yield from map(job, batches)
-            return
-        with ThreadPoolExecutor(self.workers) as pool:
-            yield from pool.map(job, batches)
+        yield from run_threaded(batches, job, self.workers)
 
 
 def ensure_graph(chain: Chain, name: str, rebuild: bool = False) -> Path:

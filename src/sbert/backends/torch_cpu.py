@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 
-from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
+from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, run_threaded
 
 # Padded tokens per batch, measured on 2 cores with one batch per core at a time
 # (benchmarks/encode_speed.py --sweep; docs/speed.md).
@@ -27,8 +26,6 @@ class TorchCpuBackend:
     def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype = torch.float32) -> None:
         self.chain, self.device = chain, device
         self.modules = cast_copy(chain.modules, device, dtype)
-        # One single-threaded batch per core at a time beat one batch spread over all cores
-        # (small matrices lose much of a multi-threaded op to synchronisation): +12% on 2 cores.
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
 
     def embed(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -42,9 +39,4 @@ class TorchCpuBackend:
         def job(batch: list[int]) -> Rows:
             return batch, self.embed([ids[i] for i in batch])
 
-        if self.workers <= 1 or len(batches) <= 1:
-            yield from map(job, batches)
-            return
-        # torch's thread count is per thread: the workers' setting leaves the caller's alone.
-        with ThreadPoolExecutor(self.workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-            yield from pool.map(job, batches)
+        yield from run_threaded(batches, job, self.workers)

@@ -60,8 +60,6 @@ class CudaBackend:
     def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype) -> None:
         self.chain, self.device, self.dtype = chain, device, dtype
         self.modules = cast_copy(chain.modules, device, dtype)
-        for module in self.modules:
-            module.eval()
         self.pin = device.type == "cuda"
         self.offset = position_offset(chain.transformer)
         self.kernel = self._pick_attention()

@@ -41,21 +41,7 @@ def token_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int,
     ones, so every batch costs about the same. A single row longer than the budget still gets
     its own batch; `max_size` caps the row count.
     """
-    if max_tokens <= 0 or max_size <= 0:
-        raise ValueError(f"max_tokens and max_size must be positive, got {max_tokens} and {max_size}")
-    batches: list[list[int]] = []
-    current: list[int] = []
-    width = 0
-    for i in order:
-        wider = max(width, lengths[i])
-        if current and (wider * (len(current) + 1) > max_tokens or len(current) >= max_size):
-            batches.append(current)
-            current, wider = [], lengths[i]
-        current.append(i)
-        width = wider
-    if current:
-        batches.append(current)
-    return batches
+    return _fill(order, lengths, max_tokens, max_size, padded=True)
 
 
 def packed_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int) -> list[list[int]]:
@@ -64,17 +50,25 @@ def packed_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int
     For padding-free backends: a batch costs the sum of its lengths, not rows x longest row.
     A single row longer than the budget still gets its own batch; `max_size` caps the rows.
     """
+    return _fill(order, lengths, max_tokens, max_size, padded=False)
+
+
+def _fill(
+    order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int, padded: bool
+) -> list[list[int]]:
+    """Consecutive runs of `order` within a token budget, counted padded or packed."""
     if max_tokens <= 0 or max_size <= 0:
         raise ValueError(f"max_tokens and max_size must be positive, got {max_tokens} and {max_size}")
     batches: list[list[int]] = []
     current: list[int] = []
-    total = 0
+    width = total = 0  # longest row and real tokens of the current run
     for i in order:
-        if current and (total + lengths[i] > max_tokens or len(current) >= max_size):
+        cost = max(width, lengths[i]) * (len(current) + 1) if padded else total + lengths[i]
+        if current and (cost > max_tokens or len(current) >= max_size):
             batches.append(current)
-            current, total = [], 0
+            current, width, total = [], 0, 0
         current.append(i)
-        total += lengths[i]
+        width, total = max(width, lengths[i]), total + lengths[i]
     if current:
         batches.append(current)
     return batches
