@@ -116,3 +116,14 @@ def test_token_ids_match_the_plain_tokenizer(model, name):
     expected = transformer.tokenizer(text, truncation=True, max_length=limit)["input_ids"]
     assert ids[0] == expected
     assert cut == ([0] if len(full) > limit else [])
+
+
+def test_fast_token_ids_equal_the_tokenizer_on_real_sentences(sts_test_path):
+    # token_ids goes through the Rust tokenizer's encode_batch_fast; it must give what tokenizer(...) gives
+    transformer = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu").transformer
+    rows = [line.split("\t") for line in sts_test_path.read_text(encoding="utf-8").splitlines()]
+    texts = [r[5] for r in rows] + [r[6] for r in rows] + ["word " * 400, "ünïcödé ß 漢字 🙂 " * 40]
+    limit = transformer.max_seq_length
+    assert transformer._fast_tokenizer(limit) is not None  # the fast path is the one under test
+    expected = transformer.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+    assert transformer.token_ids(texts)[0] == [list(row) for row in expected]
