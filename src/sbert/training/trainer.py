@@ -116,6 +116,7 @@ class Trainer:
         prepared = prepare_objectives(model, stage, data.train)
         dev = data.dev
         module = TrainModule(model, [p.loss for p in prepared]).to(self.device)
+        module.train()  # a loaded encoder is in eval mode: without this, training would run without dropout
         plan_lengths = [p.lengths for p in prepared]
         per_epoch = len(epoch_plan(plan_lengths, stage.batch_size, self.config.seed, index, 0, stage.length_groups))
         total = per_epoch * stage.epochs if not stage.max_steps else min(per_epoch * stage.epochs, stage.max_steps)
