@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
+from sbert.data import load_dataset
 from sbert.errors import SbertError
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.training import Objective, Stage, TrainConfig, Trainer, TrainingError, load_config
@@ -261,3 +262,36 @@ def test_pooling_override_builds_a_new_head(tiny_dirs, data, tmp_path):
     config = TrainConfig(**{**regression(tiny_dirs["bert"], data, tmp_path / "m").__dict__, "pooling": "max"})
     Trainer(config, show_progress=False).run()
     assert SentenceEncoder.load(tmp_path / "m", device="cpu")[1].modes == ["max"]
+
+
+def test_token_budget_with_accumulation_counts_steps_and_resumes_exactly(tiny_dirs, data, tmp_path):
+    import shutil
+
+    from sbert.training.epoch_plan import epoch_plan
+    from sbert.training.setup import prepare_objectives
+
+    config = regression(tiny_dirs["bert"], data, tmp_path / "a", batch_tokens=160, grad_accum=2, epochs=2)
+    config = TrainConfig(**{**config.__dict__, "checkpoint_steps": 3, "keep_checkpoints": 50})
+    result = Trainer(config, show_progress=False).run()
+    model = SentenceEncoder.load(tiny_dirs["bert"], device="cpu")
+    (prepared,) = prepare_objectives(model, config.stages[0], [load_dataset(f"stsb:{data['train']}")])
+    lengths = [[2 * n for n in prepared.lengths]]
+    plans = [epoch_plan(lengths, 8, 0, 0, epoch, 50, 160) for epoch in (0, 1)]
+    assert all(len(b) * max(lengths[0][i] for i in b) <= 160 or len(b) == 1 for p in plans for _, b in p)
+    assert result.steps == sum((len(p) + 1) // 2 for p in plans)
+    # A run resumed from the step-3 checkpoint ends with the same weights.
+    resumed = TrainConfig(**{**config.__dict__, "output": str(tmp_path / "b")})
+    step3 = Path("checkpoints") / "step-3"
+    shutil.copytree(Path(f"{tmp_path / 'a'}.run") / step3, tmp_path / "b.run" / step3)
+    Trainer(resumed, show_progress=False).run(resume=True)
+    assert_same_weights(weights(tmp_path / "a"), weights(tmp_path / "b"))
+
+
+def test_stage_flags_beside_a_recipe_apply_to_every_stage():
+    from sbert.cli.main import build_parser
+    from sbert.cli.train import build_config
+
+    recipe = Path(__file__).resolve().parents[1] / "recipes" / "nli-then-stsb.toml"
+    args = build_parser().parse_args(["train", "--config", str(recipe), "--batch-tokens", "4096", "--grad-accum", "2"])
+    config = build_config(args)
+    assert [(s.batch_tokens, s.grad_accum, s.epochs) for s in config.stages] == [(4096, 2, 1), (4096, 2, 4)]

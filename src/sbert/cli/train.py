@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
 
-_STAGE_FLAGS = ("epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps")
+_STAGE_FLAGS = (
+    "epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps", "batch_tokens", "grad_accum",
+)  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "max_seq_length", "checkpoint_steps", "precision", "device")
 
 
@@ -39,6 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", help="output model folder (checkpoints go to OUTPUT.run/)")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
+    p.add_argument(
+        "--batch-tokens",
+        type=int,
+        help="batches of this many padded tokens (all text columns) instead of --batch-size examples",
+    )
+    p.add_argument("--grad-accum", type=int, help="batches whose gradients add up to one optimizer step (1)")
     p.add_argument("--lr", type=float)
     p.add_argument("--warmup", type=float, help="share of steps for linear warm-up (0.1)")
     p.add_argument("--weight-decay", type=float)
@@ -86,7 +95,12 @@ def build_config(args: argparse.Namespace) -> Any:
     if args.config is not None:
         if args.train or args.objective:
             raise SbertError("--train/--objective go in the --config file's [[stage]] tables, not both")
-        return load_config(args.config, flags)
+        config = load_config(args.config, flags)
+        # Stage flags given beside a recipe apply to each of its stages (e.g. --batch-tokens on a GPU).
+        stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
+        config = replace(config, stages=tuple(replace(s, **stage_flags) for s in config.stages))
+        config.validate()
+        return config
     if len(args.objective) != len(args.train):
         raise SbertError(f"give one --objective per --train (got {len(args.objective)} and {len(args.train)})")
     if not args.model or not args.output:

@@ -7,6 +7,7 @@ from typing import Any
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
+from sbert.losses.cached_mnrl import CachedMultipleNegativesRankingLoss
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.infomax import InfomaxLoss
@@ -19,6 +20,7 @@ LOSSES: dict[str, type[Loss]] = {
     "regression": CosineSimilarityLoss,
     "triplet": TripletLoss,
     "mnrl": MultipleNegativesRankingLoss,
+    "cached-mnrl": CachedMultipleNegativesRankingLoss,
     "cosent": CoSENTLoss,
     "infomax": InfomaxLoss,
 }
@@ -26,6 +28,7 @@ ALIASES = {
     "softmax": "classification",
     "cosine": "regression",
     "multiple-negatives": "mnrl",
+    "gradcache": "cached-mnrl",
     "isbert": "infomax",
 }
 

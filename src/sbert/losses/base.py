@@ -15,6 +15,8 @@ class Loss(nn.Module):
     kinds: ClassVar[tuple[str, ...]]
     # True for objectives that read token-level outputs, not only the sentence vectors.
     needs_features: ClassVar[bool] = False
+    # True for objectives that run the encoder themselves (the cached contrastive loss).
+    needs_model: ClassVar[bool] = False
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss of one batch."""
@@ -23,6 +25,10 @@ class Loss(nn.Module):
     def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
         """The loss from each column's whole features dict (token vectors, mask, sentence vector)."""
         return self([f["sentence_embedding"] for f in features], labels)
+
+    def forward_model(self, model: nn.Module, columns: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """The loss of one batch of padded token ids per column, embedding them itself (`needs_model`)."""
+        raise NotImplementedError
 
     def check_model(self, modules: list[nn.Module]) -> None:
         """Raise SbertError before training when the encoder's chain cannot feed this objective."""

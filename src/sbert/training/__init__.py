@@ -1,6 +1,7 @@
 """Fine-tuning: stages of objectives, AdamW with warm-up, dev evaluation, checkpoints, resume, DDP."""
 
 from sbert.training.config import Objective, Stage, TrainConfig, load_config
-from sbert.training.trainer import Trainer, TrainingError, TrainResult
+from sbert.training.step import TrainingError
+from sbert.training.trainer import Trainer, TrainResult
 
 __all__ = ["Objective", "Stage", "TrainConfig", "TrainResult", "Trainer", "TrainingError", "load_config"]

@@ -35,6 +35,8 @@ class Stage:
     eval_steps: int = 0  # 0: evaluate at the end of each epoch only
     max_steps: int = 0  # 0: no cap (benchmarks use it to bound time)
     length_groups: int = 50  # batches per length-sorted window; 1 = plain random batches
+    batch_tokens: int = 0  # > 0: batches hold this many padded tokens (all text columns) instead of batch_size examples
+    grad_accum: int = 1  # batches whose gradients add up to one optimizer step
 
     def validate(self) -> None:
         """Refuse settings that cannot train, before any work starts."""
@@ -50,6 +52,8 @@ class Stage:
             "eval_steps": self.eval_steps >= 0,
             "max_steps": self.max_steps >= 0,
             "length_groups": self.length_groups >= 1,
+            "batch_tokens": self.batch_tokens >= 0,
+            "grad_accum": self.grad_accum >= 1,
         }
         for name, ok in checks.items():
             if not ok:

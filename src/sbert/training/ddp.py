@@ -38,14 +38,6 @@ def shard(indices: list[int], world: World) -> list[int]:
     return indices[world.rank :: world.size]
 
 
-def all_finite(loss: torch.Tensor, world: World) -> bool:
-    """Whether the loss is finite on every rank (all must agree before stepping)."""
-    flag = torch.tensor([float(torch.isfinite(loss).all())], device=loss.device)
-    if world.size > 1:
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-    return bool(flag.item() == 1.0)
-
-
 def barrier(world: World) -> None:
     """Wait for every rank (no-op for one process)."""
     if world.size > 1:

@@ -1,4 +1,4 @@
-"""Building what a stage trains: tokenized objectives, the module DDP wraps, optimizer, precision."""
+"""Building what a stage trains: tokenized objectives, and the module DDP wraps and checkpoints hold."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sbert.data import Dataset, load_dataset
 from sbert.losses import Loss, build_loss
 from sbert.modules import Features
 from sbert.training.config import Stage
+from sbert.training.prefetch import split_features
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
@@ -82,18 +83,41 @@ class TrainModule(nn.Module):
         super().__init__()
         self.model = model
         self.losses = nn.ModuleList(losses)
+        _freeze_unused_pooler(model)
 
-    def forward(self, objective: int, columns: list[Features], labels: Tensor | None) -> Tensor:
-        """Embed each text column and apply the objective's loss."""
-        outputs = [self.model(features) for features in columns]
+    def forward(
+        self, objective: int, columns: list[Features], labels: Tensor | None, splits: list[int] | None = None
+    ) -> Tensor:
+        """Embed each text column (all in one forward when `splits` is given) and apply the objective's loss."""
         loss = self.losses[objective]
         assert isinstance(loss, Loss)
+        if loss.needs_model:  # the loss runs the encoder itself (cached contrastive loss)
+            return loss.forward_model(self.model, _unfused(columns, splits), labels)
+        if splits is not None:
+            outputs = split_features(self.model(columns[0]), splits)
+        else:
+            outputs = [self.model(features) for features in columns]
         return loss.forward_features(outputs, labels)
 
+    def needs_unused_parameters(self) -> bool:
+        """Whether some step leaves trainable parameters without a gradient (DDP must then look for them).
 
-def build_optimizer(module: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW; biases and LayerNorm weights (1-D parameters) get no weight decay, as in BERT."""
-    decay = [p for p in module.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in module.parameters() if p.requires_grad and p.ndim < 2]
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr)
+        That happens when objectives take turns and one of them has its own head.
+        """
+        heads = [loss for loss in self.losses if any(p.requires_grad for p in loss.parameters(recurse=True))]
+        return len(self.losses) > 1 and bool(heads)
+
+
+def _unfused(columns: list[Features], splits: list[int] | None) -> list[Features]:
+    if splits is None:
+        return columns
+    # Rows of a fused batch are cut apart again; the shared padding width is harmless.
+    return [dict(f) for f in split_features(columns[0], splits)]
+
+
+def _freeze_unused_pooler(model: SentenceEncoder) -> None:
+    # The encoder's own pooler ([CLS] dense + tanh) feeds nothing sentence embeddings use: frozen, it
+    # gets no AdamW update (it would get none anyway, having no gradient) and DDP need not hunt for it.
+    pooler = getattr(model.transformer.auto_model, "pooler", None)
+    if isinstance(pooler, nn.Module):
+        pooler.requires_grad_(False)

@@ -15,29 +15,23 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.data import Dataset
-from sbert.device import autocast, autocast_dtype, resolve_device
+from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
 from sbert.evaluation import evaluate
 from sbert.model import SentenceEncoder
 from sbert.training import card
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
 from sbert.training.config import Stage, TrainConfig
-from sbert.training.ddp import World, all_finite, barrier, close, init_world, shard
+from sbert.training.ddp import World, barrier, close, init_world, shard
 from sbert.training.epoch_plan import epoch_plan
 from sbert.training.loop_state import StageState
+from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
 from sbert.training.runlog import RunLog
 from sbert.training.schedule import warmup_linear, warmup_steps
-from sbert.training.setup import (
-    StageData,
-    TrainModule,
-    build_optimizer,
-    preflight,
-    prepare_objectives,
-)
+from sbert.training.setup import StageData, TrainModule, preflight, prepare_objectives
+from sbert.training.step import StepRunner, build_optimizer, retarget_optimizer
 
-
-class TrainingError(SbertError):
-    """Training stopped (a non-finite loss); nothing already saved was touched."""
+Step = list[tuple[int, list[int]]]  # the (objective, example indices) batches of one optimizer step
 
 
 @dataclass(frozen=True)
@@ -114,30 +108,25 @@ class Trainer:
     ) -> StageState:
         torch.manual_seed(self.config.seed * 1000 + index)  # heads start the same whatever came before
         prepared = prepare_objectives(model, stage, data.train)
-        dev = data.dev
+        if self.world.size > 1 and any(p.loss.needs_model for p in prepared):
+            raise SbertError("cached-mnrl trains in one process: its replayed backward is not wired to DDP yet")
         module = TrainModule(model, [p.loss for p in prepared]).to(self.device)
         module.train()  # a loaded encoder is in eval mode: without this, training would run without dropout
-        plan_lengths = [p.lengths for p in prepared]
-        per_epoch = len(epoch_plan(plan_lengths, stage.batch_size, self.config.seed, index, 0, stage.length_groups))
-        total = per_epoch * stage.epochs if not stage.max_steps else min(per_epoch * stage.epochs, stage.max_steps)
-        optimizer = build_optimizer(module, stage.lr, stage.weight_decay)
+        # A batch's padded cost counts every text column, so a token budget means the same for pairs and triplets.
+        plan_lengths = [[n * len(p.columns) for n in p.lengths] for p in prepared]
+        total = sum(len(self._steps(plan_lengths, stage, index, e)) for e in range(stage.epochs))
+        total = min(total, stage.max_steps) if stage.max_steps else total
+        fused = self.device.type == "cuda"
+        optimizer = build_optimizer(module, stage.lr, stage.weight_decay, fused=fused)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer, warmup_linear(total, warmup_steps(total, stage.warmup))
         )
-        state = StageState(
-            index,
-            stage,
-            prepared,
-            dev,
-            module,
-            optimizer,
-            scheduler,
-            total,
-            dtype=autocast_dtype(self.config.precision, self.device),
-            progress=Progress(index, 0, 0, self.global_step, 0),
-        )
+        dtype = autocast_dtype(self.config.precision, self.device)
+        progress = Progress(index, 0, 0, self.global_step, 0)
+        state = StageState(index, stage, prepared, data.dev, module, optimizer, scheduler, total, dtype, progress)
         if checkpoint is not None:
             state.restore(*load_checkpoint(checkpoint))
+            retarget_optimizer(optimizer, fused)  # the checkpoint may come from the other kind of device
             self.global_step = state.progress.global_step
             self.started = time.monotonic() - state.progress.elapsed
             self.log.truncate_after(self.global_step)
@@ -151,13 +140,35 @@ class Trainer:
             truncated=sum(p.truncated for p in prepared),
         )
         self._epochs(state, plan_lengths)
-        if dev is not None and state.progress.best_score is not None:
+        if state.dev is not None and state.progress.best_score is not None:
             barrier(self.world)
             model.load_state_dict(SentenceEncoder.load(self.output, device=self.device).state_dict())
         return state
 
+    def _steps(self, plan_lengths: list[list[int]], stage: Stage, index: int, epoch: int) -> list[Step]:
+        plan = epoch_plan(
+            plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens
+        )
+        return [plan[i : i + stage.grad_accum] for i in range(0, len(plan), stage.grad_accum)]
+
+    def _runner(self, state: StageState) -> StepRunner:
+        return StepRunner(
+            state.module,
+            self._wrap(state.module),
+            state.optimizer,
+            state.scheduler,
+            state.scaler,
+            state.dtype,
+            state.stage.max_grad_norm,
+            self.world,
+            [p.name for p in state.prepared],
+            self._last_good,
+            # On CUDA nothing waits for the GPU per step; fp16's grad scaler checks the gradients itself.
+            deferred=self.device.type == "cuda" and not state.scaler.is_enabled(),
+        )
+
     def _epochs(self, state: StageState, plan_lengths: list[list[int]]) -> None:
-        stage, wrapped = state.stage, self._wrap(state.module)
+        stage, runner = state.stage, self._runner(state)
         bar = tqdm(
             total=state.total,
             initial=state.progress.stage_step,
@@ -167,20 +178,23 @@ class Trainer:
         )
         examples, window_start = 0, time.monotonic()
         for epoch in range(state.progress.epoch, stage.epochs):
-            plan = epoch_plan(plan_lengths, stage.batch_size, self.config.seed, state.index, epoch, stage.length_groups)
+            steps = self._steps(plan_lengths, stage, state.index, epoch)
             first = state.progress.step_in_epoch if epoch == state.progress.epoch else 0
-            for i in range(first, len(plan)):
-                if state.progress.stage_step >= state.total:
-                    break
-                objective, indices = plan[i]
-                loss = self._step(state, wrapped, objective, indices)
-                self.global_step += 1
-                examples += len(indices)
-                state.advance(epoch, i + 1, self.global_step, self.elapsed())
-                rate = examples / max(time.monotonic() - window_start, 1e-9)
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.4f}", ex_s=f"{rate:.0f}")
-                self._after_step(state, objective, loss, rate)
+            items = [item for step in steps[first:] for item in step]
+            with Prefetcher(lambda item: self._make(state, item), items) as ahead:
+                batches = iter(ahead)
+                for i in range(first, len(steps)):
+                    if state.progress.stage_step >= state.total:
+                        break
+                    micro = [next(batches).to(self.device) for _ in steps[i]]
+                    loss = runner.step(micro, self.global_step + 1)
+                    self.global_step += 1
+                    examples += sum(len(indices) for _, indices in steps[i])
+                    state.advance(epoch, i + 1, self.global_step, self.elapsed())
+                    bar.update(1)
+                    rate = examples / max(time.monotonic() - window_start, 1e-9)
+                    self._after_step(state, runner, bar, steps[i][-1][0], loss, rate)
+            runner.check()
             # Each epoch (or a --max-steps cut) ends with a dev score, unless its last step just had one.
             if state.dev is not None and not (stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0):
                 self._evaluate(state)
@@ -188,47 +202,39 @@ class Trainer:
                 break
         bar.close()
 
-    def _step(self, state: StageState, wrapped: torch.nn.Module, objective: int, indices: list[int]) -> float:
-        prepared = state.prepared[objective]
-        mine = shard(indices, self.world)
-        transformer = state.module.model.transformer
-        columns = [
-            {k: v.to(self.device) for k, v in transformer.pad([col[i] for i in mine]).items()}
-            for col in prepared.columns
-        ]
-        labels = prepared.labels[mine].to(self.device) if prepared.labels is not None else None
-        with autocast(state.dtype, self.device):
-            loss = wrapped(objective, columns, labels)
-        if not all_finite(loss, self.world):
-            last = checkpoint_dirs(self.run_dir)
-            raise TrainingError(
-                f"step {self.global_step + 1}: {prepared.name} loss is {loss.item()}; stopped before updating "
-                f"the weights (last good checkpoint: {last[-1] if last else 'none'})"
-            )
-        state.scaler.scale(loss).backward()
-        state.scaler.unscale_(state.optimizer)
-        torch.nn.utils.clip_grad_norm_(state.module.parameters(), state.stage.max_grad_norm)
-        state.scaler.step(state.optimizer)
-        state.scaler.update()
-        state.optimizer.zero_grad(set_to_none=True)
-        state.scheduler.step()
-        return float(loss.detach())
+    def _make(self, state: StageState, item: tuple[int, list[int]]) -> StepBatch:
+        objective, indices = item
+        prepared, cuda = state.prepared[objective], self.device.type == "cuda"
+        # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
+        pad = state.module.model.transformer.pad
+        return make_batch(pad, prepared.columns, prepared.labels, objective, shard(indices, self.world), cuda, cuda)
 
-    def _after_step(self, state: StageState, objective: int, loss: float, rate: float) -> None:
+    def _last_good(self) -> str:
+        found = checkpoint_dirs(self.run_dir)
+        return str(found[-1]) if found else "none"
+
+    def _after_step(
+        self, state: StageState, runner: StepRunner, bar: tqdm, objective: int, loss: torch.Tensor, rate: float
+    ) -> None:
         step, stage = self.global_step, state.stage
         if step % self.config.log_steps == 0 or state.progress.stage_step == state.total:
+            runner.check()
+            value = float(loss)  # the only per-step read of the loss: a host sync every log_steps
+            bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{rate:.0f}")
             self.log.write(
                 event="train",
                 stage=state.index,
                 step=step,
                 objective=state.prepared[objective].name,
-                loss=round(loss, 6),
+                loss=round(value, 6),
                 lr=state.scheduler.get_last_lr()[0],
                 examples_per_s=round(rate, 1),
             )
         if state.dev is not None and stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0:
+            runner.check()
             self._evaluate(state)
         if self.config.checkpoint_steps and step % self.config.checkpoint_steps == 0:
+            runner.check()
             if self.world.main:
                 save_checkpoint(self.run_dir, state.progress, state.states(), self.config.keep_checkpoints)
             barrier(self.world)
@@ -258,8 +264,8 @@ class Trainer:
         if self.world.size == 1:
             return module
         ids = [self.device.index] if self.device.type == "cuda" else None
-        # Unused parameters are the norm here: the encoder's pooler, and the heads of the other objectives.
-        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=True)
+        # Only objectives taking turns with their own heads leave parameters without gradients in a step.
+        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=module.needs_unused_parameters())
 
     def _finish(self, model: SentenceEncoder, state: StageState, seconds: float) -> None:
         if not self.world.main:

@@ -1,0 +1,129 @@
+"""Cached multiple-negatives ranking loss: in-batch negatives at batch sizes whose activations do not fit.
+
+The gradient-cache method (Gao et al. 2021, "Scaling Deep Contrastive Learning Batch Size under
+Memory Limited Setup"), in three passes over a batch cut into mini-batches:
+
+1. Embed every mini-batch without autograd, recording the random state first (dropout must draw
+   the same masks again in pass 3).
+2. The MNRL loss on those embeddings, and its gradient with respect to each embedding.
+3. When backward reaches the returned loss, each mini-batch is embedded again with autograd and its
+   cached embedding gradient is pushed through the encoder.
+
+The loss value and the gradients equal plain MNRL's on the same batch; peak memory is one
+mini-batch's activations plus the batch's embeddings. Option: mini_batch (32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from sbert.errors import SbertError
+from sbert.losses.mnrl import MultipleNegativesRankingLoss
+
+Features = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _RandomState:
+    """The generators dropout draws from, as they were before one mini-batch's first pass."""
+
+    device: torch.device
+    cpu: Tensor
+    cuda: Tensor | None
+
+    @classmethod
+    def capture(cls, device: torch.device) -> _RandomState:
+        cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+        return cls(device, torch.get_rng_state(), cuda)
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        """Run the block with these states; the generators continue afterwards as if it had not run."""
+        with torch.random.fork_rng(devices=[self.device] if self.cuda is not None else []):
+            torch.set_rng_state(self.cpu)
+            if self.cuda is not None:
+                torch.cuda.set_rng_state(self.cuda, self.device)
+            yield
+
+
+@dataclass(frozen=True)
+class _Autocast:
+    """The autocast setting of the forward, re-entered by the replay (backward runs outside it)."""
+
+    device_type: str
+    enabled: bool
+    dtype: torch.dtype
+
+    @classmethod
+    def current(cls, device: torch.device) -> _Autocast:
+        kind = device.type
+        return cls(kind, torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind))
+
+    def context(self) -> torch.autocast:
+        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
+
+
+class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
+    """MNRL with the encoder run in mini-batches and the embedding gradients cached between passes."""
+
+    needs_model = True
+
+    def __init__(self, scale: float = 20.0, mini_batch: int = 32) -> None:
+        super().__init__(scale)
+        if mini_batch < 1:
+            raise SbertError(f"cached-mnrl: mini_batch={mini_batch} must be >= 1")
+        self.mini_batch = mini_batch
+
+    def forward_model(self, model: nn.Module, columns: list[Features], labels: Tensor | None) -> Tensor:
+        """The MNRL loss of the batch; its backward replays the encoder one mini-batch at a time."""
+        device = columns[0]["input_ids"].device
+        chunks = [_chunks(features, self.mini_batch) for features in columns]
+        states: list[list[_RandomState]] = []
+        embedded: list[Tensor] = []
+        with torch.no_grad():
+            for column in chunks:
+                states.append([])
+                parts = []
+                for chunk in column:
+                    states[-1].append(_RandomState.capture(device))
+                    parts.append(model(dict(chunk))["sentence_embedding"])
+                embedded.append(torch.cat(parts).detach().requires_grad_())
+        with torch.enable_grad():
+            loss = self.forward(embedded, labels)
+            cached = torch.autograd.grad(loss, embedded)
+        out = loss.detach().requires_grad_()
+        replay = functools.partial(_replay, model, chunks, states, cached, _Autocast.current(device))
+        out.register_hook(replay)
+        return out
+
+
+def _replay(
+    model: nn.Module,
+    chunks: list[list[Features]],
+    states: list[list[_RandomState]],
+    cached: tuple[Tensor, ...],
+    amp: _Autocast,
+    upstream: Tensor,
+) -> None:
+    # `upstream` carries whatever scaled the loss after it was returned (accumulation weight, fp16 scale).
+    for column, column_states, grads in zip(chunks, states, cached, strict=True):
+        start = 0
+        for chunk, state in zip(column, column_states, strict=True):
+            rows = len(chunk["input_ids"])
+            with state.replay(), amp.context(), torch.enable_grad():
+                vectors = model(dict(chunk))["sentence_embedding"]
+            grad = grads[start : start + rows] * upstream
+            vectors.backward(grad.to(vectors.dtype))
+            start += rows
+
+
+def _chunks(features: Features, size: int) -> list[Features]:
+    rows = len(features["input_ids"])
+    return [{k: v[i : i + size] for k, v in features.items()} for i in range(0, rows, size)]
