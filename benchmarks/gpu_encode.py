@@ -101,12 +101,15 @@ def timed(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def random_bert_base(tokenizer_dir: Path, out: Path) -> Path:
-    """A BERT-base-shaped encoder with random weights and the MiniLM (bert-base-uncased) vocabulary."""
+def random_bert_base(tokenizer_dir: Path, out: Path, **config: int) -> Path:
+    """A BERT-base-shaped encoder with random weights and the MiniLM (bert-base-uncased) vocabulary.
+
+    `config` overrides BertConfig fields (smoke runs shrink the layer count).
+    """
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     torch.manual_seed(0)
-    BertModel(BertConfig()).save_pretrained(out)
+    BertModel(BertConfig(**config)).save_pretrained(out)
     AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(out)
     return out
 
