@@ -19,15 +19,13 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from sbert.errors import SbertError
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
-
-Features = dict[str, Any]
+from sbert.modules.base import Features
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ class StepBatch:
 
     def to(self, device: torch.device) -> StepBatch:
         """The batch on `device`; from pinned memory the copies do not block the host."""
-        blocking = device.type != "cuda"
-        columns = [{k: v.to(device, non_blocking=not blocking) for k, v in f.items()} for f in self.columns]
-        labels = self.labels.to(device, non_blocking=not blocking) if self.labels is not None else None
+        pinned = device.type == "cuda"
+        columns = [{k: v.to(device, non_blocking=pinned) for k, v in f.items()} for f in self.columns]
+        labels = self.labels.to(device, non_blocking=pinned) if self.labels is not None else None
         return StepBatch(self.objective, columns, labels, self.examples, self.splits)
 
 

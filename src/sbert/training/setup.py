@@ -112,7 +112,7 @@ def _unfused(columns: list[Features], splits: list[int] | None) -> list[Features
     if splits is None:
         return columns
     # Rows of a fused batch are cut apart again; the shared padding width is harmless.
-    return [dict(f) for f in split_features(columns[0], splits)]
+    return split_features(columns[0], splits)
 
 
 def _freeze_unused_pooler(model: SentenceEncoder) -> None:

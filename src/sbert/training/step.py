@@ -73,15 +73,16 @@ class StepRunner:
                     f"{batch.shape} tokens; lower --batch-size (or --batch-tokens), or raise --grad-accum"
                 ) from None
             loss = loss + part.detach().float()
-        self._update(loss, number)
+        self._update(loss, number, "/".join(dict.fromkeys(self.names[b.objective] for b in batches)))
         return loss
 
     def check(self) -> None:
         """Raise if a step since the start was not finite (a host sync: call at log/eval/save steps)."""
         if self.deferred and bool(self._poisoned.item()):
-            raise self._error(int(self._first_bad.item()), "the loss or its gradients were not finite", "from then on")
+            what = "the loss or its gradients were not finite; the weights were not updated from then on"
+            raise self._error(int(self._first_bad.item()), what)
 
-    def _update(self, loss: Tensor, number: int) -> None:
+    def _update(self, loss: Tensor, number: int, objectives: str) -> None:
         bad = ~torch.isfinite(loss)
         self.scaler.unscale_(self.optimizer)
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
@@ -98,15 +99,14 @@ class StepRunner:
             self.optimizer.step()
         else:
             if bool(bad.item()):
-                raise self._error(number, f"{self.names[0] if len(self.names) == 1 else 'the'} loss is {loss.item()}")
+                raise self._error(number, f"{objectives} loss is {loss.item()}; stopped before updating the weights")
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
 
-    def _error(self, number: int, what: str, since: str = "") -> TrainingError:
-        updated = f"the weights were not updated {since}".rstrip() if since else "stopped before updating the weights"
-        return TrainingError(f"step {number}: {what}; {updated} (last good checkpoint: {self.last_good()})")
+    def _error(self, number: int, what: str) -> TrainingError:
+        return TrainingError(f"step {number}: {what} (last good checkpoint: {self.last_good()})")
 
     def _no_sync(self, skip: bool) -> contextlib.AbstractContextManager[object]:
         # Gradients of all but the last micro-batch stay local: one all-reduce per optimizer step.
