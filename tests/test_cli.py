@@ -47,6 +47,14 @@ def test_help_lists_subcommands_and_each_has_help():
         assert sbert(name, "--help").returncode == 0
 
 
+def test_train_help_lists_every_registered_objective():
+    from sbert.losses import LOSSES
+
+    # argparse wraps long help lines, at spaces and after hyphens
+    text = " ".join(sbert("train", "--help").stdout.split()).replace("- ", "-")
+    assert all(name in text for name in LOSSES) and "cached-mnrl" in text
+
+
 def test_encode_file_matches_library(bert_dir, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")

@@ -10,7 +10,17 @@ import torch
 from sbert import SentenceEncoder
 from sbert.device import autocast_dtype, encode_dtype, resolve_device
 from sbert.errors import DeviceError
+from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
+
+
+def varlen_has_flash_attn() -> bool:
+    try:
+        import flash_attn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (none visible to torch here)")
@@ -81,9 +91,9 @@ def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
 
 @pytest.mark.cuda
 @needs_cuda
-def test_cuda_fp32_matches_cpu_and_bf16_stays_close():
-    cpu = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
-    gpu = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
+def test_cuda_fp32_matches_cpu_and_bf16_stays_close(real_model_dir):
+    cpu = SentenceEncoder.load(real_model_dir, device="cpu")
+    gpu = SentenceEncoder.load(real_model_dir, device="cuda")
     texts = [*CORPUS, "a", "the cat sat on the mat " * 30]
     expected = cpu.encode(texts, on_truncation="ignore")
     fp32 = gpu.encode(texts, precision="fp32", on_truncation="ignore")
@@ -91,24 +101,28 @@ def test_cuda_fp32_matches_cpu_and_bf16_stays_close():
     bf16 = gpu.encode(texts, on_truncation="ignore")  # auto: bf16 on a GPU that has it
     cosine = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
     assert cosine.min() >= 0.999
-    assert gpu.backend("torch", "auto").packed
+    engine = gpu.backend("torch", "auto")
+    # the nested-tensor fallback is packed too: name the flash kernel this GPU must run
+    assert engine.packed and engine.kernel == ("flash_attn" if varlen_has_flash_attn() else "torch")
 
 
 @pytest.mark.cuda
 @needs_cuda
-def test_cuda_packed_row_does_not_depend_on_neighbours():
-    model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
-    texts = [f"sentence {i} " * (1 + i % 20) for i in range(300)]
-    for precision, tolerance in (("fp32", 1e-5), ("bf16", 2e-3)):
-        together = model.encode(texts, precision=precision)
-        alone = np.stack([model.encode(t, precision=precision) for t in texts[:20]])
-        assert np.abs(together[:20] - alone).max() <= tolerance, precision
+def test_cuda_packed_row_does_not_depend_on_neighbours(real_model_dir):
+    model = SentenceEncoder.load(real_model_dir, device="cuda")
+    ids = model.transformer.token_ids([f"sentence {i} " * (1 + i % 20) for i in range(300)])[0]
+    dim = model.embedding_dimension
+    assert neighbour_gap(model.backend("torch", "fp32"), ids, dim, 20) <= 1e-5
+    # bf16: within twice the rounding noise measured in this run (bf16 vs fp32 alone already
+    # differs by 2.6e-3 for this model, more than the old constant 2e-3)
+    floor = half_noise_floor(model, ids, model.device, torch.bfloat16, 20)
+    assert neighbour_gap(model.backend("torch", "bf16"), ids, dim, 20) <= 2 * floor, floor
 
 
 @pytest.mark.cuda
 @needs_cuda
-def test_two_workers_on_one_gpu():
-    model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cuda")
+def test_two_workers_on_one_gpu(real_model_dir):
+    model = SentenceEncoder.load(real_model_dir, device="cuda")
     texts = [f"text {i} about {w}" for i, w in enumerate(["cats", "rain", "music"] * 200)]
     got = model.encode(texts, devices=["cuda:0", "cuda:0"], precision="fp32")
     assert np.abs(got - model.encode(texts, precision="fp32")).max() <= 1e-5

@@ -231,3 +231,17 @@ def test_cross_encoder_trains_saves_loads_and_scores_sts(tiny_dirs, tmp_path):
     assert -100 <= scores["spearman"] <= 100 and scores["size"] == 64
     with pytest.raises(ModelFormatError, match="no cross_encoder_head"):
         load_baseline(f"cross:{tiny_dirs['bert']}")
+
+
+def test_evaluation_encodes_in_fp32_whatever_the_device(tiny_dirs, monkeypatch):
+    # On a GPU, precision="auto" is bf16: dev-set selection would then differ from the CPU's.
+    from sbert import SentenceEncoder
+    from sbert.data import load_dataset
+    from sbert.evaluation import evaluate
+
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    asked: list[str] = []
+    real = model.encode
+    monkeypatch.setattr(model, "encode", lambda texts, **kw: (asked.append(kw.get("precision")), real(texts, **kw))[1])
+    evaluate(model, load_dataset(f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}").subset(list(range(20)), "d"))
+    assert asked == ["fp32"]

@@ -1,6 +1,9 @@
 """The padding-free GPU engine, run on the CPU: packing, varlen attention, pooling, pipeline, OOM halving."""
 
 import logging
+import threading
+import weakref
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,10 +12,12 @@ import torch
 from sbert import SentenceEncoder
 from sbert.backends import varlen
 from sbert.backends.packing import pack, packed_cls, packed_max, packed_mean, unpack
-from sbert.backends.torch_cuda import CudaBackend, prefetch
+from sbert.backends.torch_cuda import PREFETCH, CudaBackend, prefetch
 from sbert.encoding.batching import packed_batches
-from sbert.encoding.engine import embed_rows
+from sbert.encoding.engine import embed_rows, plan_batches
 from sbert.modules.pooling import cls_pool, max_pool, mean_pool
+from sbert.serve.server import CPU_GROUP_TOKENS, group_budget
+from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
 
 SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
@@ -111,7 +116,7 @@ def test_out_of_memory_halves_the_budget_once_and_loses_nothing(tiny_dirs, caplo
     with caplog.at_level(logging.WARNING, logger="sbert.backends.torch_cuda"):
         got = embed_rows(engine, ids, model.embedding_dimension, batch_tokens=400)
     assert np.abs(got - model.encode(SENTENCES, on_truncation="ignore")).max() <= 1e-5
-    assert engine.budget < 400
+    assert engine.default_batch_tokens < 400
     assert sum("budget halved" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -128,3 +133,132 @@ def test_prefetch_keeps_order_and_raises_producer_errors():
     # leaving early stops the producer instead of leaving it blocked on a full queue
     first = next(iter(prefetch([[i] for i in range(100)], lambda b: b)))
     assert first == ([0], [0])
+
+
+def test_out_of_memory_recovery_starts_after_the_failed_forward_is_freed(tiny_dirs, monkeypatch):
+    # Retrying inside the except block would keep the failed forward's frame (its activations) alive.
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = packed_engine(model)
+    real = engine.forward
+    failed: list[weakref.ref] = []
+    alive_at_retry: list[bool] = []
+
+    def small_memory(host):
+        if int(host.input_ids.shape[0]) > 60:
+            activations = torch.empty(4096)  # what a real forward holds when it runs out of memory
+            failed.append(weakref.ref(activations))
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        alive_at_retry.append(any(ref() is not None for ref in failed))
+        return real(host)
+
+    monkeypatch.setattr(engine, "forward", small_memory)
+    ids = model.transformer.token_ids(SENTENCES)[0]
+    got = embed_rows(engine, ids, model.embedding_dimension, batch_tokens=400)
+    assert failed and not any(alive_at_retry)
+    assert np.abs(got - model.encode(SENTENCES, on_truncation="ignore")).max() <= 1e-5
+
+
+def test_after_out_of_memory_later_batches_are_cut_ahead_and_planned_smaller(tiny_dirs, monkeypatch):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = packed_engine(model)
+    texts = [f"{s} number {i}" for i, s in enumerate(CORPUS * 40)]
+    ids = model.transformer.token_ids(texts)[0]
+    plan = plan_batches(engine, [len(r) for r in ids], None, 100)
+    planned = {row: n for n, batch in enumerate(plan) for row in batch}
+    real_forward, real_prepare, real_run = engine.forward, engine.prepare, engine._run_batch
+    running = [0]  # planned batch of the batch being run
+    ooms: list[int] = []  # planned batch of each out-of-memory
+    main_thread: list[int] = []  # planned batches re-packed on the caller's thread
+
+    def run_batch(ids_, batch, host):
+        running[0] = planned[batch[0]]
+        return real_run(ids_, batch, host)
+
+    def small_memory(host):
+        if int(host.input_ids.shape[0]) > 30:
+            ooms.append(running[0])
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real_forward(host)
+
+    def prepare(rows):
+        if threading.current_thread() is threading.main_thread():
+            main_thread.append(running[0])
+        return real_prepare(rows)
+
+    monkeypatch.setattr(engine, "_run_batch", run_batch)
+    monkeypatch.setattr(engine, "forward", small_memory)
+    monkeypatch.setattr(engine, "prepare", prepare)
+    got = embed_rows(engine, ids, model.embedding_dimension, batch_tokens=100)
+    assert np.abs(got - model.encode(texts)).max() <= 1e-5
+    # Only batches already packed ahead when the budget fell are re-cut on the caller's thread.
+    assert len(plan) > max(ooms) + PREFETCH + 5
+    assert max(main_thread) <= max(ooms) + PREFETCH + 1
+    assert engine.default_batch_tokens <= 30
+    ooms.clear()
+    embed_rows(engine, ids, model.embedding_dimension)  # planned with the lowered budget: no new error
+    assert not ooms
+
+
+def test_nested_attention_gets_both_extreme_lengths(tiny_dirs, monkeypatch):
+    # Without min_seqlen, SDPA's fused-kernel checks on a GPU read it back: three host syncs per layer.
+    seen: list[tuple[object, object, int]] = []
+    real = torch.nested.nested_tensor_from_jagged
+
+    def spy(values, offsets, *args, **kwargs):
+        seen.append((kwargs.get("min_seqlen"), kwargs.get("max_seqlen"), int(offsets.diff().min())))
+        return real(values, offsets, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nested, "nested_tensor_from_jagged", spy)
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = packed_engine(model)
+    ids = model.transformer.token_ids(SENTENCES)[0]
+    embed_rows(engine, ids, model.embedding_dimension, batch_tokens=120)
+    assert seen and all(low == shortest and high is not None for low, high, shortest in seen)
+
+
+def test_a_rejected_kernel_is_logged_with_its_reason(monkeypatch, caplog):
+    def broken(*args):
+        raise RuntimeError("no kernel image for this device")
+
+    def wrong(q, k, v, cu, max_len, min_len, scale):
+        return q * 0
+
+    candidates = [("flash_attn", broken), ("torch", wrong), ("nested", varlen.nested_sdpa)]
+    monkeypatch.setattr(varlen, "candidate_kernels", lambda device, dtype: candidates)
+    monkeypatch.setattr(varlen, "_LOGGED", set())
+    with caplog.at_level(logging.INFO, logger="sbert.backends.varlen"):
+        picked = varlen.pick_kernel(CPU, torch.float32, heads=2, head_dim=8)
+    assert picked is not None and picked[0] == "nested"
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("flash_attn varlen rejected" in m and "no kernel image" in m for m in lines)
+    assert any("torch varlen_attn rejected" in m and "max error" in m for m in lines)
+
+
+def test_server_groups_follow_the_device_not_packing():
+    engine = SimpleNamespace(packed=False, default_batch_tokens=40960)  # MPNet's padded engine on a GPU
+    assert group_budget(engine, torch.device("cuda", 0)) == 40960
+    assert group_budget(engine, CPU) == CPU_GROUP_TOKENS
+
+
+NEIGHBOUR_TEXTS = [f"sentence {i} " * (1 + i % 20) for i in range(300)]
+
+
+def pairs_attend_together(q, k, v, cu, max_len, min_len, scale):
+    """A broken kernel for the check below: sentences 2j and 2j+1 attend to each other's tokens."""
+    merged = torch.cat([cu[::2], cu[-1:]]).unique()
+    lengths = merged[1:] - merged[:-1]
+    return varlen.nested_sdpa(q, k, v, merged.to(cu.dtype), int(lengths.max()), int(lengths.min()), scale)
+
+
+def test_a_packed_bf16_row_ignores_its_neighbours_within_the_measured_noise_floor():
+    # The cuda test's yardstick, on the CPU: the bound is 2x rounding noise measured in this run,
+    # and a kernel that lets neighbours leak into each other lands far outside it.
+    model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
+    ids = model.transformer.token_ids(NEIGHBOUR_TEXTS)[0]
+    floor = half_noise_floor(model, ids, CPU, torch.bfloat16, 20)
+    engine = CudaBackend(model.as_chain(), CPU, torch.bfloat16)
+    assert 0 < floor < 0.02
+    assert neighbour_gap(engine, ids, model.embedding_dimension, 20) <= 2 * floor
+    leaky = engine.modules[0]
+    leaky.auto_model.set_attn_implementation(varlen.register("test_leak", pairs_attend_together))
+    assert neighbour_gap(engine, ids, model.embedding_dimension, 20) > 10 * floor

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from sbert import SentenceEncoder
 from sbert.errors import ModelFormatError, ModelNotFoundError
@@ -140,3 +141,16 @@ def test_remote_code_is_not_run_unless_trusted(tmp_path):
     model = SentenceEncoder.load(root)
     assert type(model.transformer.auto_model).__name__ == "BertModel"
     assert not marker.exists()
+
+
+def test_weights_stored_in_fp16_load_as_fp32(tmp_path):
+    # transformers 5 loads the dtype a model was saved in by default; sbert asks for fp32 unless told otherwise.
+    reference = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
+    SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu").half().save(tmp_path / "half")
+    model = SentenceEncoder.load(tmp_path / "half", device="cpu")
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    assert np.abs(model.encode(CORPUS) - reference.encode(CORPUS)).max() <= 1e-3
+    kept = SentenceEncoder.load(tmp_path / "half", device="cpu", dtype="auto")
+    assert next(kept.transformer.auto_model.parameters()).dtype == torch.float16
+    with pytest.raises(ValueError, match="dtype must be"):
+        SentenceEncoder.load(tmp_path / "half", device="cpu", dtype="fp8")

@@ -22,12 +22,22 @@ def default_device(local_rank: bool = False) -> torch.device:
     """CUDA when present (cuda:LOCAL_RANK under torchrun when `local_rank`), else CPU."""
     if not torch.cuda.is_available():
         return torch.device("cpu")
-    index = int(os.environ.get("LOCAL_RANK", "0")) if local_rank else torch.cuda.current_device()
-    return torch.device("cuda", index)
+    return torch.device("cuda", _cuda_index(local_rank))
+
+
+def _cuda_index(local_rank: bool) -> int:
+    # Under torchrun every rank must own its GPU: a bare "cuda" would put them all on the
+    # current device, cuda:0, until something calls set_device.
+    if local_rank and "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    return torch.cuda.current_device()
 
 
 def resolve_device(spec: str | torch.device | None, local_rank: bool = False) -> torch.device:
-    """Parse and check a device name ("cpu", "cuda", "cuda:1"); None picks the default."""
+    """Parse and check a device name ("cpu", "cuda", "cuda:1"); None picks the default.
+
+    With `local_rank` (training), a bare "cuda" means cuda:LOCAL_RANK when torchrun set it.
+    """
     if spec is None or spec == "":
         return default_device(local_rank)
     try:
@@ -37,16 +47,16 @@ def resolve_device(spec: str | torch.device | None, local_rank: bool = False) ->
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceError(f"device {spec!r}: no CUDA GPU is visible to torch {torch.__version__}")
+        if device.index is None:
+            device = torch.device("cuda", _cuda_index(local_rank))
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
             raise DeviceError(f"device {spec!r} does not exist: {count} CUDA device(s), cuda:0..cuda:{count - 1}")
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
     return device
 
 
 def check_precision(precision: str) -> str:
-    """The precision name itself, or a one-line error listing the known ones."""
+    """The precision name itself, or a one-line error (a ValueError) listing the known ones."""
     if precision not in PRECISIONS:
         raise DeviceError(f"unknown precision {precision!r}; use {', '.join(PRECISIONS)}")
     return precision

@@ -29,5 +29,5 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-class DeviceError(SbertError):
-    """A device or precision the user asked for does not exist on this machine."""
+class DeviceError(SbertError, ValueError):
+    """A device or precision the user asked for does not exist on this machine (a bad argument)."""

@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import Path
 
+import torch
+
 from sbert.aliases import ALIASES
 from sbert.errors import ModelFormatError, ModelNotFoundError, first_line
 from sbert.layout import MODULES_FILE, read_modules
@@ -49,20 +51,23 @@ def _hub_download(repo_id: str) -> tuple[Path | None, str]:
         return None, f"{type(e).__name__}: {first_line(e)[:200]}"
 
 
-def load_modules(root: Path, trust_remote_code: bool = False) -> list[Module]:
-    """Rebuild the chain: from modules.json, or Transformer + mean pooling for a plain encoder."""
+def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> list[Module]:
+    """Rebuild the chain: from modules.json, or Transformer + mean pooling for a plain encoder.
+
+    The encoder's weights load in `dtype` (None: fp32, whatever the file stores); heads are fp32.
+    """
     if not (root / MODULES_FILE).is_file():
         if not (root / "config.json").is_file():
             raise ModelFormatError(f"{root}: neither {MODULES_FILE} nor a Hugging Face config.json")
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
-        transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code)
+        transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
     modules: list[Module] = []
     for entry in read_modules(root):
         cls = module_class(entry.type)
         folder = root / entry.path
         if cls is Transformer:
-            modules.append(Transformer.load(folder, trust_remote_code=trust_remote_code))
+            modules.append(Transformer.load(folder, trust_remote_code=trust_remote_code, dtype=dtype))
         else:
             modules.append(cls.load(folder))
     if not modules:

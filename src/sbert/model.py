@@ -26,6 +26,7 @@ from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
 from sbert.modules import Features, Module, Normalize, Transformer, build_pooler
 from sbert.modules.normalize import l2_normalize
+from sbert.weights_state import WeightsKey, placement, weights_key
 
 log = logging.getLogger(__name__)
 OnTruncation = Literal["warn", "error", "ignore"]
@@ -38,14 +39,17 @@ class SentenceEncoder(nn.Sequential):
         super().__init__(*modules)
         if not modules or not isinstance(modules[0], Transformer):
             raise ValueError("the first module of a SentenceEncoder must be a Transformer")
+        # Advanced by every writer torch does not track itself (weights_state.py says which).
+        self._generation = 0
+        self.register_load_state_dict_post_hook(lambda module, keys: module.mark_weights_changed())
         self.to(resolve_device(device))
         self.eval()
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
         self.source_dir: Path | None = None
-        # Backends by (name, device, dtype), each with the weights version it was built for.
-        self._backends: dict[tuple[str, str, torch.dtype], tuple[tuple[int, ...], Backend]] = {}
-        self._digest: tuple[tuple[tuple[int, ...], str], str] | None = None
-        self._loaded_version: tuple[int, ...] | None = None
+        # Backends by (name, device, dtype), each with the weights state it was built for.
+        self._backends: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, Backend]] = {}
+        self._digest: tuple[tuple[WeightsKey, str], str] | None = None
+        self._loaded_key: WeightsKey | None = None
 
     @classmethod
     def load(
@@ -53,12 +57,19 @@ class SentenceEncoder(nn.Sequential):
         name_or_path: str | os.PathLike[str] = DEFAULT_MODEL,
         device: str | torch.device | None = None,
         trust_remote_code: bool = False,
+        dtype: str | torch.dtype | None = None,
     ) -> Self:
-        """Load an alias, a local sentence-transformers or Hugging Face directory, or a Hub id."""
+        """Load an alias, a local sentence-transformers or Hugging Face directory, or a Hub id.
+
+        Weights load as fp32 whatever dtype they were stored in (`precision` picks the compute
+        dtype at encode time); `dtype` ("fp16", "bf16", torch.float16, ... or "auto" for the
+        stored one) keeps the weights in another dtype, as sentence-transformers' model_kwargs do.
+        """
         root = resolve_model_dir(name_or_path)
-        model = cls(load_modules(root, trust_remote_code=trust_remote_code), device=device)
+        modules = load_modules(root, trust_remote_code=trust_remote_code, dtype=dtype)
+        model = cls(modules, device=device)
         model.source_dir = root
-        model._loaded_version = model._weights_version()
+        model._loaded_key = model.weights_key()
         return model
 
     @classmethod
@@ -69,12 +80,15 @@ class SentenceEncoder(nn.Sequential):
         normalize: bool = False,
         max_seq_length: int | None = None,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
     ) -> Self:
         """Build a new encoder (alias, local dir or Hub id of a Hugging Face encoder) plus a head.
 
         `pooling`: mean / max / cls (or a list, concatenated), `cnn` (CNN-SBERT) or `ngram-cnn` (IS-BERT).
+        Weights load as fp32 unless `dtype` says otherwise (see `load`).
         """
-        transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path), max_seq_length=max_seq_length)
+        root = resolve_model_dir(name_or_path)
+        transformer = Transformer.from_pretrained(root, max_seq_length=max_seq_length, dtype=dtype)
         modules: list[Module] = [transformer, *build_pooler(pooling, transformer.embedding_dimension)]
         if normalize:
             modules.append(Normalize())
@@ -238,10 +252,10 @@ class SentenceEncoder(nn.Sequential):
         """
         dtype = torch.float32 if name != "torch" and precision == "auto" else encode_dtype(precision, self.device)
         key = (name, str(self.device), dtype)
-        version = self._weights_version()
+        state = self.weights_key()
         cached = self._backends.get(key)
-        if cached is None or cached[0] != version:
-            self._backends[key] = (version, open_backend(self.as_chain(), name, self.device, dtype))
+        if cached is None or cached[0] != state:
+            self._backends[key] = (state, open_backend(self.as_chain(), name, self.device, dtype))
         return self._backends[key][1]
 
     def weights_digest(self) -> str:
@@ -252,19 +266,34 @@ class SentenceEncoder(nn.Sequential):
         """
         from sbert.backends.cache import model_digest
 
-        key = (self._weights_version(), json.dumps([m.get_config() for m in self.chain()], sort_keys=True))
+        key = (self.weights_key(), json.dumps([m.get_config() for m in self.chain()], sort_keys=True))
         if self._digest is None or self._digest[0] != key:
             self._digest = (key, model_digest(self))
         return self._digest[1]
 
     def unchanged_since_load(self) -> bool:
         """Whether the weights are still those read from `source_dir` (no step or load since)."""
-        return self._loaded_version is not None and self._loaded_version == self._weights_version()
+        return self._loaded_key is not None and self._loaded_key == self.weights_key()
 
-    def _weights_version(self) -> tuple[int, ...]:
-        # Parameter version counters move on every in-place update (optimizer steps,
-        # load_state_dict): a cheap test that weights are unchanged since the last look.
-        return tuple(p._version for p in self.parameters())
+    def weights_key(self) -> WeightsKey:
+        """A cheap key that changes whenever the weights may have changed (see sbert.weights_state)."""
+        return weights_key(self, self._generation)
+
+    def mark_weights_changed(self) -> None:
+        """Say that the weights changed in a way torch does not track (writes through `.data`).
+
+        Optimizer steps (fused included), `load_state_dict`, `to()` and casts are noticed without it.
+        """
+        self._generation = getattr(self, "_generation", 0) + 1
+
+    def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
+        # to(), cuda(), half(), float(), ...: a cast may round the weights and a move may land
+        # them at a reused address, so a real change of placement starts a new generation.
+        before = placement(self)
+        super()._apply(fn, recurse)
+        if placement(self) != before:
+            self.mark_weights_changed()
+        return self
 
     def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
         """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy.

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from sbert.backends import varlen
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, unpack
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
 
@@ -43,15 +44,17 @@ def packed_token_embeddings(transformer: Transformer, batch: PackedBatch) -> Ten
     """The encoder's last hidden state for every packed token: (N, H).
 
     The model must have been switched to a registered `sbert_varlen_*` attention; the
-    cumulative lengths travel to it as forward kwargs.
+    cumulative lengths and the longest and shortest lengths travel to it as forward kwargs
+    (transformers hands unknown ones through to the attention function).
     """
     inputs: Features = {"input_ids": batch.input_ids[None], "position_ids": batch.position_ids[None]}
     if "token_type_ids" in transformer.model_inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     cu, width = batch.cu_seqlens, batch.max_len
     output = transformer.auto_model(
-        **inputs, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=width, max_length_k=width, return_dict=True
-    )
+        **inputs, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=width, max_length_k=width,
+        **{varlen.MIN_LENGTH_KWARG: batch.min_len}, return_dict=True,
+    )  # fmt: skip
     return output.last_hidden_state[0]
 
 

@@ -24,6 +24,7 @@ class PackedBatch:
     position_ids: Tensor  # (N,) int64, restarting at every sentence (plus the model's offset)
     cu_seqlens: Tensor  # (B+1,) int32, cumulative lengths starting at 0
     max_len: int  # longest sentence of the batch
+    min_len: int = 0  # shortest: SDPA on nested tensors would otherwise read it back from the GPU
 
     @property
     def rows(self) -> int:
@@ -35,7 +36,7 @@ class PackedBatch:
         ids, positions, cu = (
             t.to(device, non_blocking=non_blocking) for t in (self.input_ids, self.position_ids, self.cu_seqlens)
         )
-        return PackedBatch(ids, positions, cu, self.max_len)
+        return PackedBatch(ids, positions, cu, self.max_len, self.min_len)
 
 
 def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = False) -> PackedBatch:
@@ -50,7 +51,8 @@ def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = Fa
     tensors = [torch.from_numpy(ids), torch.from_numpy(positions), torch.from_numpy(cu.astype(np.int32))]
     if pin:
         tensors = [t.pin_memory() for t in tensors]
-    return PackedBatch(tensors[0], tensors[1], tensors[2], int(lengths.max(initial=0)))
+    shortest = int(lengths.min()) if len(rows) else 0
+    return PackedBatch(tensors[0], tensors[1], tensors[2], int(lengths.max(initial=0)), shortest)
 
 
 def segment_ids(cu_seqlens: Tensor, total: int) -> Tensor:

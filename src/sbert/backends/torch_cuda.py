@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
 from sbert.backends.packed_chain import packed_chain_forward, packing_blocker, position_offset
 from sbert.backends.packing import PackedBatch, pack
 from sbert.device import precision_name
+from sbert.encoding.batching import packed_batches, token_batches
 from sbert.errors import DeviceError
 from sbert.modules import Features, Transformer
 
@@ -64,8 +65,9 @@ class CudaBackend:
         self.offset = position_offset(chain.transformer)
         self.kernel = self._pick_attention()
         self.packed = self.kernel is not None
+        # Planned batches hold this many tokens, and larger ones (a caller's batch_tokens) are cut to
+        # it; a CUDA out-of-memory lowers it for good.
         self.default_batch_tokens = memory_budget(device, chain.transformer.auto_model.config, dtype)
-        self.budget = self.default_batch_tokens  # lowered for good by a CUDA out-of-memory
         self._oom_noted = False
 
     def _pick_attention(self) -> str | None:
@@ -88,7 +90,7 @@ class CudaBackend:
         key, kernel = picked
         assert isinstance(transformer, Transformer)
         transformer.auto_model.set_attn_implementation(varlen.register(key, kernel))
-        log.info("packed batches on: %s, %s", varlen.KERNEL_NAMES[key], precision_name(self.dtype))
+        varlen.log_once(f"packed batches on {self.device}: {varlen.KERNEL_NAMES[key]}, {precision_name(self.dtype)}")
         return key
 
     def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features:
@@ -109,7 +111,7 @@ class CudaBackend:
         """Embed every batch; yields (rows, vectors) once per block of rows."""
         rows: list[int] = []
         parts: list[torch.Tensor] = []
-        for batch, host in prefetch(batches, lambda b: self.prepare([ids[i] for i in b])):
+        for batch, host in prefetch(self._fitted(ids, batches), lambda b: self.prepare([ids[i] for i in b])):
             for done, vectors in self._run_batch(ids, batch, host):
                 rows.extend(done)
                 parts.append(vectors)
@@ -119,25 +121,45 @@ class CudaBackend:
         if rows:
             yield rows, gather(parts)
 
+    def _fitted(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[list[int]]:
+        """The planned batches, re-cut to the budget as it stands when the producer thread reaches each.
+
+        After an out-of-memory error lowers the budget, the batches planned before it are split
+        here, ahead of the GPU, rather than re-packed on the caller's thread between kernels.
+        """
+        for batch in batches:
+            if len(batch) > 1 and self._tokens(ids, batch) > self.default_batch_tokens:
+                yield from self._cut(ids, batch)
+            else:
+                yield batch
+
+    def _cut(self, ids: Sequence[Sequence[int]], batch: list[int]) -> list[list[int]]:
+        """`batch` in runs that fit the budget (at least two when it holds more than one row and does not)."""
+        lengths = [len(ids[i]) for i in batch]
+        cut = packed_batches if self.packed else token_batches
+        return [[batch[j] for j in run] for run in cut(range(len(batch)), lengths, self.default_batch_tokens, MAX_ROWS)]
+
     def _run_batch(self, ids: Sequence[Sequence[int]], batch: list[int], host: Any) -> list[tuple[list[int], Any]]:
-        """One batch, split in halves (and the budget halved for good) on a CUDA out-of-memory."""
-        if len(batch) > 1 and self._tokens(ids, batch) > self.budget:
-            return self._halves(ids, batch)
+        """One batch, re-cut to a lowered budget (the budget halved for good) on a CUDA out-of-memory."""
+        if len(batch) > 1 and self._tokens(ids, batch) > self.default_batch_tokens:
+            return self._in_runs(ids, batch)  # prepared ahead, before an out-of-memory lowered the budget
         try:
             return [(batch, self.forward(host))]
         except torch.OutOfMemoryError:
-            if len(batch) == 1:
-                raise DeviceError(
-                    f"{self.device}: out of memory on a single input of {len(ids[batch[0]])} tokens; "
-                    "lower max_seq_length or free GPU memory"
-                ) from None
-            self._note_oom(self._tokens(ids, batch), len(batch))
-            return self._halves(ids, batch)
+            pass
+        # Recovery starts only once the handler is left: inside it, the traceback would keep the
+        # failed forward's activations alive, so empty_cache could not free them for the retries.
+        if len(batch) == 1:
+            raise DeviceError(
+                f"{self.device}: out of memory on a single input of {len(ids[batch[0]])} tokens; "
+                "lower max_seq_length or free GPU memory"
+            )
+        self._note_oom(self._tokens(ids, batch), len(batch))
+        return self._in_runs(ids, batch)
 
-    def _halves(self, ids: Sequence[Sequence[int]], batch: list[int]) -> list[tuple[list[int], Any]]:
-        mid = len(batch) // 2
+    def _in_runs(self, ids: Sequence[Sequence[int]], batch: list[int]) -> list[tuple[list[int], Any]]:
         out = []
-        for part in (batch[:mid], batch[mid:]):
+        for part in self._cut(ids, batch):
             out.extend(self._run_batch(ids, part, self.prepare([ids[i] for i in part])))
         return out
 
@@ -146,13 +168,15 @@ class CudaBackend:
         return sum(lengths) if self.packed else max(lengths) * len(batch)
 
     def _note_oom(self, tokens: int, rows: int) -> None:
-        self.budget = max(1, min(self.budget, tokens) // 2)
+        # The engine's planning (encode) and the server's group size both read this budget, so
+        # later batches are cut to fit before they reach the GPU.
+        self.default_batch_tokens = max(1, min(self.default_batch_tokens, tokens) // 2)
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if not self._oom_noted:
             log.warning(
                 "%s: out of memory on a batch of %d tokens (%d rows); batch budget halved to %d and retried",
-                self.device, tokens, rows, self.budget,
+                self.device, tokens, rows, self.default_batch_tokens,
             )  # fmt: skip
             self._oom_noted = True
 
@@ -162,7 +186,7 @@ def gather(parts: list[torch.Tensor]) -> np.ndarray:
     return torch.cat(parts).float().cpu().numpy()
 
 
-def prefetch(batches: list[list[int]], prepare: Any) -> Iterator[tuple[list[int], Any]]:
+def prefetch(batches: Iterable[list[int]], prepare: Any) -> Iterator[tuple[list[int], Any]]:
     """(batch, prepare(batch)) from a producer thread that stays up to PREFETCH batches ahead.
 
     An error in the producer is raised here; leaving the loop early stops the producer.

@@ -21,27 +21,38 @@ import torch
 from torch import Tensor
 from torch.nn import functional
 
+from sbert.errors import first_line
+
 log = logging.getLogger(__name__)
 # SDPA on jagged tensors warns at every call that nested tensors are a prototype API.
 warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors is in prototype stage")
 
 ATTENTION_NAME = "sbert_varlen"
-# (q, k, v as (N, heads, d), cu_seqlens (B+1,) int32, max_len, scale) -> (N, heads, d)
-Kernel = Callable[[Tensor, Tensor, Tensor, Tensor, int, float | None], Tensor]
+# The forward kwarg carrying the batch's shortest length (transformers knows only max_length_q).
+MIN_LENGTH_KWARG = "sbert_min_length"
+# (q, k, v as (N, heads, d), cu_seqlens (B+1,) int32, max_len, min_len, scale) -> (N, heads, d)
+Kernel = Callable[[Tensor, Tensor, Tensor, Tensor, int, int, float | None], Tensor]
 
 
-def nested_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
-    """SDPA over jagged nested tensors: one ragged batch, no padding computed."""
+def nested_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, min_len: int, scale: float | None) -> Tensor:
+    """SDPA over jagged nested tensors: one ragged batch, no padding computed.
+
+    Both extreme lengths are given: without them, SDPA's fused-kernel checks read each back
+    from the GPU (`offsets.diff().min().item()`), three host syncs per layer for q, k and v.
+    """
     offsets = cu.long()
 
     def jagged(x: Tensor) -> Tensor:  # (N, h, d) -> nested (B, h, j, d)
-        return torch.nested.nested_tensor_from_jagged(x, offsets=offsets, max_seqlen=max_len).transpose(1, 2)
+        nested = torch.nested.nested_tensor_from_jagged(x, offsets=offsets, min_seqlen=min_len, max_seqlen=max_len)
+        return nested.transpose(1, 2)
 
     out = functional.scaled_dot_product_attention(jagged(q), jagged(k), jagged(v), scale=scale)
     return out.transpose(1, 2).values()
 
 
-def torch_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+def torch_varlen(
+    q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, min_len: int, scale: float | None
+) -> Tensor:
     """torch.nn.attention.varlen.varlen_attn (flash attention, CUDA, fp16/bf16)."""
     from torch.nn.attention.varlen import varlen_attn
 
@@ -50,7 +61,9 @@ def torch_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scal
     return out[0] if isinstance(out, tuple) else out
 
 
-def flash_attn_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+def flash_attn_varlen(
+    q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, min_len: int, scale: float | None
+) -> Tensor:
     """flash_attn's varlen kernel (optional dependency; CUDA, fp16/bf16)."""
     from flash_attn import flash_attn_varlen_func
 
@@ -58,7 +71,9 @@ def flash_attn_varlen(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int,
     return flash_attn_varlen_func(q, k, v, cu32, cu32, max_len, max_len, softmax_scale=scale)
 
 
-def reference_attention(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None) -> Tensor:
+def reference_attention(
+    q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, min_len: int, scale: float | None
+) -> Tensor:
     """One dense SDPA call per sentence: slow, obviously right; the yardstick for the kernels."""
     bounds = cu.tolist()
     parts = []
@@ -97,18 +112,32 @@ def pick_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: 
     lengths = [5, 1, 17, 9]
     cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device=device)
     q, k, v = (torch.randn(sum(lengths), heads, head_dim, generator=gen).to(device, dtype) for _ in range(3))
-    want = reference_attention(q.float(), k.float(), v.float(), cu, max(lengths), None)
+    want = reference_attention(q.float(), k.float(), v.float(), cu, max(lengths), min(lengths), None)
     tolerance = 1e-5 if dtype == torch.float32 else 2e-2
     for name, kernel in candidate_kernels(device, dtype):
         try:
-            got = kernel(q, k, v, cu, max(lengths), None)
+            got = kernel(q, k, v, cu, max(lengths), min(lengths), None)
         except Exception as e:  # kernels raise RuntimeError, NotImplementedError or import errors
-            log.debug("varlen kernel %s unavailable: %s", name, e)
+            log_once(f"varlen kernel {KERNEL_NAMES[name]} rejected on {device} in {dtype}: {first_line(e)}")
             continue
-        if got.shape == want.shape and float((got.float() - want).abs().max()) <= tolerance:
+        error = float((got.float() - want).abs().max()) if got.shape == want.shape else float("inf")
+        if error <= tolerance:
             return name, kernel
-        log.debug("varlen kernel %s disagrees with per-sentence attention", name)
+        log_once(
+            f"varlen kernel {KERNEL_NAMES[name]} rejected on {device} in {dtype}: "
+            f"max error {error:.3g} against per-sentence attention (tolerance {tolerance:g})"
+        )
     return None
+
+
+_LOGGED: set[str] = set()
+
+
+def log_once(message: str) -> None:
+    """An info line the first time `message` comes up in this process (engines are rebuilt often)."""
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        log.info("%s", message)
 
 
 def make_attention_function(kernel: Kernel) -> Callable[..., tuple[Tensor, None]]:
@@ -122,11 +151,12 @@ def make_attention_function(kernel: Kernel) -> Callable[..., tuple[Tensor, None]
         cu = kwargs.get("cu_seq_lens_q")
         if not isinstance(cu, Tensor):
             raise RuntimeError("sbert_varlen attention needs cu_seq_lens_q (run it through the packed forward)")
-        max_len = kwargs.get("max_length_q")
-        if not isinstance(max_len, int):
-            max_len = int((cu[1:] - cu[:-1]).max())
+        max_len, min_len = kwargs.get("max_length_q"), kwargs.get(MIN_LENGTH_KWARG)
+        if not isinstance(max_len, int) or not isinstance(min_len, int):  # a host sync: the packed forward gives both
+            lengths = cu[1:] - cu[:-1]
+            max_len, min_len = int(lengths.max()), int(lengths.min())
         q, k, v = (x[0].transpose(0, 1) for x in (query, key, value))
-        out = kernel(q, k, v, cu, max_len, scaling)
+        out = kernel(q, k, v, cu, max_len, min_len, scaling)
         return out.unsqueeze(0), None  # (1, N, heads, d), as transformers' functions return
 
     return attention

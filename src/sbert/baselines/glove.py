@@ -48,8 +48,9 @@ class GloveEncoder:
         backend: str = "torch",
         show_progress: bool | None = None,
         normalize: bool = False,
+        precision: str = "fp32",
     ) -> np.ndarray:
-        """(n, dim) float32 averages; batch_size, backend and show_progress are accepted and unused."""
+        """(n, dim) float32 averages; batch_size, backend, show_progress and precision are accepted and unused."""
         rows = []
         for sentence in sentences:
             ids = [i for i in (self.index.get(t) for t in tokens(sentence)) if i is not None]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
+from sbert.losses import LOSSES
 
 _STAGE_FLAGS = (
     "epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps", "batch_tokens", "grad_accum",
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--objective",
         action="append",
         default=[],
-        help="classification | regression | triplet | mnrl | cosent | infomax (repeat with --train)",
+        help=f"{' | '.join(LOSSES)} (repeat with --train)",
     )
     p.add_argument("--train", action="append", default=[], help="FORMAT:PATH, e.g. stsb:sts-train.csv (repeatable)")
     p.add_argument(

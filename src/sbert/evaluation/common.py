@@ -18,6 +18,7 @@ class Embedder(Protocol):
         batch_size: int | None = ...,
         backend: str = ...,
         show_progress: bool | None = ...,
+        precision: str = ...,
     ) -> np.ndarray:
         """(n, dim) float32 vectors."""
         ...
@@ -29,11 +30,18 @@ def encode_columns(
     batch_size: int | None = None,
     backend: str = "torch",
     show_progress: bool | None = None,
+    precision: str = "fp32",
 ) -> list[np.ndarray]:
-    """Embed several text columns, encoding each distinct sentence once."""
+    """Embed several text columns, encoding each distinct sentence once.
+
+    fp32 by default on every device: a score (and so dev-set model selection during GPU
+    training) must not depend on whether the GPU's bf16 or the CPU's fp32 computed it.
+    """
     unique = list(dict.fromkeys(s for col in columns for s in col))
     position = {s: i for i, s in enumerate(unique)}
-    vectors = model.encode(unique, batch_size=batch_size, backend=backend, show_progress=show_progress)
+    vectors = model.encode(
+        unique, batch_size=batch_size, backend=backend, show_progress=show_progress, precision=precision
+    )
     return [vectors[[position[s] for s in col]] for col in columns]
 
 

@@ -56,14 +56,24 @@ class Transformer(Module):
 
     @classmethod
     def from_pretrained(
-        cls, path: str | os.PathLike[str], max_seq_length: int | None = None, trust_remote_code: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        max_seq_length: int | None = None,
+        trust_remote_code: bool = False,
+        dtype: str | torch.dtype | None = None,
     ) -> Self:
-        """Load encoder weights and tokenizer from a Hugging Face directory (safetensors preferred)."""
+        """Load encoder weights and tokenizer from a Hugging Face directory (safetensors preferred).
+
+        The weights load as fp32 unless `dtype` names another (see `load_dtype`).
+        """
+        torch_dtype = load_dtype(dtype)
         try:
             config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
             # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
+            # dtype: transformers 5 keeps the stored dtype by default ("auto"), so an fp16 file
+            # would silently compute in half precision and train half-precision master weights.
             model = AutoModel.from_pretrained(
-                path, config=config, trust_remote_code=trust_remote_code, weights_only=True
+                path, config=config, trust_remote_code=trust_remote_code, weights_only=True, dtype=torch_dtype
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         except pickle.UnpicklingError:
@@ -76,12 +86,12 @@ class Transformer(Module):
         return cls(model, tokenizer, max_seq_length=max_seq_length)
 
     @classmethod
-    def load(cls, path: Path, trust_remote_code: bool = False) -> Self:
+    def load(cls, path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> Self:
         """Load from a sentence-transformers module folder (reads sentence_bert_config.json if present)."""
         config: dict[str, Any] = {}
         if (path / cls.config_file).is_file():
             config = cls.read_config(path)
-        module = cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code)
+        module = cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype)
         module.do_lower_case = bool(config.get("do_lower_case", False))
         return module
 
@@ -233,6 +243,25 @@ def cut_at_space(text: str, budget: int) -> str:
         return text
     end = max(text.rfind(sep, budget // 2, budget) for sep in " \n\t")
     return text if end < 0 else text[:end]
+
+
+_LOAD_DTYPES = {
+    "fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16, "float16": torch.float16,
+    "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+}  # fmt: skip
+
+
+def load_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
+    """The dtype to load weights in: fp32 for None, "auto" for the stored one, else the one named."""
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) and dtype in _LOAD_DTYPES.values():
+        return dtype
+    if dtype == "auto":
+        return "auto"
+    if isinstance(dtype, str) and dtype in _LOAD_DTYPES:
+        return _LOAD_DTYPES[dtype]
+    raise ValueError(f"dtype must be None, 'auto' or one of {', '.join(_LOAD_DTYPES)}, got {dtype!r}")
 
 
 def position_limit(config: Any) -> int:

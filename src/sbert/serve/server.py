@@ -17,6 +17,7 @@ from sbert.serve.state import ServerState
 
 if TYPE_CHECKING:
     import numpy as np
+    import torch
 
     from sbert.backends import Backend
     from sbert.model import SentenceEncoder
@@ -35,27 +36,33 @@ def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str)
         index = SearchIndex(settings.index)
         index.check_model(model.weights_digest(), model.embedding_dimension)
 
+    def engine() -> Backend:
+        return model.backend(settings.backend, settings.precision)
+
     def encode(texts: list[str]) -> np.ndarray:
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
-        return model.encode(
+        vectors = model.encode(
             texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore"
         )
+        if settings.max_batch_tokens is None:  # follow the engine's budget down after a GPU out-of-memory
+            batcher.max_batch_tokens = group_budget(engine(), model.device)
+        return vectors
 
-    encode(["warm-up"])
+    model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
     metrics = Metrics()
-    budget = settings.max_batch_tokens or group_budget(model.backend(settings.backend, settings.precision))
+    budget = settings.max_batch_tokens or group_budget(engine(), model.device)
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
     return create_app(ServerState(settings, model, model_id, batcher, metrics, index))
 
 
-def group_budget(engine: Backend) -> int:
-    """Tokens per merged group of requests: one whole packed batch on a GPU, 8192 on CPU.
+def group_budget(engine: Backend, device: torch.device) -> int:
+    """Tokens per merged group of requests: one whole engine batch on a GPU, 8192 on CPU.
 
     On CPU a group is cut into 512-token batches that run one per core (0.84x offline
-    throughput under 64 clients, docs/serving.md); on a GPU the engine's own budget makes each
-    group one batch.
+    throughput under 64 clients, docs/serving.md); on a GPU the engine's own budget (packed or,
+    for MPNet and DistilBERT, padded) makes each group one batch.
     """
-    return engine.default_batch_tokens if engine.packed else CPU_GROUP_TOKENS
+    return engine.default_batch_tokens if device.type == "cuda" else CPU_GROUP_TOKENS
 
 
 def limit_malloc_arenas(arenas: int = 2) -> bool:

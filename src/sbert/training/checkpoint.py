@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 
 from sbert.layout import atomic_directory, write_json
 
+log = logging.getLogger(__name__)
 STATE_FILE = "state.pt"
 PROGRESS_FILE = "progress.json"
 
@@ -53,10 +55,26 @@ def load_checkpoint(path: Path) -> tuple[Progress, dict[str, Any]]:
     progress = Progress(**json.loads((path / PROGRESS_FILE).read_text(encoding="utf-8")))
     states = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
     torch.set_rng_state(states.pop("torch_rng"))
-    cuda_rng = states.pop("cuda_rng")
-    if cuda_rng is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(cuda_rng)
+    restore_cuda_rng(states.pop("cuda_rng"), path)
     return progress, states
+
+
+def restore_cuda_rng(saved: list[torch.Tensor] | None, path: Path) -> None:
+    """Give each visible GPU the generator state its index had at save time, as far as both go.
+
+    A checkpoint from a machine with more GPUs than are visible now (or from a CPU run, or onto
+    one) restores what fits and says so in one line, instead of failing the resume.
+    """
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    saved = saved or []
+    for index, state in enumerate(saved[:visible]):
+        torch.cuda.set_rng_state(state, index)
+    if saved and len(saved) != visible:
+        log.warning(
+            "%s: CUDA random state saved for %d GPU(s), %d visible now: restored %d; "
+            "dropout masks will differ from the original run",
+            path, len(saved), visible, min(len(saved), visible),
+        )  # fmt: skip
 
 
 def _cuda_rng() -> list[torch.Tensor] | None:

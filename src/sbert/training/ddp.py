@@ -24,10 +24,16 @@ class World:
 
 
 def init_world(device: torch.device) -> World:
-    """Join the process group torchrun describes (gloo on CPU, NCCL on CUDA); a single process otherwise."""
+    """Join the process group torchrun describes (gloo on CPU, NCCL on CUDA); a single process otherwise.
+
+    On CUDA the rank's device becomes its current one first: NCCL and every bare "cuda"
+    allocation would otherwise land on cuda:0 for all ranks.
+    """
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size <= 1:
         return World()
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))

@@ -1,0 +1,37 @@
+"""The one GPU entry point, rehearsed end to end on the CPU: a short GPU session must not be spent
+finding out that the script itself is broken."""
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gpu_summary import summary
+
+
+def test_gpu_check_smoke_runs_every_step_and_prints_one_table(tmp_path):
+    out = tmp_path / "gpu-check"
+    run = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--smoke", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    steps = [line.split("\t") for line in (out / "steps.tsv").read_text().splitlines()]
+    assert [(name, rc) for name, rc, *_ in steps] == [("tests", "0"), ("encode", "0"), ("train", "0")]
+    assert json.loads((out / "gpu_encode.json").read_text()) and json.loads((out / "gpu_train.json").read_text())
+    table = (out / "summary.md").read_text()
+    assert run.stdout.rstrip().endswith(table.rstrip())  # the table is what it prints last
+    assert "| tests | ok |" in table and "skipped" in table  # the cuda tests skip on a CPU, with their reason
+    assert "| MiniLM-L6 | sts | sbert fp32 |" in table and "| a | sbert fp32 |" in table
+
+
+def test_summary_keeps_the_rows_of_a_step_killed_by_its_timeout(tmp_path):
+    (tmp_path / "steps.tsv").write_text("train\t124\t540\t540\n")
+    rows = [{"row": "a", "setting": "sbert bf16", "pairs_per_s": 812.5, "seconds": 9.1, "stsb_test": 85.2}]
+    log = ["loading...", json.dumps(rows[0]), "{'train_runtime': '2.6'}", '{"row": "a", "setting": "fit f']
+    (tmp_path / "train.log").write_text("\n".join(log) + "\n")
+    table = summary(tmp_path)
+    assert "| train | timed out (540 s) | 540 | 1 result rows |" in table
+    assert "| a | sbert bf16 | 812 | 9.1 | 85.20 | - | - |" in table

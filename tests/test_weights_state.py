@@ -1,0 +1,68 @@
+"""The weights state key: every writer moves it, so no cache (cast copy, digest, "unchanged since load")
+outlives the weights it was built from. Fused AdamW is what CUDA training runs; it also runs on the CPU."""
+
+import numpy as np
+import torch
+
+from sbert import SentenceEncoder
+from tests.tiny_models import CORPUS
+
+
+def fused_step(model: SentenceEncoder) -> None:
+    """One fused AdamW step on a real loss (fused kernels do not advance parameter versions)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, fused=True)
+    model.train()
+    features = model.tokenize(CORPUS)
+    model(features)["sentence_embedding"].pow(2).sum().backward()
+    optimizer.step()
+    model.eval()
+
+
+def test_fused_adamw_moves_weights_without_moving_versions(tiny_dirs):
+    # The reason for the key: with _version alone, every check below would see "unchanged".
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    versions = [p._version for p in model.parameters()]
+    before = [p.detach().clone() for p in model.parameters()]
+    fused_step(model)
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters(), strict=True))
+    assert [p._version for p in model.parameters()] == versions
+
+
+def test_a_cast_copy_is_rebuilt_after_a_fused_step(tiny_dirs):
+    # bf16 on the CPU makes the engine hold a cast copy, as the CUDA engine always does.
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    first = model.encode(CORPUS, precision="bf16")
+    engine = model.backend("torch", "bf16")
+    fused_step(model)
+    assert model.backend("torch", "bf16") is not engine
+    again = model.encode(CORPUS, precision="bf16")
+    fresh = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    fresh.load_state_dict(model.state_dict())
+    assert np.abs(again - first).max() > 1e-3
+    assert np.abs(again - fresh.encode(CORPUS, precision="bf16")).max() <= 1e-6
+
+
+def test_digest_and_unchanged_since_load_follow_a_fused_step(tiny_dirs, tmp_path):
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    digest = model.weights_digest()
+    assert model.unchanged_since_load()
+    fused_step(model)
+    assert not model.unchanged_since_load()
+    assert model.weights_digest() != digest
+
+
+def test_load_state_dict_casts_and_data_writes_each_move_the_key(tiny_dirs):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    keys = [model.weights_key()]
+    model.load_state_dict(model.state_dict())
+    keys.append(model.weights_key())
+    model.to(torch.bfloat16).to(torch.float32)  # rounds the weights; the storage may be reused
+    keys.append(model.weights_key())
+    model.to("cpu")  # no change of placement: caches stay valid
+    assert model.weights_key() == keys[-1]
+    next(model.parameters()).data.mul_(2)  # invisible to torch's version counters...
+    assert model.weights_key() == keys[-1]
+    model.mark_weights_changed()  # ...so the writer says so
+    keys.append(model.weights_key())
+    assert len(set(keys)) == len(keys)
