@@ -46,7 +46,8 @@ def detail(log: Path, name: str) -> str:
     if not log.is_file():
         return "no log"
     if name == "tests":
-        found = re.findall(r"=+ (.*(?:passed|failed|skipped|error).*?) =+", log.read_text(errors="replace"))
+        closing = re.compile(r"^=*\s*(\d+ (?:passed|failed|skipped|deselected|errors?)\b.*?)\s*=*$")
+        found = [m.group(1) for line in log.read_text(errors="replace").splitlines() if (m := closing.match(line))]
         return found[-1] if found else "no pytest summary"
     return f"{len(json_lines(log))} result rows"
 

@@ -23,7 +23,7 @@ def test_gpu_check_smoke_runs_every_step_and_prints_one_table(tmp_path):
     assert json.loads((out / "gpu_encode.json").read_text()) and json.loads((out / "gpu_train.json").read_text())
     table = (out / "summary.md").read_text()
     assert run.stdout.rstrip().endswith(table.rstrip())  # the table is what it prints last
-    assert "| tests | ok |" in table and "skipped" in table  # the cuda tests skip on a CPU, with their reason
+    assert "| tests | ok |" in table and " skipped, " in table  # the cuda tests skip on a CPU
     assert "| MiniLM-L6 | sts | sbert fp32 |" in table and "| a | sbert fp32 |" in table
 
 
@@ -35,3 +35,11 @@ def test_summary_keeps_the_rows_of_a_step_killed_by_its_timeout(tmp_path):
     table = summary(tmp_path)
     assert "| train | timed out (540 s) | 540 | 1 result rows |" in table
     assert "| a | sbert bf16 | 812 | 9.1 | 85.20 | - | - |" in table
+
+
+def test_summary_reads_pytest_closing_line_quiet_or_not(tmp_path):
+    (tmp_path / "steps.tsv").write_text("tests\t1\t60\t170\n")
+    (tmp_path / "tests.log").write_text("FAILED x.py::t\n===== 1 failed, 9 passed, 300 deselected in 5.1s =====\n")
+    assert "| tests | failed (rc 1) | 60 | 1 failed, 9 passed, 300 deselected in 5.1s |" in summary(tmp_path)
+    (tmp_path / "tests.log").write_text("SKIPPED [1] a.py:3: no GPU\n10 skipped, 376 deselected in 3.26s\n")
+    assert "| 10 skipped, 376 deselected in 3.26s |" in summary(tmp_path)
