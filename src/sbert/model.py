@@ -41,7 +41,7 @@ class SentenceEncoder(nn.Sequential):
             raise ValueError("the first module of a SentenceEncoder must be a Transformer")
         # Advanced by every writer torch does not track itself (weights_state.py says which).
         self._generation = 0
-        self.register_load_state_dict_post_hook(lambda module, keys: module.mark_weights_changed())
+        self.register_load_state_dict_post_hook(_weights_loaded)
         self.to(resolve_device(device))
         self.eval()
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
@@ -311,6 +311,11 @@ class SentenceEncoder(nn.Sequential):
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config())
             if extras is not None:
                 extras(tmp)
+
+
+def _weights_loaded(model: SentenceEncoder, keys: object) -> None:
+    # A module-level function, not a lambda: the model stays picklable (deepcopy, worker processes).
+    model.mark_weights_changed()
 
 
 def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncation) -> None:
