@@ -16,7 +16,7 @@ from sbert.errors import SbertError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    p = sub.add_parser("eval", help="score a model on STS / transfer / triplet test sets", description=__doc__)
+    p = sub.add_parser("eval", help="score a model on STS / transfer / triplet / retrieval sets", description=__doc__)
     p.add_argument(
         "--task",
         "-t",
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="FORMAT:PATH: stsb:sts-test.csv, sts:STS12-dir, sick:SICK.txt, transfer:SentEval-downstream-dir, "
         "mr:DIR, cr:DIR, subj:DIR, mpqa:DIR, sst2:DIR, trec:DIR, mrpc:DIR, topic-pairs[scale=0-1]:FILE, "
-        "nli-triplets:DIR:test, ...",
+        "nli-triplets:DIR:test, ir:BEIR-DIR[:split] (nDCG@10, MRR@10, MAP@100, Recall@k), ...",
     )
     p.add_argument("--output", "-o", type=Path, help="folder for results.json, results.md and plots")
     p.add_argument("--batch-size", type=int, default=None)

@@ -11,6 +11,7 @@ from sbert import __version__
 from sbert.cli import (
     cross_encoder,
     crossval,
+    data,
     demo,
     encode,
     evaluate,
@@ -27,7 +28,8 @@ from sbert.errors import SbertError, first_line
 
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
-    encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, demo,
+    encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, data,
+    demo,
 )  # fmt: skip
 
 

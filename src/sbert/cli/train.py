@@ -39,7 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="objective option: concat=u,v,|u-v| margin=1 distance=euclidean scale=20",
     )
-    p.add_argument("--dev", help="FORMAT:PATH scored during training; the best model is kept")
+    p.add_argument(
+        "--dev", help="FORMAT:PATH scored during training, the best model kept (ir:BEIR-DIR[:split]: by nDCG@10)"
+    )
     p.add_argument("--output", "-o", help="output model folder (checkpoints go to OUTPUT.run/)")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)

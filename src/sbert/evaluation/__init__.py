@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sbert.data.beir import IRCollection
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.evaluation.nli import evaluate_nli
@@ -14,13 +15,19 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
 
 
-def evaluate(model: SentenceEncoder, dataset: Dataset, batch_size: int | None = None) -> tuple[str, dict[str, float]]:
+def evaluate(
+    model: SentenceEncoder, dataset: Dataset | IRCollection, batch_size: int | None = None
+) -> tuple[str, dict[str, float]]:
     """Score a dev/test set with the evaluator its kind calls for: (headline metric, all scores)."""
+    if isinstance(dataset, IRCollection):
+        from sbert.evaluation.retrieval import evaluate_ir
+
+        return "ndcg@10", evaluate_ir(model, dataset, batch_size)
     if dataset.kind == "pair-score":
         return "spearman", evaluate_sts(model, dataset, batch_size)
     if dataset.kind == "triplet":
         return "accuracy", evaluate_triplets(model, dataset, batch_size)
-    raise SbertError(f"{dataset.name}: no evaluator for {dataset.kind} data (use STS pairs or triplets)")
+    raise SbertError(f"{dataset.name}: no evaluator for {dataset.kind} data (use STS pairs, triplets or ir:DIR)")
 
 
 __all__ = ["evaluate", "evaluate_nli", "evaluate_sts", "evaluate_triplets"]

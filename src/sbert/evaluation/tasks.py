@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sbert.data import READERS, Dataset, load_dataset
+from sbert.data.beir import IRCollection, read_beir, split_ir_spec
 from sbert.data.common import DataFormatError
 from sbert.data.pairs import read_sts_subset, sts_subsets
 from sbert.data.senteval import TASK_FOLDERS, TransferTask, read_task, read_transfer_dir
@@ -20,21 +21,24 @@ if TYPE_CHECKING:
     from sbert.baselines.cross_encoder import CrossEncoder
 
 TRANSFER_FORMATS = {name.lower(): name for name in TASK_FOLDERS}  # mr:, cr:, subj:, mpqa:, sst2:, trec:, mrpc:
-TASK_FORMATS = (*READERS, "transfer", *TRANSFER_FORMATS)
+TASK_FORMATS = (*READERS, "ir", "transfer", *TRANSFER_FORMATS)
 
 
 @dataclass
 class Task:
-    """One thing to score: STS pairs (with optional subsets), triplets, or a transfer classification task."""
+    """One thing to score: STS pairs (with optional subsets), triplets, a transfer task or a retrieval collection."""
 
     spec: str
     column: str  # the paper-table column: STS12..STS16, STSb, SICK-R, MR..MRPC, or the spec itself
     dataset: Dataset | None = None
     transfer: TransferTask | None = None
     subsets: dict[str, Dataset] = field(default_factory=dict)
+    retrieval: IRCollection | None = None
 
     def sentences(self) -> int:
-        """Sentences this task embeds (pairs count twice)."""
+        """Sentences this task embeds (pairs count twice; a collection's queries and documents)."""
+        if self.retrieval is not None:
+            return len(self.retrieval.queries) + len(self.retrieval.corpus)
         if self.transfer is not None:
             parts = (self.transfer.pool, self.transfer.train, self.transfer.dev, self.transfer.test)
             return sum(len(texts) * len(texts[0]) for texts, _ in filter(None, parts))
@@ -49,6 +53,9 @@ def load_tasks(spec: str) -> list[Task]:
         raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(TASK_FORMATS)}")
     if fmt == "transfer":
         return [Task(f"{spec}#{t.name}", t.name, transfer=t) for t in read_transfer_dir(Path(path).expanduser())]
+    if fmt == "ir":
+        collection = read_beir(*split_ir_spec(path))
+        return [Task(spec, f"ir:{collection.name}", retrieval=collection)]
     if fmt in TRANSFER_FORMATS:
         return [Task(spec, TRANSFER_FORMATS[fmt], transfer=read_task(TRANSFER_FORMATS[fmt], Path(path).expanduser()))]
     if fmt not in READERS:
@@ -86,6 +93,7 @@ def run_task(
 ) -> Outcome:
     """Score one task; the scores carry the headline, the example count, sentences and wall time."""
     from sbert.baselines.cross_encoder import CrossEncoder
+    from sbert.evaluation.retrieval import evaluate_ir
     from sbert.evaluation.sts import cross_scores, sts_scores
     from sbert.evaluation.transfer import evaluate_transfer
     from sbert.evaluation.triplet import evaluate_triplets
@@ -93,11 +101,14 @@ def run_task(
     started = time.monotonic()
     outcome = Outcome({})
     if isinstance(model, CrossEncoder):
-        if task.dataset is None or task.dataset.kind != "pair-score":
+        if task.dataset is None or task.dataset.kind != "pair-score":  # retrieve-then-rerank is not wired yet
             raise DataFormatError(f"{task.spec}: a cross-encoder scores sentence pairs only (STS tasks)")
         scores, outcome.cosine, outcome.gold = cross_scores(model, task.dataset)
         outcome.scores = dict(scores)
         metric, size = "spearman", len(task.dataset)
+    elif task.retrieval is not None:
+        outcome.scores = dict(evaluate_ir(model, task.retrieval, batch_size))
+        metric, size = "ndcg@10", len(task.retrieval)
     elif task.transfer is not None:
         outcome.scores = dict(evaluate_transfer(model, task.transfer, seed, protocol=transfer_protocol))
         metric, size = "accuracy", task.transfer.size()

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from sbert.data import Dataset
+from sbert.data.beir import IRCollection
 from sbert.training.checkpoint import Progress
 from sbert.training.config import Stage
 from sbert.training.setup import Prepared, TrainModule
@@ -21,7 +22,7 @@ class StageState:
     index: int
     stage: Stage
     prepared: list[Prepared]
-    dev: Dataset | None
+    dev: Dataset | IRCollection | None
     module: TrainModule
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR

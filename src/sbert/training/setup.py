@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.data import Dataset, load_dataset
+from sbert.data.beir import IRCollection, read_beir, split_ir_spec
 from sbert.losses import Loss, build_loss
 from sbert.modules import Features
 from sbert.training.config import Stage
@@ -37,7 +38,7 @@ class StageData:
     """A stage's datasets, read and checked before any training starts."""
 
     train: list[Dataset]
-    dev: Dataset | None
+    dev: Dataset | IRCollection | None
 
 
 def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dataset] | None = None) -> list[StageData]:
@@ -55,8 +56,15 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
         train = [load(o.train) for o in stage.objectives]
         for objective, dataset in zip(stage.objectives, train, strict=True):
             build_loss(objective.name, 8, dataset, objective.options)  # raises on a mismatch
-        loaded.append(StageData(train, load(stage.dev) if stage.dev else None))
+        loaded.append(StageData(train, load_dev(stage.dev, load) if stage.dev else None))
     return loaded
+
+
+def load_dev(spec: str, load: Callable[[str], Dataset]) -> Dataset | IRCollection:
+    """A dev set: `ir:DIR[:split]` is a retrieval collection (best model by nDCG@10), anything else a dataset."""
+    if spec.startswith("ir:"):
+        return read_beir(*split_ir_spec(spec.removeprefix("ir:")))
+    return load(spec)
 
 
 def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Dataset]) -> list[Prepared]:

@@ -1,0 +1,113 @@
+"""Information-retrieval evaluation: exact cosine search in bounded memory, then the IR metrics.
+
+nDCG@10, MRR@10, MAP@100, Recall@1/10/100 and Accuracy@1/10, x100.
+The metrics follow sentence-transformers' InformationRetrievalEvaluator, so the two agree on the
+same vectors: hits ranked by (-score, corpus id); MAP@k divides by min(k, relevant documents);
+nDCG uses the graded relevance of the qrels (its ideal ranking sorts the grades), which is the
+evaluator's binary nDCG when every grade is 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from sbert.data.beir import IRCollection
+from sbert.evaluation.common import Embedder
+
+NDCG_K, MRR_K, MAP_K = 10, 10, 100
+RECALL_K, ACCURACY_K = (1, 10, 100), (1, 10)
+DEPTH = max(NDCG_K, MRR_K, MAP_K, *RECALL_K, *ACCURACY_K)  # hits kept per query
+CORPUS_CHUNK = 50_000  # documents embedded and scored at a time: memory stays bounded
+QUERY_BLOCK = 1024  # queries scored against a chunk at once: (1024 x 50,000) fp32 scores = 200 MB
+
+
+def unit_rows(vectors: np.ndarray) -> torch.Tensor:
+    """Rows scaled to unit length (zero rows stay zero), as a float32 tensor: (n, d) -> (n, d)."""
+    rows = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
+    return rows / rows.norm(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+def search(
+    queries: np.ndarray, corpus_chunks: Iterable[np.ndarray], depth: int = DEPTH
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `depth` best corpus rows per query by cosine, over corpus chunks seen one at a time.
+
+    queries (q, d); each chunk (n_i, d). Returns scores and global row indices, (q, depth') each,
+    best first (depth' = min(depth, corpus size)). Memory: the queries, one chunk, one block of
+    scores and the running best.
+    """
+    q = unit_rows(queries)
+    best_scores = torch.empty((q.shape[0], 0))
+    best_rows = torch.empty((q.shape[0], 0), dtype=torch.long)
+    offset = 0
+    for chunk in corpus_chunks:
+        c = unit_rows(chunk)
+        k = min(depth, c.shape[0])
+        tops = [(q[start : start + QUERY_BLOCK] @ c.T).topk(k, dim=1) for start in range(0, q.shape[0], QUERY_BLOCK)]
+        if not tops:  # no queries
+            break
+        scores = torch.cat([best_scores, torch.cat([t.values for t in tops])], dim=1)
+        rows = torch.cat([best_rows, torch.cat([t.indices for t in tops]) + offset], dim=1)
+        keep = scores.topk(min(depth, scores.shape[1]), dim=1)
+        best_scores, best_rows = keep.values, rows.gather(1, keep.indices)
+        offset += c.shape[0]
+    return best_scores.numpy(), best_rows.numpy()
+
+
+def ranked_ids(scores: np.ndarray, rows: np.ndarray, corpus_ids: Sequence[str]) -> list[list[str]]:
+    """Each query's hits as corpus ids, ordered by (-score, corpus id) as sentence-transformers orders them."""
+    out = []
+    for s, r in zip(scores.tolist(), rows.tolist(), strict=True):
+        hits = sorted(zip(s, (corpus_ids[i] for i in r), strict=True), key=lambda hit: (-hit[0], hit[1]))
+        out.append([doc for _, doc in hits])
+    return out
+
+
+def dcg(gains: Sequence[float]) -> float:
+    """Discounted cumulative gain: sum of gain_i / log2(i + 2) over ranks i = 0, 1, ..."""
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def query_metrics(hits: Sequence[str], relevant: dict[str, int]) -> dict[str, float]:
+    """One query's metrics (fractions) from its ranked hits and its graded relevant documents."""
+    found = [doc in relevant for doc in hits]
+    first = next((i for i, f in enumerate(found) if f), None)
+    out = {f"ndcg@{NDCG_K}": dcg([relevant.get(d, 0) for d in hits[:NDCG_K]])
+           / dcg(sorted(relevant.values(), reverse=True)[:NDCG_K]),
+           f"mrr@{MRR_K}": 1 / (first + 1) if first is not None and first < MRR_K else 0.0}  # fmt: skip
+    precisions = [sum(found[: i + 1]) / (i + 1) for i in range(min(MAP_K, len(found))) if found[i]]
+    out[f"map@{MAP_K}"] = sum(precisions) / min(MAP_K, len(relevant))
+    for k in RECALL_K:
+        out[f"recall@{k}"] = sum(found[:k]) / len(relevant)
+    for k in ACCURACY_K:
+        out[f"accuracy@{k}"] = float(any(found[:k]))
+    return out
+
+
+def ir_metrics(hits: Sequence[Sequence[str]], qrels: Sequence[dict[str, int]]) -> dict[str, float]:
+    """Every metric averaged over the queries, x100."""
+    per_query = [query_metrics(h, r) for h, r in zip(hits, qrels, strict=True)]
+    return {name: 100 * float(np.mean([m[name] for m in per_query])) for name in per_query[0]}
+
+
+def corpus_vectors(
+    model: Embedder, corpus: Sequence[str], batch_size: int | None, precision: str
+) -> Iterator[np.ndarray]:
+    """The corpus embedded CORPUS_CHUNK documents at a time (never all of it in memory at once)."""
+    for start in range(0, len(corpus), CORPUS_CHUNK):
+        part = list(corpus[start : start + CORPUS_CHUNK])
+        yield model.encode(part, batch_size=batch_size, show_progress=False, precision=precision)
+
+
+def evaluate_ir(
+    model: Embedder, collection: IRCollection, batch_size: int | None = None, precision: str = "fp32"
+) -> dict[str, float]:
+    """nDCG@10, MRR@10, MAP@100, Recall@1/10/100 and Accuracy@1/10 (x100) of exact cosine search."""
+    queries = model.encode(collection.queries, batch_size=batch_size, show_progress=False, precision=precision)
+    scores, rows = search(queries, corpus_vectors(model, collection.corpus, batch_size, precision))
+    hits = ranked_ids(scores, rows, collection.corpus_ids)
+    return ir_metrics(hits, [collection.qrels[q] for q in collection.query_ids])
