@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal, Self, cast, overload
+from typing import Any, Literal, Self, cast, overload
 
 import numpy as np
 import torch
@@ -22,8 +22,17 @@ from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.batching import check_sentences
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText
+from sbert.encoding.prompted import embed_without_prompt, excludes_prompt, prompt_tokens
 from sbert.errors import TruncationError
 from sbert.loading import load_modules, resolve_model_dir
+from sbert.model_config import (
+    DOCUMENT_PROMPTS,
+    QUERY_PROMPTS,
+    EncoderSettings,
+    check_truncate_dim,
+    read_settings,
+    settings_config,
+)  # fmt: skip
 from sbert.modules import Features, Module, Normalize, Transformer, build_pooler
 from sbert.modules.normalize import l2_normalize
 from sbert.weights_state import WeightsKey, placement, weights_key
@@ -46,6 +55,7 @@ class SentenceEncoder(nn.Sequential):
         self.eval()
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
         self.source_dir: Path | None = None
+        self.settings = EncoderSettings()  # prompts, default prompt, truncate_dim
         # Backends by (name, device, dtype), each with the weights state it was built for.
         self._backends: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, Backend]] = {}
         self._digest: tuple[tuple[WeightsKey, str], str] | None = None
@@ -58,17 +68,24 @@ class SentenceEncoder(nn.Sequential):
         device: str | torch.device | None = None,
         trust_remote_code: bool = False,
         dtype: str | torch.dtype | None = None,
+        truncate_dim: int | None = None,
     ) -> Self:
         """Load an alias, a local sentence-transformers or Hugging Face directory, or a Hub id.
 
         Weights load as fp32 whatever dtype they were stored in (`precision` picks the compute
         dtype at encode time); `dtype` ("fp16", "bf16", torch.float16, ... or "auto" for the
         stored one) keeps the weights in another dtype, as sentence-transformers' model_kwargs do.
+        Prompts, the default prompt and truncate_dim come from config_sentence_transformers.json;
+        `truncate_dim` here overrides the saved one.
         """
         root = resolve_model_dir(name_or_path)
         modules = load_modules(root, trust_remote_code=trust_remote_code, dtype=dtype)
         model = cls(modules, device=device)
         model.source_dir = root
+        model.settings = read_settings(root)
+        model.settings.truncate_dim = check_truncate_dim(
+            model.settings.truncate_dim if truncate_dim is None else truncate_dim, model.chain_dimension
+        )
         model._loaded_key = model.weights_key()
         return model
 
@@ -117,7 +134,12 @@ class SentenceEncoder(nn.Sequential):
 
     @property
     def embedding_dimension(self) -> int:
-        """Size of the sentence vector."""
+        """Size of the sentence vector encode returns (truncate_dim when the model has one)."""
+        return self.settings.truncate_dim or self.chain_dimension
+
+    @property
+    def chain_dimension(self) -> int:
+        """Size of the vector the module chain produces, before any truncation."""
         dim = self.transformer.embedding_dimension
         for module in self.chain():
             # Pooling, CNNHead and NGramCNN change the width; Normalize keeps it.
@@ -153,6 +175,9 @@ class SentenceEncoder(nn.Sequential):
         long_text: LongText = ...,
         precision: str = ...,
         devices: Sequence[str] | None = ...,
+        prompt_name: str | None = ...,
+        prompt: str | None = ...,
+        truncate_dim: int | None = ...,
     ) -> np.ndarray: ...
     @overload
     def encode(
@@ -170,6 +195,9 @@ class SentenceEncoder(nn.Sequential):
         long_text: LongText = ...,
         precision: str = ...,
         devices: Sequence[str] | None = ...,
+        prompt_name: str | None = ...,
+        prompt: str | None = ...,
+        truncate_dim: int | None = ...,
     ) -> torch.Tensor: ...
 
     def encode(
@@ -186,6 +214,9 @@ class SentenceEncoder(nn.Sequential):
         long_text: LongText = "truncate",
         precision: str = "auto",
         devices: Sequence[str] | None = None,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        truncate_dim: int | None = None,
     ) -> np.ndarray | torch.Tensor:
         """Embed sentences: float32 (n, dim) for a list, (dim,) for a single string.
 
@@ -195,33 +226,62 @@ class SentenceEncoder(nn.Sequential):
         onnx or onnx-int8. `precision`: auto (bf16/fp16 on CUDA, fp32 elsewhere), fp32, bf16,
         fp16. `devices=["cuda:0", "cuda:1"]` runs one worker process per device.
         `long_text="chunk"` embeds inputs beyond max_seq_length as the mean of overlapping windows.
+        `prompt_name` (one of the model's prompts) or `prompt` (any text) goes in front of every
+        input; the model's default prompt applies when neither is given. `truncate_dim` keeps the
+        leading dimensions (the model's own truncate_dim by default); `normalize` applies after it.
         """
         texts, single = check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
+        width = check_truncate_dim(truncate_dim, self.chain_dimension) or self.settings.truncate_dim
+        prefix = self.settings.prompt_text(prompt_name, prompt) or ""
         if device is not None:
             self.to(resolve_device(device))
         if devices:
             from sbert.encoding.multi_device import encode_on_devices
 
             options = {"batch_size": batch_size, "batch_tokens": batch_tokens, "on_truncation": on_truncation,
-                       "backend": backend, "long_text": long_text, "precision": precision}  # fmt: skip
+                       "backend": backend, "long_text": long_text, "precision": precision, "prompt": prefix,
+                       "truncate_dim": self.chain_dimension}  # fmt: skip
             out = torch.from_numpy(encode_on_devices(self, texts, list(devices), options, show_progress))
         else:
-            engine = self.backend(backend, precision)
-            ids, owners = self._token_rows(texts, on_truncation, long_text)
-            was_training = self.training
-            self.eval()
-            try:
-                buffer = embed_rows(engine, ids, self.embedding_dimension, batch_size, batch_tokens, show_progress)
-            finally:
-                self.train(was_training)
-            out = long_text_policy.merge(
-                torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized()
+            rows = [prefix + t for t in texts] if prefix else texts
+            out = self._embed(
+                rows, prefix, batch_size, batch_tokens, show_progress, on_truncation, long_text, backend, precision
             )
+        out = out[..., :width] if width else out
         if normalize:
             out = l2_normalize(out)
         result = out[0] if single else out
         return result.numpy() if convert_to == "numpy" else result
+
+    def encode_query(self, sentences: str | Iterable[str], **options: Any) -> Any:
+        """`encode` with the model's query prompt ("query"), when it has one."""
+        options.setdefault("prompt_name", self.settings.first_prompt(QUERY_PROMPTS))
+        return self.encode(sentences, **options)
+
+    def encode_document(self, sentences: str | Iterable[str], **options: Any) -> Any:
+        """`encode` with the model's document prompt ("document", "passage" or "corpus"), when it has one."""
+        options.setdefault("prompt_name", self.settings.first_prompt(DOCUMENT_PROMPTS))
+        return self.encode(sentences, **options)
+
+    def _embed(
+        self, texts: list[str], prefix: str, batch_size: int | None, batch_tokens: int | None,
+        show_progress: bool | None, on_truncation: OnTruncation, long_text: LongText, backend: str, precision: str,
+    ) -> torch.Tensor:  # fmt: skip
+        """The chain's vectors (n, chain_dimension) for already prefixed texts, in input order."""
+        engine = self.backend(backend, precision)
+        ids, owners = self._token_rows(texts, on_truncation, long_text)
+        was_training = self.training
+        self.eval()
+        try:
+            skip = prompt_tokens(self.transformer, prefix) if prefix and excludes_prompt(self.chain()) else 0
+            if skip:  # pooling leaves the prompt out: the plain padded path, which carries prompt_length
+                buffer = embed_without_prompt(self.chain(), self.transformer, ids, skip, batch_size, backend)
+            else:
+                buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress)
+        finally:
+            self.train(was_training)
+        return long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())
 
     def _token_rows(
         self, texts: list[str], on_truncation: OnTruncation, long_text: LongText
@@ -242,7 +302,7 @@ class SentenceEncoder(nn.Sequential):
 
     def as_chain(self) -> Chain:
         """What a backend sees of this model: its modules and facts about them."""
-        return Chain(tuple(self.chain()), self.embedding_dimension, self.device, self.weights_digest, self.source_dir)
+        return Chain(tuple(self.chain()), self.chain_dimension, self.device, self.weights_digest, self.source_dir)
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The backend `name` on the model's device in `precision`, built once per weights state.
@@ -308,7 +368,7 @@ class SentenceEncoder(nn.Sequential):
                 module.save(tmp / folder)
                 entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
             layout.write_modules(tmp, entries)
-            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config())
+            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config(), **settings_config(self.settings)})
             if extras is not None:
                 extras(tmp)
 

@@ -14,6 +14,7 @@ from sbert.losses import LOSSES
 
 _STAGE_FLAGS = (
     "epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps", "batch_tokens", "grad_accum",
+    "matryoshka",
 )  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "max_seq_length", "checkpoint_steps", "precision", "device")
 
@@ -64,6 +65,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="start a fresh head on the model's transformer: a pooling, cnn (CNN-SBERT) or ngram-cnn (IS-BERT)",
     )
     p.add_argument("--max-seq-length", type=int)
+    p.add_argument(
+        "--matryoshka",
+        metavar="DIM[:W],...",
+        help="also train every objective on these leading dimensions, e.g. 384,256,128,64 (Matryoshka loss)",
+    )
     p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--device")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")

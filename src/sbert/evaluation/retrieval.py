@@ -98,16 +98,21 @@ def corpus_vectors(
     model: Embedder, corpus: Sequence[str], batch_size: int | None, precision: str
 ) -> Iterator[np.ndarray]:
     """The corpus embedded CORPUS_CHUNK documents at a time (never all of it in memory at once)."""
+    encode = getattr(model, "encode_document", model.encode)  # the model's document prompt, if any
     for start in range(0, len(corpus), CORPUS_CHUNK):
         part = list(corpus[start : start + CORPUS_CHUNK])
-        yield model.encode(part, batch_size=batch_size, show_progress=False, precision=precision)
+        yield encode(part, batch_size=batch_size, show_progress=False, precision=precision)
 
 
 def evaluate_ir(
     model: Embedder, collection: IRCollection, batch_size: int | None = None, precision: str = "fp32"
 ) -> dict[str, float]:
-    """nDCG@10, MRR@10, MAP@100, Recall@1/10/100 and Accuracy@1/10 (x100) of exact cosine search."""
-    queries = model.encode(collection.queries, batch_size=batch_size, show_progress=False, precision=precision)
+    """nDCG@10, MRR@10, MAP@100, Recall@1/10/100 and Accuracy@1/10 (x100) of exact cosine search.
+
+    Queries and documents are encoded with the model's query and document prompts when it has them.
+    """
+    encode = getattr(model, "encode_query", model.encode)
+    queries = encode(collection.queries, batch_size=batch_size, show_progress=False, precision=precision)
     scores, rows = search(queries, corpus_vectors(model, collection.corpus, batch_size, precision))
     hits = ranked_ids(scores, rows, collection.corpus_ids)
     return ir_metrics(hits, [collection.qrels[q] for q in collection.query_ids])

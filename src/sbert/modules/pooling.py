@@ -21,6 +21,14 @@ def mean_pool(tokens: Tensor, mask: Tensor) -> Tensor:
     return summed / counts
 
 
+def without_prompt(mask: Tensor, prompt_length: int) -> Tensor:
+    """The mask with each row's first `prompt_length` real tokens off (after any left padding)."""
+    # mask: (B, T) -> (B, T); a copy, so the caller's mask is untouched
+    start = mask.to(torch.int32).argmax(dim=1, keepdim=True)  # first real token of each row
+    positions = torch.arange(mask.shape[1], device=mask.device).unsqueeze(0)
+    return mask.masked_fill(positions < start + prompt_length, 0)
+
+
 def max_pool(tokens: Tensor, mask: Tensor) -> Tensor:
     """Element-wise max over the non-padding token vectors."""
     # tokens: (B, T, H); mask: (B, T) -> (B, H)
@@ -50,8 +58,10 @@ class Pooling(Module):
 
     module_type = "sentence_transformers.models.Pooling"
 
-    def __init__(self, embedding_dimension: int, mode: str | list[str] = "mean") -> None:
+    def __init__(self, embedding_dimension: int, mode: str | list[str] = "mean", include_prompt: bool = True) -> None:
         super().__init__()
+        # False: a prompt's tokens (given as features["prompt_length"]) are left out of the pooled vector.
+        self.include_prompt = include_prompt
         modes = [mode] if isinstance(mode, str) else list(mode)
         unknown = [m for m in modes if m not in POOLING_FUNCTIONS]
         if unknown or not modes:
@@ -67,6 +77,8 @@ class Pooling(Module):
     def forward(self, features: Features) -> Features:
         """Add `sentence_embedding` (B, output_dimension)."""
         tokens, mask = features["token_embeddings"], features["attention_mask"]
+        if not self.include_prompt and "prompt_length" in features:
+            mask = without_prompt(mask, int(features["prompt_length"]))
         pooled = [POOLING_FUNCTIONS[m](tokens, mask) for m in self.modes]
         features["sentence_embedding"] = pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)
         return features
@@ -77,6 +89,7 @@ class Pooling(Module):
         for mode, key in _LEGACY_KEYS.items():
             config[key] = mode in self.modes
         config["pooling_mode_mean_sqrt_len_tokens"] = False
+        config["include_prompt"] = self.include_prompt
         return config
 
     @classmethod
@@ -95,6 +108,6 @@ class Pooling(Module):
             if extra:
                 raise ModelFormatError(f"{path / cls.config_file}: unsupported pooling {extra}")
         try:
-            return cls(dim, modes or "mean")
+            return cls(dim, modes or "mean", include_prompt=bool(config.get("include_prompt", True)))
         except ValueError as e:
             raise ModelFormatError(f"{path / cls.config_file}: {e}") from None

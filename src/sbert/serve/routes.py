@@ -62,7 +62,7 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     dim = st.model.embedding_dimension
     if body.dimensions is not None and body.dimensions > dim:
         raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
-    vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate)
+    vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate, kind=body.input_type)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
     rows = np.ascontiguousarray(vectors, dtype="<f4")
@@ -99,7 +99,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
     if len(queries) * body.top_k > MAX_SEARCH_HITS:
         raise ApiError(413, f"{len(queries)} queries x top_k {body.top_k} is over {MAX_SEARCH_HITS:,} hits; "
                        "send fewer queries or a smaller top_k", "too_many_hits")  # fmt: skip
-    vectors, _, _ = await st.embed(queries, request, "query")
+    vectors, _, _ = await st.embed(queries, request, "query", kind="query")
     index = st.index
 
     def lookup() -> list[list[dict[str, object]]]:

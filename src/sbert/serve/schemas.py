@@ -19,6 +19,8 @@ class EmbeddingsRequest(BaseModel):
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused
     # Not OpenAI's: false refuses inputs over the model's limit instead of truncating them (as TEI).
     truncate: StrictBool = True
+    # Not OpenAI's (as Cohere's, Voyage's): the model's query or document prompt goes in front of each input.
+    input_type: Literal["query", "document"] | None = None
 
 
 class SimilarityRequest(BaseModel):

@@ -42,8 +42,9 @@ def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str)
     def encode(texts: list[str]) -> np.ndarray:
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
         vectors = model.encode(
-            texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore"
-        )
+            texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore",
+            prompt="",  # the route already put the request's prompt in front
+        )  # fmt: skip
         if settings.max_batch_tokens is None:  # follow the engine's budget down after a GPU out-of-memory
             batcher.max_batch_tokens = group_budget(engine(), model.device)
         return vectors

@@ -67,15 +67,18 @@ class ServerState:
             raise ApiError(413, f"{chars} characters; the limit is {self.settings.max_chars}", "input_too_long")
 
     async def embed(
-        self, texts: list[str], request: Request, field: str = "input", truncate: bool = True
+        self, texts: list[str], request: Request, field: str = "input", truncate: bool = True, kind: str | None = None
     ) -> tuple[np.ndarray, int, list[int]]:
         """Vectors for `texts` through the dynamic batcher, their token count and the truncated texts.
 
         A client that hangs up while its texts wait in the queue takes them out of it. With
         `truncate=False` a text over the model's limit is refused instead (as TEI's truncate=false).
+        `kind` ("query", "document") picks the model's prompt for it; None its default prompt.
         """
         self.check_limits(texts)
         check_texts(texts, field)
+        prefix = self.model.settings.prompt_for(kind)
+        texts = [prefix + t for t in texts] if prefix else texts
         lengths, cut = await run_in_threadpool(self.count_tokens, texts)
         if cut and not truncate:
             limit = self.model.max_seq_length

@@ -37,6 +37,7 @@ class Stage:
     length_groups: int = 50  # batches per length-sorted window; 1 = plain random batches
     batch_tokens: int = 0  # > 0: batches hold this many padded tokens (all text columns) instead of batch_size examples
     grad_accum: int = 1  # batches whose gradients add up to one optimizer step
+    matryoshka: str = ""  # "384,256,128,64" (DIM[:WEIGHT],...): every objective also trained on those prefixes
 
     def validate(self) -> None:
         """Refuse settings that cannot train, before any work starts."""
@@ -58,6 +59,10 @@ class Stage:
         for name, ok in checks.items():
             if not ok:
                 raise SbertError(f"{name}={getattr(self, name)!r} is out of range")
+        if self.matryoshka:
+            from sbert.losses.matryoshka import parse_matryoshka
+
+            parse_matryoshka(self.matryoshka)
 
 
 @dataclass(frozen=True)

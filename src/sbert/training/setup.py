@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from sbert.data import Dataset, load_dataset
 from sbert.data.beir import IRCollection, read_beir, split_ir_spec
 from sbert.losses import Loss, build_loss
+from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
 from sbert.modules import Features
 from sbert.training.config import Stage
 from sbert.training.prefetch import split_features
@@ -72,6 +73,8 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
     prepared = []
     for objective, dataset in zip(stage.objectives, datasets, strict=True):
         loss = build_loss(objective.name, model.embedding_dimension, dataset, objective.options)
+        if stage.matryoshka:
+            loss = MatryoshkaLoss(loss, *parse_matryoshka(stage.matryoshka), model.embedding_dimension)
         loss.check_model(list(model))
         columns, truncated = [], 0
         for c in range(len(dataset.texts[0])):

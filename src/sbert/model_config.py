@@ -1,0 +1,85 @@
+"""config_sentence_transformers.json: versions, similarity, prompts, default prompt and truncate_dim.
+
+Prompts are read and written under the keys sentence-transformers uses (`prompts`,
+`default_prompt_name`), so a model saved with prompts by either library encodes queries the same
+way in the other. A prompt is text put in front of every input: `encode(texts, prompt_name="query")`
+embeds "query: " + text when the model's prompts map "query" to "query: ".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sbert.errors import ModelFormatError
+from sbert.layout import MODEL_CONFIG_FILE, read_json
+
+# encode_query / encode_document look for these prompt names, in this order.
+QUERY_PROMPTS = ("query",)
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+
+
+@dataclass
+class EncoderSettings:
+    """The model-level settings kept beside the modules."""
+
+    prompts: dict[str, str] = field(default_factory=dict)
+    default_prompt_name: str | None = None
+    truncate_dim: int | None = None
+
+    def prompt_text(self, prompt_name: str | None, prompt: str | None) -> str | None:
+        """The text to put in front of each input: `prompt`, else the named or default prompt, else None."""
+        if prompt is not None:
+            return prompt
+        name = prompt_name if prompt_name is not None else self.default_prompt_name
+        if name is None:
+            return None
+        if name not in self.prompts:
+            known = ", ".join(repr(n) for n in self.prompts) or "none"
+            raise ValueError(f"unknown prompt_name {name!r}; this model's prompts: {known}")
+        return self.prompts[name]
+
+    def first_prompt(self, names: tuple[str, ...]) -> str | None:
+        """The first of `names` this model has a prompt for (None: encode without a prompt)."""
+        return next((n for n in names if n in self.prompts), None)
+
+    def prompt_for(self, kind: str | None) -> str:
+        """The text before an input of this kind ("query", "document" or None): its prompt, else the default."""
+        names = {"query": QUERY_PROMPTS, "document": DOCUMENT_PROMPTS}.get(kind or "", ())
+        return self.prompt_text(self.first_prompt(names), None) or ""
+
+
+def check_truncate_dim(value: int | None, width: int) -> int | None:
+    """A positive dimension no larger than the model's, or None; a one-line ValueError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= width:
+        raise ValueError(f"truncate_dim must be an integer in [1, {width}] for this model, got {value!r}")
+    return value
+
+
+def read_settings(root: Path) -> EncoderSettings:
+    """The prompts, default prompt and truncate_dim recorded in a model folder (defaults when absent)."""
+    path = root / MODEL_CONFIG_FILE
+    if not path.is_file():
+        return EncoderSettings()
+    config: Any = read_json(path)
+    prompts = config.get("prompts") or {} if isinstance(config, dict) else None
+    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise ModelFormatError(f"{path}: prompts must map names to strings")
+    default = config.get("default_prompt_name")
+    if default is not None and default not in prompts:
+        raise ModelFormatError(f"{path}: default_prompt_name {default!r} is not among the prompts")
+    truncate = config.get("truncate_dim")
+    if truncate is not None and (not isinstance(truncate, int) or truncate <= 0):
+        raise ModelFormatError(f"{path}: truncate_dim must be a positive integer")
+    return EncoderSettings(dict(prompts), default, truncate)
+
+
+def settings_config(settings: EncoderSettings) -> dict[str, Any]:
+    """The keys these settings add to config_sentence_transformers.json."""
+    out: dict[str, Any] = {"prompts": dict(settings.prompts), "default_prompt_name": settings.default_prompt_name}
+    if settings.truncate_dim is not None:
+        out["truncate_dim"] = settings.truncate_dim
+    return out

@@ -1,0 +1,113 @@
+"""Prompts and truncate_dim as sentence-transformers stores them: same vectors in both libraries, both ways;
+the Matryoshka loss against sentence-transformers' on the same batch."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+from sbert.errors import SbertError
+from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
+from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from tests.tiny_models import CORPUS
+
+PROMPTS = {"query": "query: ", "document": "passage: "}
+QUERIES = ["how do cats sleep", "a man plays the guitar on stage", "rain tomorrow?"]
+
+
+@pytest.fixture(scope="module")
+def st_with_prompts(tmp_path_factory):
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(SentenceEncoder.load().source_dir), device="cpu", prompts=PROMPTS)
+    folder = tmp_path_factory.mktemp("st") / "m"
+    st.save(str(folder))
+    return st, folder
+
+
+def test_prompts_saved_by_sentence_transformers_give_the_same_vectors(st_with_prompts):
+    st, folder = st_with_prompts
+    model = SentenceEncoder.load(folder, device="cpu")
+    assert model.settings.prompts == PROMPTS
+    assert np.abs(model.encode_query(QUERIES) - st.encode_query(QUERIES)).max() <= 1e-5
+    assert np.abs(model.encode_document(QUERIES) - st.encode_document(QUERIES)).max() <= 1e-5
+    assert np.abs(model.encode(QUERIES, prompt="x: ") - st.encode(QUERIES, prompt="x: ")).max() <= 1e-5
+    assert np.abs(model.encode_query(QUERIES) - model.encode(QUERIES)).max() > 1e-3  # the prompt matters
+    with pytest.raises(ValueError, match=r"unknown prompt_name 'qurey'; this model's prompts: .*'query'"):
+        model.encode(QUERIES, prompt_name="qurey")
+
+
+def test_prompts_left_out_of_pooling_both_ways(st_with_prompts, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    st, folder = st_with_prompts
+    st[1].include_prompt = False
+    try:
+        st.save(str(tmp_path / "excl"))
+        model = SentenceEncoder.load(tmp_path / "excl", device="cpu")
+        assert not model[1].include_prompt
+        expected = st.encode_query(QUERIES)
+    finally:
+        st[1].include_prompt = True
+    assert np.abs(model.encode_query(QUERIES) - expected).max() <= 1e-5
+    assert np.abs(model.encode_query(QUERIES) - SentenceEncoder.load(folder).encode_query(QUERIES)).max() > 1e-3
+    model.settings.default_prompt_name = "query"
+    model.save(tmp_path / "back")
+    config = json.loads((tmp_path / "back" / "config_sentence_transformers.json").read_text())
+    assert config["prompts"] == PROMPTS and config["default_prompt_name"] == "query"
+    back = SentenceTransformer(str(tmp_path / "back"), device="cpu")
+    assert back.default_prompt_name == "query" and not back[1].include_prompt
+    assert np.abs(back.encode(QUERIES) - model.encode(QUERIES)).max() <= 1e-5  # the default prompt, both sides
+
+
+def test_truncate_dim_at_load_at_encode_and_saved(tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceEncoder.load(device="cpu", truncate_dim=64)
+    st = SentenceTransformer(str(model.source_dir), device="cpu", truncate_dim=64)
+    assert model.embedding_dimension == 64 and model.encode(QUERIES).shape == (3, 64)
+    assert np.abs(model.encode(QUERIES) - st.encode(QUERIES)).max() <= 1e-5
+    assert np.allclose(np.linalg.norm(model.encode(QUERIES, normalize=True), axis=1), 1, atol=1e-5)
+    assert model.encode(QUERIES, truncate_dim=32).shape == (3, 32)
+    model.save(tmp_path / "m")
+    assert SentenceEncoder.load(tmp_path / "m").embedding_dimension == 64
+    for bad in (0, 385, -1):
+        with pytest.raises(ValueError, match="truncate_dim must be an integer in"):
+            SentenceEncoder.load(device="cpu", truncate_dim=bad)
+
+
+def test_matryoshka_equals_sentence_transformers_on_the_same_batch():
+    from sentence_transformers.sentence_transformer import losses
+
+    torch.manual_seed(0)
+    anchors, positives = torch.randn(8, 384, requires_grad=True), torch.randn(8, 384, requires_grad=True)
+    dims, weights = parse_matryoshka("384,256,128:0.5,64")
+    ours = MatryoshkaLoss(MultipleNegativesRankingLoss(), dims, weights, 384)
+    got = ours.forward_features([{"sentence_embedding": anchors}, {"sentence_embedding": positives}], None)
+
+    class Fixed(torch.nn.Module):  # hands the fixed batch's vectors to sentence-transformers' loss
+        def forward(self, features):
+            return {"sentence_embedding": features["v"]}
+
+        def get_embedding_dimension(self):
+            return 384
+
+    fixed = Fixed()  # one instance: the reference patches its forward to cut the vectors
+    reference = losses.MatryoshkaLoss(fixed, losses.MultipleNegativesRankingLoss(fixed), list(dims), list(weights))
+    want = reference([{"v": anchors}, {"v": positives}], torch.zeros(8))
+    assert abs(float(got) - float(want)) <= 1e-5
+    with pytest.raises(SbertError, match="larger than the model's 384"):
+        MatryoshkaLoss(MultipleNegativesRankingLoss(), (512,), (1.0,), 384)
+    with pytest.raises(SbertError, match="DIM"):
+        parse_matryoshka("384,big")
+
+
+def test_serve_input_type_puts_the_prompt_first(st_with_prompts):
+    from sbert.model_config import EncoderSettings
+
+    settings = EncoderSettings(dict(PROMPTS))
+    assert settings.prompt_for("query") == "query: " and settings.prompt_for("document") == "passage: "
+    assert settings.prompt_for(None) == "" and EncoderSettings().prompt_for("query") == ""
+    assert SentenceEncoder.load(st_with_prompts[1]).encode(CORPUS[:2], prompt="").shape == (2, 384)
