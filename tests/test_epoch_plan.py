@@ -48,3 +48,26 @@ def test_warmup_then_linear_decay():
     assert all(a < b for a, b in itertools.pairwise(values[:11]))  # rising through the warm-up
     assert all(a >= b for a, b in itertools.pairwise(values[10:]))  # then falling
     assert factor(total) == 0.0
+
+
+@pytest.mark.parametrize("tokens", [0, 400])
+def test_in_batch_negative_batches_hold_no_text_twice(tokens):
+    # NLI triplets repeat each premise for every (entailed, contradicting) pair: duplicates abound.
+    from sbert.data import load_dataset
+    from sbert.training.setup import text_ids
+    from tests.conftest import SHARED_DATA
+
+    data = load_dataset(f"nli-triplets:{SHARED_DATA / 'snli'}:dev")
+    data = data.subset(list(range(2000)), "d")
+    texts = text_ids(data)
+    lengths = [len(" ".join(t).split()) for t in data.texts]
+    plain = length_grouped_batches(lengths, 32, np.random.default_rng(3), tokens=tokens)
+    assert any(len(set().union(*(texts[i] for i in b))) < sum(len(texts[i]) for i in b) for b in plain)
+    batches = length_grouped_batches(lengths, 32, np.random.default_rng(3), tokens=tokens, texts=texts)
+    assert sorted(i for b in batches for i in b) == list(range(len(data)))
+    for b in batches:
+        assert len(set().union(*(texts[i] for i in b))) == sum(len(texts[i]) for i in b)  # all distinct
+        assert (len(b) <= 32) if not tokens else (len(b) == 1 or len(b) * max(lengths[i] for i in b) <= tokens)
+    assert len(batches) <= 1.25 * len(plain)  # clashing examples wait, they do not get batches of their own
+    plan = epoch_plan([lengths], 32, 0, 0, 0, tokens=tokens, texts=[texts])
+    assert plan == epoch_plan([lengths], 32, 0, 0, 0, tokens=tokens, texts=[texts])  # a resume replays it

@@ -15,7 +15,6 @@ from sbert.data import load_dataset
 from sbert.data.beir import read_beir, split_ir_spec, write_beir
 from sbert.data.beir_build import beir_from_nli, beir_from_scored_pairs
 from sbert.data.common import DataFormatError
-from sbert.evaluation import retrieval
 from sbert.evaluation.retrieval import evaluate_ir, ir_metrics, query_metrics, search
 from sbert.training import Objective, Stage, TrainConfig, Trainer
 from tests.conftest import SHARED_DATA
@@ -64,11 +63,10 @@ def test_graded_metrics_by_hand():
     assert ir_metrics([["x"], ["a"]], [{"a": 1}, {"a": 1}])["accuracy@1"] == 50
 
 
-def test_search_over_chunks_equals_one_pass(monkeypatch):
+def test_search_over_chunks_equals_one_pass():
     rng = np.random.default_rng(0)
     queries, corpus = rng.normal(size=(2100, 8)), rng.normal(size=(700, 8))
     whole = search(queries, iter([corpus]))
-    monkeypatch.setattr(retrieval, "QUERY_BLOCK", 64)
     chunked = search(queries, iter(np.array_split(corpus, 9)))
     np.testing.assert_array_equal(whole[1], chunked[1])
     np.testing.assert_allclose(whole[0], chunked[0], atol=1e-6)

@@ -13,22 +13,15 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
-import torch
 
 from sbert.data.beir import IRCollection
 from sbert.evaluation.common import Embedder
+from sbert.search.exact import merge_top_k, no_hits, semantic_search
 
 NDCG_K, MRR_K, MAP_K = 10, 10, 100
 RECALL_K, ACCURACY_K = (1, 10, 100), (1, 10)
 DEPTH = max(NDCG_K, MRR_K, MAP_K, *RECALL_K, *ACCURACY_K)  # hits kept per query
 CORPUS_CHUNK = 50_000  # documents embedded and scored at a time: memory stays bounded
-QUERY_BLOCK = 1024  # queries scored against a chunk at once: (1024 x 50,000) fp32 scores = 200 MB
-
-
-def unit_rows(vectors: np.ndarray) -> torch.Tensor:
-    """Rows scaled to unit length (zero rows stay zero), as a float32 tensor: (n, d) -> (n, d)."""
-    rows = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
-    return rows / rows.norm(dim=1, keepdim=True).clamp(min=1e-12)
 
 
 def search(
@@ -38,24 +31,14 @@ def search(
 
     queries (q, d); each chunk (n_i, d). Returns scores and global row indices, (q, depth') each,
     best first (depth' = min(depth, corpus size)). Memory: the queries, one chunk, one block of
-    scores and the running best.
+    scores and the running best; the whole corpus is never embedded at once.
     """
-    q = unit_rows(queries)
-    best_scores = torch.empty((q.shape[0], 0))
-    best_rows = torch.empty((q.shape[0], 0), dtype=torch.long)
-    offset = 0
+    best, offset = no_hits(len(queries)), 0
     for chunk in corpus_chunks:
-        c = unit_rows(chunk)
-        k = min(depth, c.shape[0])
-        tops = [(q[start : start + QUERY_BLOCK] @ c.T).topk(k, dim=1) for start in range(0, q.shape[0], QUERY_BLOCK)]
-        if not tops:  # no queries
-            break
-        scores = torch.cat([best_scores, torch.cat([t.values for t in tops])], dim=1)
-        rows = torch.cat([best_rows, torch.cat([t.indices for t in tops]) + offset], dim=1)
-        keep = scores.topk(min(depth, scores.shape[1]), dim=1)
-        best_scores, best_rows = keep.values, rows.gather(1, keep.indices)
-        offset += c.shape[0]
-    return best_scores.numpy(), best_rows.numpy()
+        scores, rows = semantic_search(queries, chunk, depth)
+        best = merge_top_k(best, (scores, rows + offset), depth)
+        offset += len(chunk)
+    return best
 
 
 def ranked_ids(scores: np.ndarray, rows: np.ndarray, corpus_ids: Sequence[str]) -> list[list[str]]:

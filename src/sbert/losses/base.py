@@ -17,6 +17,8 @@ class Loss(nn.Module):
     needs_features: ClassVar[bool] = False
     # True for objectives that run the encoder themselves (the cached contrastive loss).
     needs_model: ClassVar[bool] = False
+    # True for objectives whose other batch rows are negatives: batches then hold no text twice.
+    in_batch_negatives: ClassVar[bool] = False
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss of one batch."""

@@ -54,6 +54,7 @@ class MatryoshkaLoss(Loss):
         self.dims, self.weights = dims, weights
         self.kinds = inner.kinds  # type: ignore[misc]
         self.needs_features = inner.needs_features  # type: ignore[misc]
+        self.in_batch_negatives = inner.in_batch_negatives  # type: ignore[misc]
 
     def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
         """Weighted sum of the inner loss on each prefix length."""

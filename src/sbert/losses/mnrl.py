@@ -25,6 +25,7 @@ class MultipleNegativesRankingLoss(Loss):
     """Pick each anchor's own positive among all candidates of the batch."""
 
     kinds = ("triplet", "pair-score", "pair-class")
+    in_batch_negatives = True
 
     def __init__(self, scale: float = 20.0) -> None:
         super().__init__()

@@ -42,16 +42,28 @@ def semantic_search(
         raise ValueError(f"top_k must be positive, got {top_k}")
     q = unit_rows(np.atleast_2d(queries))
     chunk_size = chunk_size or max(1024, _SCORE_BLOCK // max(len(q), 1))
-    best_vals = np.full((q.shape[0], 0), -np.inf, dtype=np.float32)
-    best_idx = np.zeros((q.shape[0], 0), dtype=np.int64)
+    best = no_hits(len(q))
     for start in range(0, len(corpus), chunk_size):
         chunk = unit_rows(corpus[start : start + chunk_size])
         vals, idx = _top_k_rows(q @ chunk.T, top_k)
-        merged_vals = np.concatenate([best_vals, vals], axis=1)
-        merged_idx = np.concatenate([best_idx, idx + start], axis=1)
-        best_vals, pick = _top_k_rows(merged_vals, top_k)
-        best_idx = np.take_along_axis(merged_idx, pick, axis=1)
-    return best_vals, best_idx
+        best = merge_top_k(best, (vals, idx + start), top_k)
+    return best
+
+
+def no_hits(queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """An empty (scores, indices) result for `queries` queries, to merge chunks into."""
+    return np.zeros((queries, 0), dtype=np.float32), np.zeros((queries, 0), dtype=np.int64)
+
+
+def merge_top_k(
+    best: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray], top_k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `top_k` best of two per-query (scores, indices) results, best first: (q, k1) + (q, k2) -> (q, k)."""
+    vals, idx = np.concatenate([best[0], new[0]], axis=1), np.concatenate([best[1], new[1]], axis=1)
+    if vals.shape[1] == 0:
+        return vals, idx
+    kept, pick = _top_k_rows(vals, top_k)
+    return kept, np.take_along_axis(idx, pick, axis=1)
 
 
 def paraphrase_mining(

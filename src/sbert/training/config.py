@@ -37,6 +37,7 @@ class Stage:
     length_groups: int = 50  # batches per length-sorted window; 1 = plain random batches
     batch_tokens: int = 0  # > 0: batches hold this many padded tokens (all text columns) instead of batch_size examples
     grad_accum: int = 1  # batches whose gradients add up to one optimizer step
+    allow_duplicates: bool = False  # True: in-batch-negative objectives may see a text twice in a batch
     matryoshka: str = ""  # "384,256,128,64" (DIM[:WEIGHT],...): every objective also trained on those prefixes
 
     def validate(self) -> None:

@@ -12,13 +12,19 @@ GROUP_BATCHES = 50
 
 
 def length_grouped_batches(
-    lengths: Sequence[int], batch_size: int, rng: np.random.Generator, group: int = GROUP_BATCHES, tokens: int = 0
+    lengths: Sequence[int],
+    batch_size: int,
+    rng: np.random.Generator,
+    group: int = GROUP_BATCHES,
+    tokens: int = 0,
+    texts: Sequence[frozenset[int]] | None = None,
 ) -> list[list[int]]:
     """Shuffle, sort by length inside windows of `group` batches, cut into batches, shuffle the batches.
 
     group=1 gives plain random batches. With `tokens`, a batch holds as many examples as fit that
     many padded tokens (examples x longest length), whatever `batch_size` says; `batch_size` then
-    only sets the window width.
+    only sets the window width. With `texts` (each example's text ids), no text appears twice in
+    a batch: for in-batch negatives, a duplicate would be a "negative" equal to the positive.
     """
     order = rng.permutation(len(lengths))
     window = batch_size * max(1, group)
@@ -26,8 +32,38 @@ def length_grouped_batches(
     for start in range(0, len(order), window):
         chunk = order[start : start + window]
         chunk = chunk[np.argsort([-lengths[i] for i in chunk], kind="stable")].tolist()
-        batches += _token_cuts(chunk, lengths, tokens) if tokens else _count_cuts(chunk, batch_size)
+        if texts is not None:
+            batches += _distinct_cuts(chunk, lengths, batch_size, tokens, texts)
+        else:
+            batches += _token_cuts(chunk, lengths, tokens) if tokens else _count_cuts(chunk, batch_size)
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _distinct_cuts(
+    chunk: list[int], lengths: Sequence[int], batch_size: int, tokens: int, texts: Sequence[frozenset[int]]
+) -> list[list[int]]:
+    """Batches in `chunk`'s order (longest first) where no text repeats; a clashing example waits for the next."""
+
+    def fits(batch: list[int]) -> bool:
+        if not batch:
+            return True
+        return (len(batch) + 1) * lengths[batch[0]] <= tokens if tokens else len(batch) < batch_size
+
+    batches: list[list[int]] = []
+    pending = chunk
+    while pending:  # every pass takes at least the first pending example
+        batch: list[int] = []
+        seen: set[int] = set()
+        later: list[int] = []
+        for i in pending:
+            if fits(batch) and seen.isdisjoint(texts[i]):
+                batch.append(i)
+                seen |= texts[i]
+            else:
+                later.append(i)
+        batches.append(batch)
+        pending = later
+    return batches
 
 
 def _count_cuts(chunk: list[int], batch_size: int) -> list[list[int]]:
@@ -53,13 +89,18 @@ def epoch_plan(
     epoch: int,
     group: int = GROUP_BATCHES,
     tokens: int = 0,
+    texts: Sequence[Sequence[frozenset[int]] | None] | None = None,
 ) -> list[tuple[int, list[int]]]:
     """(objective index, example indices) for every step of one epoch, objectives round-robin.
 
-    The plan depends only on (seed, stage, epoch), so a resumed run replays it exactly.
+    The plan depends only on (seed, stage, epoch), so a resumed run replays it exactly. `texts`
+    gives, per objective, each example's text ids for batches without duplicates (None: any batch).
     """
     rng = np.random.default_rng([seed, stage, epoch])
-    queues = [length_grouped_batches(lens, batch_size, rng, group, tokens) for lens in lengths]
+    keys = texts or [None] * len(lengths)
+    queues = [
+        length_grouped_batches(lens, batch_size, rng, group, tokens, k) for lens, k in zip(lengths, keys, strict=True)
+    ]
     plan: list[tuple[int, list[int]]] = []
     for step in range(max((len(q) for q in queues), default=0)):
         plan += [(obj, q[step]) for obj, q in enumerate(queues) if step < len(q)]

@@ -32,6 +32,7 @@ class Prepared:
     lengths: list[int]  # padded cost of an example: its longest column
     labels: Tensor | None
     truncated: int
+    texts: list[frozenset[int]] | None = None  # each example's text ids, for batches without duplicates
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,15 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
             truncated += len(cut)
         lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]
         labels = torch.tensor(dataset.labels, dtype=torch.float32) if dataset.labels is not None else None
-        prepared.append(Prepared(objective.name, dataset, loss, columns, lengths, labels, truncated))
+        texts = text_ids(dataset) if loss.in_batch_negatives and not stage.allow_duplicates else None
+        prepared.append(Prepared(objective.name, dataset, loss, columns, lengths, labels, truncated, texts))
     return prepared
+
+
+def text_ids(dataset: Dataset) -> list[frozenset[int]]:
+    """Each example's texts as ids (equal texts, equal ids), across all its columns."""
+    ids: dict[str, int] = {}
+    return [frozenset(ids.setdefault(t, len(ids)) for t in example) for example in dataset.texts]
 
 
 class TrainModule(nn.Module):

@@ -61,6 +61,7 @@ class Trainer:
         self.show_progress = show_progress and self.world.main
         self.global_step = 0
         self.started = time.monotonic()
+        self._plan_texts: list[list[frozenset[int]] | None] = []
 
     def run(self, resume: bool = False) -> TrainResult:
         """Train every stage; with `resume`, continue from the newest checkpoint."""
@@ -114,6 +115,7 @@ class Trainer:
         module.train()  # a loaded encoder is in eval mode: without this, training would run without dropout
         # A batch's padded cost counts every text column, so a token budget means the same for pairs and triplets.
         plan_lengths = [[n * len(p.columns) for n in p.lengths] for p in prepared]
+        self._plan_texts = [p.texts for p in prepared]  # in-batch-negative objectives: no text twice in a batch
         total = sum(len(self._steps(plan_lengths, stage, index, e)) for e in range(stage.epochs))
         total = min(total, stage.max_steps) if stage.max_steps else total
         fused = self.device.type == "cuda"
@@ -147,8 +149,9 @@ class Trainer:
 
     def _steps(self, plan_lengths: list[list[int]], stage: Stage, index: int, epoch: int) -> list[Step]:
         plan = epoch_plan(
-            plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens
-        )
+            plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens,
+            self._plan_texts,
+        )  # fmt: skip
         return [plan[i : i + stage.grad_accum] for i in range(0, len(plan), stage.grad_accum)]
 
     def _runner(self, state: StageState) -> StepRunner:
