@@ -17,6 +17,7 @@ from sbert.cli import (
     evaluate,
     export,
     index,
+    mine_negatives,
     report,
     reproduce,
     search,
@@ -29,7 +30,7 @@ from sbert.errors import SbertError, first_line
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
     encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, data,
-    demo,
+    mine_negatives, demo,
 )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
 from sbert.data.nli import read_nli, read_nli_triplets
 from sbert.data.pairs import read_sick, read_sts_dir, read_stsb
 from sbert.data.scores import parse_options
-from sbert.data.text import read_text, read_triplets
+from sbert.data.text import read_pairs, read_text, read_triplets
 from sbert.data.topics import read_topic_pairs
 
 Reader = Callable[[Path, bool], Dataset]
@@ -21,6 +21,7 @@ READERS: dict[str, Reader] = {
     "nli": read_nli,
     "nli-triplets": read_nli_triplets,
     "triplets": read_triplets,
+    "pairs": read_pairs,
     "text": read_text,
 }
 

@@ -10,8 +10,9 @@ from typing import BinaryIO, Literal
 from sbert.errors import SbertError
 
 # pair-score: (s1, s2) with a similarity in [0, 1]; pair-class: (s1, s2) with a class id;
-# triplet: (anchor, positive, negative); text: single sentences (unsupervised objectives).
-Kind = Literal["pair-score", "pair-class", "triplet", "text"]
+# triplet: (anchor, positive, negative[s]); pair: (anchor, positive) with no label; text: single
+# sentences (unsupervised objectives).
+Kind = Literal["pair-score", "pair-class", "pair", "triplet", "text"]
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from sbert.data.common import Dataset, LineChecker, read_lines, require
 
-_TRIPLET_KEYS = ("anchor", "positive", "negative")
-
 
 def read_text(path: Path, skip_bad: bool = False) -> Dataset:
     """One sentence per line (UTF-8); blank lines are skipped."""
@@ -17,23 +15,54 @@ def read_text(path: Path, skip_bad: bool = False) -> Dataset:
 
 
 def read_triplets(path: Path, skip_bad: bool = False) -> Dataset:
-    """Triplets as tsv (anchor, positive, negative) or jsonl with those three keys."""
+    """Triplets as tsv (anchor, positive, negative) or jsonl with those keys.
+
+    jsonl rows may carry several negatives instead (`negative_1` .. `negative_k`, as
+    `sbert mine-negatives --n-tuple` writes them): every row then needs the same k.
+    """
     check = LineChecker(skip_bad)
     jsonl = path.suffix in {".jsonl", ".json"}
     texts: list[tuple[str, ...]] = []
     for line_no, line in read_lines(path):
         if not line.strip():
             continue
-        if jsonl:
-            try:
-                row = json.loads(line)
-                texts.append(tuple(str(row[k]) for k in _TRIPLET_KEYS))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                check.bad(path, line_no, "expected JSON with anchor, positive, negative")
-            continue
-        cols = line.split("\t")
-        if len(cols) != 3:
-            check.bad(path, line_no, f"expected 3 tab-separated columns, found {len(cols)}")
-            continue
-        texts.append(tuple(cols))
+        row = _json_tuple(line) if jsonl else tuple(line.split("\t"))
+        if row is None or len(row) < 3 or (not jsonl and len(row) != 3):
+            what = "JSON with anchor, positive, negative (or negative_1..k)" if jsonl else "3 tab-separated columns"
+            check.bad(path, line_no, f"expected {what}")
+        elif texts and len(row) != len(texts[0]):
+            check.bad(path, line_no, f"{len(row) - 2} negatives where the first row has {len(texts[0]) - 2}")
+        else:
+            texts.append(row)
     return require(Dataset(f"triplets:{path}", "triplet", texts, None, skipped=check.skipped))
+
+
+def read_pairs(path: Path, skip_bad: bool = False) -> Dataset:
+    """(anchor, positive) pairs: tsv with two columns, or jsonl with anchor and positive."""
+    check = LineChecker(skip_bad)
+    jsonl = path.suffix in {".jsonl", ".json"}
+    texts: list[tuple[str, ...]] = []
+    for line_no, line in read_lines(path):
+        if not line.strip():
+            continue
+        row = _json_tuple(line, with_negatives=False) if jsonl else tuple(line.split("\t"))
+        if row is None or len(row) != 2:
+            check.bad(
+                path, line_no, "expected JSON with anchor and positive" if jsonl else "expected 2 tab-separated columns"
+            )
+            continue
+        texts.append(row)
+    return require(Dataset(f"pairs:{path}", "pair", texts, None, skipped=check.skipped))
+
+
+def _json_tuple(line: str, with_negatives: bool = True) -> tuple[str, ...] | None:
+    """anchor, positive and the negatives of a JSON row, in order; None when malformed."""
+    try:
+        row = json.loads(line)
+        out = [row["anchor"], row["positive"]]
+        if with_negatives:
+            numbered = [row[f"negative_{k}"] for k in range(1, len(row)) if f"negative_{k}" in row]
+            out += [row["negative"]] if "negative" in row else numbered
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+    return tuple(out) if all(isinstance(t, str) for t in out) else None

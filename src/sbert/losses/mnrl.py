@@ -24,7 +24,7 @@ def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
 class MultipleNegativesRankingLoss(Loss):
     """Pick each anchor's own positive among all candidates of the batch."""
 
-    kinds = ("triplet", "pair-score", "pair-class")
+    kinds = ("triplet", "pair", "pair-score", "pair-class")
     in_batch_negatives = True
 
     def __init__(self, scale: float = 20.0) -> None:
