@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="transfer tasks: SentEval's (raw vectors, C in 2^-2..2^3, 10 inner folds) or standardised features",
     )  # fmt: skip
     p.add_argument("--name", help="the model's name in tables (default: --model)")
+    p.add_argument("--dims", help="also score each task at these leading dimensions, e.g. 256,128,64 (Matryoshka)")
     add_model_args(p)
     p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
     p.set_defaults(run=run)
@@ -43,17 +44,20 @@ def run(args: argparse.Namespace) -> int:
     """Read every task first (bad input fails before encoding), then score each."""
     from sbert.baselines import load_baseline
     from sbert.evaluation.report import write_results
-    from sbert.evaluation.tasks import load_tasks, run_task
+    from sbert.evaluation.tasks import load_tasks, run_task, scores_by_dimension
 
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise SbertError(f"{args.output}: exists and is not a folder")
     tasks = [task for spec in args.task for task in load_tasks(spec)]
+    dims = parse_dims(args.dims) if args.dims else []
     model = load_baseline(args.model, args.device) or load_model(args)
     run_record: dict = {"model": args.name or args.model, "tasks": {}}
     plots = []
     for task in tasks:
         outcome = run_task(model, task, args.batch_size, args.seed, args.transfer_protocol)
         s = outcome.scores
+        if dims:
+            s["dims"] = scores_by_dimension(model, task, dims, args.batch_size)
         run_record["tasks"][task.spec] = s
         print(f"{task.spec}: {s['metric']} {s['headline']:.2f} ({s['size']} examples, "
               f"{s['sentences']} sentences, {s['seconds']:.1f} s)")  # fmt: skip
@@ -76,3 +80,11 @@ def _plots(folder: Path, record: dict, sts: list) -> None:
         bars([record], folder / "scores.png")
     except SbertError as e:  # matplotlib missing: the tables are written, the pictures are not
         print(f"sbert eval: plots skipped: {e}", file=sys.stderr)
+
+
+def parse_dims(text: str) -> list[int]:
+    """`"256,128,64"` -> [256, 128, 64], or a one-line error."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SbertError(f"--dims {text!r}: expected comma-separated integers, e.g. 256,128,64") from None

@@ -68,6 +68,7 @@ def details(scores: dict[str, Any]) -> str:
     """What the headline leaves out: MRPC's F1, the spread over folds, the chosen C, retrieval's other metrics."""
     extra = ("mrr@10", "map@100", "recall@10", "recall@100")
     parts = [f"{name} {scores[name]:.2f}" for name in extra if name in scores]
+    parts += [f"@{dim} dims {value:.2f}" for dim, value in scores.get("dims", {}).items()]
     if "f1" in scores:
         parts.append(f"F1 {scores['f1']:.2f}")
     if "accuracy_std" in scores:

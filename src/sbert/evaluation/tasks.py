@@ -129,3 +129,20 @@ def run_task(
     outcome.scores.update(headline=outcome.scores[metric], metric=metric, column=task.column, size=size,
                           sentences=task.sentences(), seconds=round(time.monotonic() - started, 2))  # fmt: skip
     return outcome
+
+
+def scores_by_dimension(model: Any, task: Task, dims: list[int], batch_size: int | None = None) -> dict[int, float]:
+    """The task's headline with the vectors cut to each of `dims` leading dimensions (Matryoshka models)."""
+    settings = getattr(model, "settings", None)
+    if settings is None:
+        raise DataFormatError("--dims needs a SentenceEncoder (baselines have no leading dimensions to keep)")
+    kept, out = settings.truncate_dim, {}
+    try:
+        for dim in dims:
+            if not 0 < dim <= model.chain_dimension:
+                raise DataFormatError(f"--dims {dim}: must be in [1, {model.chain_dimension}] for this model")
+            settings.truncate_dim = dim
+            out[dim] = float(run_task(model, task, batch_size).scores["headline"])
+    finally:
+        settings.truncate_dim = kept
+    return out
