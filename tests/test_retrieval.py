@@ -121,13 +121,13 @@ def test_data_command_writes_a_collection_eval_scores(tmp_path):
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert (out / "qrels" / "test.tsv").is_file()  # the earlier collection is intact
-    scored = subprocess.run(
-        [*sbert, "eval", "-t", f"ir:{out}", "-o", str(tmp_path / "r")], capture_output=True, text=True
-    )
+    scored = subprocess.run([*sbert, "eval", "-t", f"ir:{out}", "-o", str(tmp_path / "r"), "--dims", "384,32"],
+                            capture_output=True, text=True)  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     scores = next(iter(results["tasks"].values()))
     assert scores["metric"] == "ndcg@10" and 50 < scores["headline"] <= 100
+    assert scores["dims"]["384"] == scores["headline"] and scores["dims"]["32"] < scores["headline"]
 
 
 def test_training_keeps_the_best_model_by_ndcg(tiny_dirs, tmp_path, snli_ir):
