@@ -111,3 +111,19 @@ def test_serve_input_type_puts_the_prompt_first(st_with_prompts):
     assert settings.prompt_for("query") == "query: " and settings.prompt_for("document") == "passage: "
     assert settings.prompt_for(None) == "" and EncoderSettings().prompt_for("query") == ""
     assert SentenceEncoder.load(st_with_prompts[1]).encode(CORPUS[:2], prompt="").shape == (2, 384)
+
+
+def test_objectives_put_a_prompt_on_each_column(st_with_prompts):
+    from sbert.data.common import Dataset
+    from sbert.training import Objective, Stage
+    from sbert.training.setup import prepare_objectives
+
+    model = SentenceEncoder.load(st_with_prompts[1], device="cpu")
+    data = Dataset("d", "pair", [("how do cats sleep", "cats sleep curled up")])
+    stage = Stage((Objective("mnrl", "d", {"prompts": "query,document"}),))
+    prepared = prepare_objectives(model, stage, [data])[0]
+    tokenizer = model.transformer.tokenizer
+    assert tokenizer.decode(prepared.columns[0][0], skip_special_tokens=True).startswith("query :")
+    assert tokenizer.decode(prepared.columns[1][0], skip_special_tokens=True).startswith("passage :")
+    with pytest.raises(ValueError, match="unknown prompt_name 'answer'"):
+        prepare_objectives(model, Stage((Objective("mnrl", "d", {"prompts": "query,answer"}),)), [data])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -57,7 +57,7 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
     for stage in stages:
         train = [load(o.train) for o in stage.objectives]
         for objective, dataset in zip(stage.objectives, train, strict=True):
-            build_loss(objective.name, 8, dataset, objective.options)  # raises on a mismatch
+            build_loss(objective.name, 8, dataset, loss_options(objective.options)[0])  # raises on a mismatch
         loaded.append(StageData(train, load_dev(stage.dev, load) if stage.dev else None))
     return loaded
 
@@ -73,13 +73,15 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
     """Build each objective's loss and tokenize its data once for all epochs."""
     prepared = []
     for objective, dataset in zip(stage.objectives, datasets, strict=True):
-        loss = build_loss(objective.name, model.embedding_dimension, dataset, objective.options)
+        options, prompt_names = loss_options(objective.options)
+        loss = build_loss(objective.name, model.chain_dimension, dataset, options)
         if stage.matryoshka:
-            loss = MatryoshkaLoss(loss, *parse_matryoshka(stage.matryoshka), model.embedding_dimension)
+            loss = MatryoshkaLoss(loss, *parse_matryoshka(stage.matryoshka), model.chain_dimension)
         loss.check_model(list(model))
         columns, truncated = [], 0
-        for c in range(len(dataset.texts[0])):
-            ids, cut = model.transformer.token_ids(dataset.column(c))
+        for c, prefix in enumerate(column_prompts(model, prompt_names, len(dataset.texts[0]))):
+            column = dataset.column(c)
+            ids, cut = model.transformer.token_ids([prefix + t for t in column] if prefix else column)
             columns.append(ids)
             truncated += len(cut)
         lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]
@@ -87,6 +89,25 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
         texts = text_ids(dataset) if loss.in_batch_negatives and not stage.allow_duplicates else None
         prepared.append(Prepared(objective.name, dataset, loss, columns, lengths, labels, truncated, texts))
     return prepared
+
+
+def loss_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """An objective's options for its loss, and its `prompts` option split into per-column prompt names."""
+    rest = dict(options)
+    names = rest.pop("prompts", None)
+    return rest, [] if names is None else [n.strip() for n in str(names).split(",")]
+
+
+def column_prompts(model: SentenceEncoder, names: list[str], columns: int) -> list[str]:
+    """The text in front of each column: the model's prompt of that name ("" for an empty name or none).
+
+    `--option prompts=query,document` puts the model's query prompt before the anchors and its
+    document prompt before the other columns (the last name repeats).
+    """
+    if not names:
+        return [""] * columns
+    named = [names[min(c, len(names) - 1)] for c in range(columns)]
+    return [model.settings.prompt_text(n, None) or "" if n else "" for n in named]
 
 
 def text_ids(dataset: Dataset) -> list[frozenset[int]]:
