@@ -11,7 +11,6 @@ from sbert import SentenceEncoder
 from sbert.errors import SbertError
 from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
-from tests.tiny_models import CORPUS
 
 PROMPTS = {"query": "query: ", "document": "passage: "}
 QUERIES = ["how do cats sleep", "a man plays the guitar on stage", "rain tomorrow?"]
@@ -104,13 +103,28 @@ def test_matryoshka_equals_sentence_transformers_on_the_same_batch():
         parse_matryoshka("384,big")
 
 
-def test_serve_input_type_puts_the_prompt_first(st_with_prompts):
-    from sbert.model_config import EncoderSettings
+def test_serve_input_type_puts_the_prompt_first(st_with_prompts, tmp_path):
+    import httpx
 
-    settings = EncoderSettings(dict(PROMPTS))
-    assert settings.prompt_for("query") == "query: " and settings.prompt_for("document") == "passage: "
-    assert settings.prompt_for(None) == "" and EncoderSettings().prompt_for("query") == ""
-    assert SentenceEncoder.load(st_with_prompts[1]).encode(CORPUS[:2], prompt="").shape == (2, 384)
+    from tests.serve_helpers import start_server
+
+    model = SentenceEncoder.load(st_with_prompts[1], device="cpu")
+    server = start_server(tmp_path, "--model", str(st_with_prompts[1]))
+    try:
+
+        def embed(**extra: object) -> httpx.Response:
+            body = {"input": QUERIES, "model": st_with_prompts[1].name, "encoding_format": "float", **extra}
+            return httpx.post(server.url + "/v1/embeddings", json=body, timeout=60)
+
+        for kind, want in (("query", model.encode_query(QUERIES)), ("document", model.encode_document(QUERIES))):
+            got = np.array([d["embedding"] for d in embed(input_type=kind).json()["data"]])
+            assert np.abs(got - want).max() <= 1e-5, kind
+        plain = np.array([d["embedding"] for d in embed().json()["data"]])
+        assert np.abs(plain - model.encode(QUERIES)).max() <= 1e-5  # no default prompt: none
+        bad = embed(input_type="passage")
+        assert bad.status_code == 422 and "input_type" in bad.text
+    finally:
+        assert server.stop()
 
 
 def test_objectives_put_a_prompt_on_each_column(st_with_prompts):
