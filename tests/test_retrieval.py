@@ -101,6 +101,9 @@ def test_bad_beir_files_name_file_and_line(snli_ir, tmp_path, caplog):
     assert sum("1 judgement(s) name a query or document" in r.getMessage() for r in caplog.records) == 1
     with pytest.raises(DataFormatError, match="lacks"):
         read_beir(folder, strict=True)
+    strict = subprocess.run([sys.executable, "-m", "sbert.cli.main", "eval", "-t", f"ir:{folder}", "--strict"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert strict.returncode == 2 and "1 judgement(s) name a query or document" in strict.stderr
     (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "ok"}\n{"_id": "d2"\n')
     with pytest.raises(DataFormatError, match=r"corpus.jsonl:2: expected a JSON object"):
         read_beir(folder)

@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="transfer tasks: SentEval's (raw vectors, C in 2^-2..2^3, 10 inner folds) or standardised features",
     )  # fmt: skip
     p.add_argument("--name", help="the model's name in tables (default: --model)")
+    p.add_argument("--strict", action="store_true", help="ir: qrels naming unknown queries or documents are an error")
     p.add_argument("--dims", help="also score each task at these leading dimensions, e.g. 256,128,64 (Matryoshka)")
     add_model_args(p)
     p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise SbertError(f"{args.output}: exists and is not a folder")
-    tasks = [task for spec in args.task for task in load_tasks(spec)]
+    tasks = [task for spec in args.task for task in load_tasks(spec, args.strict)]
     dims = parse_dims(args.dims) if args.dims else []
     model = load_baseline(args.model, args.device) or load_model(args)
     run_record: dict = {"model": args.name or args.model, "tasks": {}}

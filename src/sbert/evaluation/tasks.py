@@ -46,15 +46,18 @@ class Task:
         return len(self.dataset) * len(self.dataset.texts[0])
 
 
-def load_tasks(spec: str) -> list[Task]:
-    """The tasks a spec names (transfer:DIR may hold several); bad input names the file and line."""
+def load_tasks(spec: str, strict: bool = False) -> list[Task]:
+    """The tasks a spec names (transfer:DIR may hold several); bad input names the file and line.
+
+    `strict`: a retrieval collection's qrels naming unknown queries or documents is an error.
+    """
     fmt, sep, path = spec.partition(":")
     if not sep or not path:
         raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(TASK_FORMATS)}")
     if fmt == "transfer":
         return [Task(f"{spec}#{t.name}", t.name, transfer=t) for t in read_transfer_dir(Path(path).expanduser())]
     if fmt == "ir":
-        collection = read_beir(*split_ir_spec(path))
+        collection = read_beir(*split_ir_spec(path), strict=strict)
         return [Task(spec, f"ir:{collection.name}", retrieval=collection)]
     if fmt in TRANSFER_FORMATS:
         return [Task(spec, TRANSFER_FORMATS[fmt], transfer=read_task(TRANSFER_FORMATS[fmt], Path(path).expanduser()))]
