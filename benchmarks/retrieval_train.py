@@ -57,9 +57,9 @@ def training_sets(model: SentenceEncoder) -> dict[str, Dataset]:
     }
 
 
-def train(data: Dataset, seed: int, out: Path, matryoshka: str = "") -> float:
-    """One MNRL epoch from the default model; returns wall seconds."""
-    stage = Stage((Objective("mnrl", "bench"),), batch_size=64, lr=2e-5, matryoshka=matryoshka)
+def train(data: Dataset, seed: int, out: Path, matryoshka: str = "", epochs: int = 1, lr: float = 2e-5) -> float:
+    """MNRL from the default model (batch 64); returns wall seconds."""
+    stage = Stage((Objective("mnrl", "bench"),), batch_size=64, lr=lr, epochs=epochs, matryoshka=matryoshka)
     config = TrainConfig(model="all-MiniLM-L6-v2", output=str(out), stages=(stage,), seed=seed, device="cpu")
     start = time.perf_counter()
     Trainer(config, show_progress=False, datasets={"bench": data}).run()
@@ -109,6 +109,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runs", nargs="+", default=["zero-shot", "in-batch", "mined", "contradiction", "matryoshka"])
     parser.add_argument("--out", type=Path, help="every run's scores as JSON")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=2e-5)
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,7 +125,7 @@ def main() -> None:
                 out = Path(tmp) / f"{name}-{seed}"
                 seconds = 0.0 if name == "zero-shot" else train(
                     sets["in-batch" if name == "matryoshka" else name], seed, out,
-                    ",".join(map(str, DIMS)) if name == "matryoshka" else "",
+                    ",".join(map(str, DIMS)) if name == "matryoshka" else "", args.epochs, args.lr,
                 )  # fmt: skip
                 dims = DIMS if name in ("in-batch", "matryoshka") else (384,)
                 row = {"run": name, "seed": seed, "seconds": seconds,
