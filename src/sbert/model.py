@@ -368,7 +368,7 @@ class SentenceEncoder(nn.Sequential):
                 module.save(tmp / folder)
                 entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
             layout.write_modules(tmp, entries)
-            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config(), **settings_config(self.settings)})
+            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config(self.settings))
             if extras is not None:
                 extras(tmp)
 
@@ -389,19 +389,3 @@ def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncati
     if policy == "error":
         raise TruncationError(message.replace("and were truncated", "(truncation refused)"))
     warnings.warn(message, stacklevel=3)
-
-
-def model_config() -> dict[str, object]:
-    """config_sentence_transformers.json: versions and the similarity function."""
-    import transformers
-
-    from sbert import __version__
-
-    return {
-        "__version__": {
-            "sbert": __version__,
-            "transformers": transformers.__version__,
-            "pytorch": torch.__version__,
-        },
-        "similarity_fn_name": "cosine",
-    }

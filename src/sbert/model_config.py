@@ -77,9 +77,19 @@ def read_settings(root: Path) -> EncoderSettings:
     return EncoderSettings(dict(prompts), default, truncate)
 
 
-def settings_config(settings: EncoderSettings) -> dict[str, Any]:
-    """The keys these settings add to config_sentence_transformers.json."""
-    out: dict[str, Any] = {"prompts": dict(settings.prompts), "default_prompt_name": settings.default_prompt_name}
+def model_config(settings: EncoderSettings) -> dict[str, Any]:
+    """config_sentence_transformers.json: versions, the similarity function and these settings."""
+    import torch
+    import transformers
+
+    from sbert import __version__
+
+    out: dict[str, Any] = {
+        "__version__": {"sbert": __version__, "transformers": transformers.__version__, "pytorch": torch.__version__},
+        "similarity_fn_name": "cosine",
+        "prompts": dict(settings.prompts),
+        "default_prompt_name": settings.default_prompt_name,
+    }
     if settings.truncate_dim is not None:
         out["truncate_dim"] = settings.truncate_dim
     return out
