@@ -30,9 +30,9 @@ from sbert.model_config import (
     QUERY_PROMPTS,
     EncoderSettings,
     check_truncate_dim,
+    model_config,
     read_settings,
-    settings_config,
-)  # fmt: skip
+)
 from sbert.modules import Features, Module, Normalize, Transformer, build_pooler
 from sbert.modules.normalize import l2_normalize
 from sbert.weights_state import WeightsKey, placement, weights_key
