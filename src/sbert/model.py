@@ -269,13 +269,13 @@ class SentenceEncoder(nn.Sequential):
         show_progress: bool | None, on_truncation: OnTruncation, long_text: LongText, backend: str, precision: str,
     ) -> torch.Tensor:  # fmt: skip
         """The chain's vectors (n, chain_dimension) for already prefixed texts, in input order."""
-        engine = self.backend(backend, precision)
+        skip = prompt_tokens(self.transformer, prefix) if prefix and excludes_prompt(self.chain()) else 0
+        engine = None if skip else self.backend(backend, precision)
         ids, owners = self._token_rows(texts, on_truncation, long_text)
         was_training = self.training
         self.eval()
         try:
-            skip = prompt_tokens(self.transformer, prefix) if prefix and excludes_prompt(self.chain()) else 0
-            if skip:  # pooling leaves the prompt out: the plain padded path, which carries prompt_length
+            if engine is None:  # pooling leaves the prompt out: the plain padded path, which carries prompt_length
                 buffer = embed_without_prompt(self.chain(), self.transformer, ids, skip, batch_size, backend)
             else:
                 buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress)
