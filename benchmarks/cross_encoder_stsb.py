@@ -19,7 +19,7 @@ from sbert import SentenceEncoder
 from sbert.baselines.cross_encoder import CrossEncoder
 from sbert.data import load_dataset
 from sbert.evaluation.sts import cross_scores, evaluate_sts
-from sbert.reproduce.cross_encoder_fit import fit_cross_encoder
+from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -31,8 +31,8 @@ def main() -> None:
     args = parser.parse_args()
     train = load_dataset(f"stsb:{STS_DIR / 'sts-train.csv'}")
     test = load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}")
-    cross = CrossEncoder.from_transformer(MODEL, max_seq_length=128)
-    seconds = fit_cross_encoder(cross, train, epochs=1, batch_size=16, lr=2e-5, seed=args.seed)
+    cross = CrossEncoder.new(MODEL, max_seq_length=128)
+    seconds = fit_cross_encoder(cross, train, CrossFitSettings(batch_size=16, lr=2e-5, seed=args.seed))
     if args.save:
         cross.save(args.save)
     score = cross_scores(cross, test)[0]["spearman"]

@@ -37,7 +37,7 @@ def main() -> None:
     sentences = distinct_real_sentences()[: args.n]
     pairs_total = args.n * (args.n - 1) // 2
 
-    cross = CrossEncoder.from_transformer(MODEL, max_seq_length=128)
+    cross = CrossEncoder.new(MODEL, max_seq_length=128)
     rng = np.random.default_rng(0)
     picks = rng.integers(0, args.n, size=(args.sample, 2))
     sample = [(sentences[i], sentences[j]) for i, j in picks if i != j]

@@ -213,14 +213,14 @@ def test_cross_encoder_trains_saves_loads_and_scores_sts(tiny_dirs, tmp_path):
     from sbert.baselines import load_baseline
     from sbert.baselines.cross_encoder import CrossEncoder
     from sbert.data import load_dataset
-    from sbert.reproduce.cross_encoder_fit import fit_cross_encoder
+    from sbert.training.cross_encoder import fit_cross_encoder
 
     lines = (SHARED_DATA / "stsbenchmark" / "sts-train.csv").read_text(encoding="utf-8").splitlines()[:64]
     (tmp_path / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     data = load_dataset(f"stsb:{tmp_path / 'train.csv'}")
-    model = CrossEncoder.from_transformer(tiny_dirs["bert"])
+    model = CrossEncoder.new(tiny_dirs["bert"])
     before = model.predict(data.texts[:8])
-    fit_cross_encoder(model, data, epochs=1, batch_size=16)
+    fit_cross_encoder(model, data)
     after = model.predict(data.texts[:8])
     assert after.shape == (8,) and ((after >= 0) & (after <= 1)).all() and not np.allclose(before, after)
     model.save(tmp_path / "cross")
@@ -229,7 +229,7 @@ def test_cross_encoder_trains_saves_loads_and_scores_sts(tiny_dirs, tmp_path):
     (task,) = load_tasks(f"stsb:{tmp_path / 'train.csv'}")
     scores = run_task(loaded, task).scores
     assert -100 <= scores["spearman"] <= 100 and scores["size"] == 64
-    with pytest.raises(ModelFormatError, match="no cross_encoder_head"):
+    with pytest.raises(ModelFormatError, match="not a cross-encoder"):
         load_baseline(f"cross:{tiny_dirs['bert']}")
 
 

@@ -28,6 +28,9 @@ ONNX_BATCH_TOKENS = 512
 # on direction (cosine to the torch vector), the STS benchmark check lives in `sbert export --check`.
 FP32_MAX_ABS_DIFF = 1e-4
 INT8_MIN_COSINE = 0.9
+# A cross-encoder's rows are one to a few logits, where a cosine only compares signs: its int8
+# guard is on the logits themselves.
+SCORE_COLUMNS, INT8_MAX_LOGIT_DIFF = 4, 0.5
 PROBES = (
     "A man is playing a guitar.",
     "Two dogs run across a snowy field while children watch from the porch.",
@@ -128,6 +131,11 @@ def check_against_torch(chain: Chain, backend: OnnxBackend) -> None:
         diff = float((torch_rows - onnx_rows).abs().max())
         if not np.isfinite(diff) or diff > FP32_MAX_ABS_DIFF:
             raise BackendError(f"{backend.path}: differs from torch by {diff:.2e} (> {FP32_MAX_ABS_DIFF})")
+        return
+    if torch_rows.shape[1] < SCORE_COLUMNS:
+        diff = float((torch_rows - onnx_rows).abs().max())
+        if not np.isfinite(diff) or diff > INT8_MAX_LOGIT_DIFF:
+            raise BackendError(f"{backend.path}: int8 logits differ from torch by {diff:.2f} (> {INT8_MAX_LOGIT_DIFF})")
         return
     cosine = float(torch.nn.functional.cosine_similarity(torch_rows, onnx_rows).min())
     if not np.isfinite(cosine) or cosine < INT8_MIN_COSINE:

@@ -8,7 +8,7 @@ import os
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -33,6 +33,7 @@ class Transformer(Module):
 
     module_type = "sentence_transformers.models.Transformer"
     config_file = TRANSFORMER_CONFIG_FILE
+    auto_class: ClassVar[Any] = AutoModel  # the Hugging Face class the weights load into
 
     def __init__(
         self,
@@ -61,18 +62,20 @@ class Transformer(Module):
         max_seq_length: int | None = None,
         trust_remote_code: bool = False,
         dtype: str | torch.dtype | None = None,
+        **config_changes: Any,
     ) -> Self:
         """Load encoder weights and tokenizer from a Hugging Face directory (safetensors preferred).
 
-        The weights load as fp32 unless `dtype` names another (see `load_dtype`).
+        The weights load as fp32 unless `dtype` names another (see `load_dtype`);
+        `config_changes` override fields of its config.json (num_labels=1 for a new head).
         """
         torch_dtype = load_dtype(dtype)
         try:
-            config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+            config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, **config_changes)
             # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
             # dtype: transformers 5 keeps the stored dtype by default ("auto"), so an fp16 file
             # would silently compute in half precision and train half-precision master weights.
-            model = AutoModel.from_pretrained(
+            model = cls.auto_class.from_pretrained(
                 path, config=config, trust_remote_code=trust_remote_code, weights_only=True, dtype=torch_dtype
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)

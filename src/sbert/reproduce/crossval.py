@@ -108,11 +108,12 @@ def score_fold(settings: CrossValSettings, data: Dataset, fold: Fold, work: Path
     started = time.monotonic()
     if settings.cross_encoder:
         from sbert.baselines.cross_encoder import CrossEncoder
-        from sbert.reproduce.cross_encoder_fit import fit_cross_encoder
+        from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
-        cross = CrossEncoder.from_transformer(settings.model, max_seq_length=settings.max_seq_length)
+        cross = CrossEncoder.new(settings.model, max_seq_length=settings.max_seq_length)
         before = cross_scores(cross, test)[0]  # an untrained regression head: near chance
-        fit_cross_encoder(cross, train, settings.epochs, settings.batch_size, settings.lr, settings.seed)
+        fit = CrossFitSettings(settings.epochs, settings.batch_size, settings.lr, settings.seed)
+        fit_cross_encoder(cross, train, fit)
         scores = cross_scores(cross, test)[0]
     else:
         before = sts_scores(_starting_model(settings), test, show_progress=False)[0]

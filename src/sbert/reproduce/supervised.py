@@ -84,14 +84,14 @@ def _cross_encoder(s: SupervisedSettings, seed: int, test: Dataset) -> tuple[flo
     from sbert.baselines.cross_encoder import CrossEncoder
     from sbert.data import load_dataset
     from sbert.evaluation.sts import cross_scores
-    from sbert.reproduce.cross_encoder_fit import fit_cross_encoder
+    from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
     train_set = load_dataset(f"stsb:{s.data / 'stsbenchmark' / 'sts-train.csv'}")
     rows = np.random.default_rng(seed).permutation(len(train_set))[: s.sts_pairs]  # the same share as the bi-encoder
-    model = CrossEncoder.from_transformer(s.model)
+    model = CrossEncoder.new(s.model)
     started = time.monotonic()
-    fit_cross_encoder(model, train_set.subset(sorted(rows.tolist()), "stsb-train-sample"), epochs=1, batch_size=BATCH,
-                      seed=seed)  # fmt: skip
+    sample = train_set.subset(sorted(rows.tolist()), "stsb-train-sample")
+    fit_cross_encoder(model, sample, CrossFitSettings(batch_size=BATCH, seed=seed))
     seconds = time.monotonic() - started
     return cross_scores(model, test)[0]["spearman"], seconds
 
