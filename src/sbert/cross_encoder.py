@@ -72,7 +72,7 @@ class CrossEncoder(nn.Module):
         """Load a cross-encoder folder (sentence-transformers' CrossEncoder layout, or any sequence classifier)."""
         root = resolve_model_dir(name_or_path)
         if (root / LEGACY_HEAD_FILE).is_file():
-            raise ModelFormatError(f"{root}: an sbert 0.1 cross-encoder baseline; retrain it (sbert train-cross-encoder)")
+            raise ModelFormatError(f"{root}: an sbert 0.1 cross-encoder baseline; retrain it (train-cross-encoder)")
         config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
         if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or []):
             raise ModelFormatError(
