@@ -36,6 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="the model's name in tables (default: --model)")
     p.add_argument("--strict", action="store_true", help="ir: qrels naming unknown queries or documents are an error")
     p.add_argument("--dims", help="also score each task at these leading dimensions, e.g. 256,128,64 (Matryoshka)")
+    p.add_argument("--reranker", help="ir: rerank each query's top hits with this cross-encoder folder")
+    p.add_argument("--rerank-top", type=int, default=100, help="ir: hits per query the reranker reorders (default 100)")
     add_model_args(p)
     p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
     p.set_defaults(run=run)
@@ -51,11 +53,22 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"{args.output}: exists and is not a folder")
     tasks = [task for spec in args.task for task in load_tasks(spec, args.strict)]
     dims = parse_dims(args.dims) if args.dims else []
+    if args.rerank_top < 1:
+        raise SbertError(f"--rerank-top must be positive, got {args.rerank_top}")
+    if args.reranker and not any(task.retrieval is not None for task in tasks):
+        raise SbertError("--reranker reorders retrieval hits: add an ir:DIR task")
     model = load_baseline(args.model, args.device) or load_model(args)
+    reranker = None
+    if args.reranker:
+        from sbert.cross_encoder import CrossEncoder
+
+        reranker = CrossEncoder.load(args.reranker, device=args.device)
     run_record: dict = {"model": args.name or args.model, "tasks": {}}
+    if reranker is not None:
+        run_record |= {"reranker": args.reranker, "rerank_top": args.rerank_top}
     plots = []
     for task in tasks:
-        outcome = run_task(model, task, args.batch_size, args.seed, args.transfer_protocol)
+        outcome = run_task(model, task, args.batch_size, args.seed, args.transfer_protocol, reranker, args.rerank_top)
         s = outcome.scores
         if dims:
             s["dims"] = scores_by_dimension(model, task, dims, args.batch_size)

@@ -17,24 +17,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", "-m", default=None, help="query model (default: the one that built the index)")
     p.add_argument("--device", default=None, help="cpu, cuda, ...")
     p.add_argument("--backend", choices=("torch", "onnx", "onnx-int8"), default="torch")
+    p.add_argument("--rerank", metavar="CROSS_ENCODER", help="rerank the top hits with this cross-encoder folder")
+    p.add_argument("--rerank-top", type=int, default=100, help="hits the cross-encoder reorders (default 100)")
     add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Open the index (checking it first), embed the queries, print the hits."""
+    """Open the index (checking it first), embed the queries, print the hits (reranked with --rerank)."""
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
 
     if args.top_k <= 0:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
+    if args.rerank and args.rerank_top < args.top_k:
+        raise ValueError(f"--rerank-top ({args.rerank_top}) must be >= --top-k ({args.top_k})")
     index = SearchIndex(args.index)
+    reranker = None
+    if args.rerank:
+        from sbert.cross_encoder import CrossEncoder
+
+        reranker = CrossEncoder.load(args.rerank, device=args.device)  # a bad folder fails before the encoder loads
     model = SentenceEncoder.load(args.model or index.info.model, device=args.device)
     index.check_model(model.weights_digest(), model.embedding_dimension)
-    hits = index.search(
-        model.encode(args.query, normalize=True, backend=args.backend, precision=args.precision), args.top_k
-    )
+    # No query prompt: `sbert index build` embeds documents without one either.
+    vectors = model.encode(args.query, normalize=True, backend=args.backend, precision=args.precision)
+    hits = index.search(vectors, args.rerank_top if reranker else args.top_k)
+    if reranker is not None:
+        hits = index.rerank(reranker, args.query, hits, args.top_k)
     for query, row in zip(args.query, hits, strict=True):
         if args.json:
             print(json.dumps({"query": query, "hits": [h.__dict__ for h in row]}, ensure_ascii=False))

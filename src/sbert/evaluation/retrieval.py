@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sbert.data.beir import IRCollection
 from sbert.evaluation.common import Embedder
 from sbert.search.exact import merge_top_k, no_hits, semantic_search
+from sbert.search.rerank import RERANK_TOP
+
+if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
 
 NDCG_K, MRR_K, MAP_K = 10, 10, 100
 RECALL_K, ACCURACY_K = (1, 10, 100), (1, 10)
@@ -88,14 +93,40 @@ def corpus_vectors(
 
 
 def evaluate_ir(
-    model: Embedder, collection: IRCollection, batch_size: int | None = None, precision: str = "fp32"
+    model: Embedder,
+    collection: IRCollection,
+    batch_size: int | None = None,
+    precision: str = "fp32",
+    reranker: CrossEncoder | None = None,
+    rerank_top: int = RERANK_TOP,
 ) -> dict[str, float]:
     """nDCG@10, MRR@10, MAP@100, Recall@1/10/100 and Accuracy@1/10 (x100) of exact cosine search.
 
     Queries and documents are encoded with the model's query and document prompts when it has them.
+    With a `reranker` (a CrossEncoder), each query's `rerank_top` best hits are reordered by its
+    scores (the rest keep their cosine order behind them): the retrieve-then-rerank pipeline.
     """
     encode = getattr(model, "encode_query", model.encode)
     queries = encode(collection.queries, batch_size=batch_size, show_progress=False, precision=precision)
     scores, rows = search(queries, corpus_vectors(model, collection.corpus, batch_size, precision))
     hits = ranked_ids(scores, rows, collection.corpus_ids)
+    if reranker is not None:
+        hits = rerank_hits(reranker, collection, hits, rerank_top, batch_size)
     return ir_metrics(hits, [collection.qrels[q] for q in collection.query_ids])
+
+
+def rerank_hits(
+    reranker: CrossEncoder, collection: IRCollection, hits: list[list[str]], top: int, batch_size: int | None
+) -> list[list[str]]:
+    """Each query's first `top` hits reordered by the cross-encoder (ties by corpus id), the rest behind."""
+    if top < 1:
+        raise ValueError(f"rerank_top must be positive, got {top}")
+    text_of = dict(zip(collection.corpus_ids, collection.corpus, strict=True))
+    pairs = [(query, text_of[doc]) for query, row in zip(collection.queries, hits, strict=True) for doc in row[:top]]
+    scores = reranker.predict(pairs, batch_size=batch_size).tolist()
+    out, start = [], 0
+    for row in hits:
+        head = sorted(zip(scores[start : start + len(row[:top])], row[:top], strict=True), key=lambda h: (-h[0], h[1]))
+        out.append([doc for _, doc in head] + row[top:])
+        start += len(row[:top])
+    return out

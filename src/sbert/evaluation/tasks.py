@@ -93,8 +93,13 @@ def run_task(
     batch_size: int | None = None,
     seed: int = 0,
     transfer_protocol: str = "senteval",
+    reranker: CrossEncoder | None = None,
+    rerank_top: int = 100,
 ) -> Outcome:
-    """Score one task; the scores carry the headline, the example count, sentences and wall time."""
+    """Score one task; the scores carry the headline, the example count, sentences and wall time.
+
+    A `reranker` (a CrossEncoder) reorders each query's top `rerank_top` hits of a retrieval task.
+    """
     from sbert.baselines.cross_encoder import CrossEncoder
     from sbert.evaluation.retrieval import evaluate_ir
     from sbert.evaluation.sts import cross_scores, sts_scores
@@ -104,13 +109,14 @@ def run_task(
     started = time.monotonic()
     outcome = Outcome({})
     if isinstance(model, CrossEncoder):
-        if task.dataset is None or task.dataset.kind != "pair-score":  # retrieve-then-rerank is not wired yet
-            raise DataFormatError(f"{task.spec}: a cross-encoder scores sentence pairs only (STS tasks)")
+        if task.dataset is None or task.dataset.kind != "pair-score":
+            raise DataFormatError(f"{task.spec}: a cross-encoder scores sentence pairs only (STS tasks); "
+                                  "to rerank retrieval, pass it as --reranker beside a bi-encoder --model")  # fmt: skip
         scores, outcome.cosine, outcome.gold = cross_scores(model, task.dataset)
         outcome.scores = dict(scores)
         metric, size = "spearman", len(task.dataset)
     elif task.retrieval is not None:
-        outcome.scores = dict(evaluate_ir(model, task.retrieval, batch_size))
+        outcome.scores = dict(evaluate_ir(model, task.retrieval, batch_size, reranker=reranker, rerank_top=rerank_top))
         metric, size = "ndcg@10", len(task.retrieval)
     elif task.transfer is not None:
         outcome.scores = dict(evaluate_transfer(model, task.transfer, seed, protocol=transfer_protocol))

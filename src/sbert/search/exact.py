@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
 
 _SCORE_BLOCK = 1 << 24
 
@@ -32,15 +38,36 @@ def _top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def semantic_search(
-    queries: np.ndarray, corpus: np.ndarray, top_k: int = 10, chunk_size: int | None = None
+    queries: np.ndarray,
+    corpus: np.ndarray,
+    top_k: int = 10,
+    chunk_size: int | None = None,
+    *,
+    reranker: CrossEncoder | None = None,
+    rerank_top: int = 100,
+    query_texts: Sequence[str] | None = None,
+    corpus_texts: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-k of each query over the corpus: (scores (q, k), indices (q, k)).
 
     The corpus is scored `chunk_size` rows at a time (default: as many as keep the score
     block near 2^24 floats, 64 MB), so memory stays bounded for any corpus size.
+    With a `reranker` (a CrossEncoder), the `rerank_top` best by cosine are scored again by it
+    on `query_texts` and `corpus_texts`, and the top-k come back with its scores.
     """
     if top_k <= 0:
         raise ValueError(f"top_k must be positive, got {top_k}")
+    if reranker is not None:
+        from sbert.search.rerank import check_rerank_top, rerank_rows
+
+        check_rerank_top(rerank_top, top_k)
+        if query_texts is None or corpus_texts is None:
+            raise ValueError("a reranker reads texts: pass query_texts and corpus_texts")
+        if len(query_texts) != len(np.atleast_2d(queries)) or len(corpus_texts) != len(corpus):
+            raise ValueError(f"query_texts/corpus_texts must match the {len(np.atleast_2d(queries))} queries "
+                             f"and {len(corpus)} corpus rows")  # fmt: skip
+        _, rows = semantic_search(queries, corpus, rerank_top, chunk_size)
+        return rerank_rows(reranker, query_texts, rows, lambda ids: [corpus_texts[i] for i in ids], top_k)
     q = unit_rows(np.atleast_2d(queries))
     chunk_size = chunk_size or max(1024, _SCORE_BLOCK // max(len(q), 1))
     best = no_hits(len(q))

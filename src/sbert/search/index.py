@@ -14,12 +14,15 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sbert import layout
 from sbert.errors import ModelFormatError, SbertError
+
+if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
 
 KINDS = ("flat", "ivf", "hnsw")
 INFO_FILE, INDEX_FILE, TEXTS_FILE = "index.json", "index.faiss", "texts.sqlite"
@@ -145,6 +148,23 @@ class SearchIndex:
         return [
             [Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
             for row_s, row_i in zip(scores, ids, strict=True)
+        ]
+
+    def rerank(
+        self, reranker: CrossEncoder, queries: Sequence[str], hits: list[list[Hit]], top_k: int
+    ) -> list[list[Hit]]:
+        """Each query's hits reordered by a cross-encoder, the best `top_k` kept, with its scores."""
+        from sbert.search.rerank import rerank_rows
+
+        width = max((len(row) for row in hits), default=0)
+        rows = np.full((len(hits), width), -1, dtype=np.int64)
+        for q, row in enumerate(hits):
+            rows[q, : len(row)] = [h.id for h in row]
+        text = {h.id: h.text for row in hits for h in row}
+        scores, kept = rerank_rows(reranker, queries, rows, lambda ids: [text[i] for i in ids], top_k)
+        return [
+            [Hit(int(i), float(s), text[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
+            for row_s, row_i in zip(scores, kept, strict=True)
         ]
 
     def texts(self, ids: Sequence[int]) -> dict[int, str]:

@@ -1,0 +1,107 @@
+"""Retrieve, then rerank: semantic_search, the IR evaluator and `sbert search`/`sbert eval` with a cross-encoder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.cli.main import main
+from sbert.cross_encoder import CrossEncoder
+from sbert.data import load_dataset
+from sbert.data.beir import read_beir, write_beir
+from sbert.data.beir_build import beir_from_nli
+from sbert.evaluation.retrieval import evaluate_ir, ranked_ids, search
+from sbert.search import semantic_search
+from tests.conftest import SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def reranker_dir(tiny_dirs, tmp_path_factory):
+    """A cross-encoder (random head on the tiny BERT): an arbitrary but fixed order, all these tests need."""
+    path = tmp_path_factory.mktemp("ce") / "reranker"
+    CrossEncoder.new(tiny_dirs["bert"]).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def snli_small(tmp_path_factory):
+    pairs = load_dataset(f"nli:{SHARED_DATA / 'snli'}:test")
+    folder = tmp_path_factory.mktemp("ir") / "snli"
+    corpus, queries, rows = beir_from_nli(pairs.subset(list(range(300)), "snli"))
+    write_beir(folder, corpus, queries, {"test": rows})
+    return folder
+
+
+def test_semantic_search_reranks_the_cosine_top(reranker_dir, tiny_dirs):
+    reranker = CrossEncoder.load(reranker_dir)
+    texts = [f"sentence number {i} about {w}" for i, w in enumerate(["cats", "dogs", "rain", "music"] * 10)]
+    queries = ["cats and dogs", "music in the rain"]
+    encoder = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    q, c = encoder.encode(queries), encoder.encode(texts)
+    scores, rows = semantic_search(q, c, top_k=3, reranker=reranker, rerank_top=10, query_texts=queries,
+                                   corpus_texts=texts)  # fmt: skip
+    _, candidates = semantic_search(q, c, top_k=10)
+    for i, query in enumerate(queries):
+        expected = reranker.predict([(query, texts[j]) for j in candidates[i]])
+        best = np.argsort(-expected, kind="stable")[:3]
+        assert rows[i].tolist() == candidates[i][best].tolist()
+        np.testing.assert_allclose(scores[i], expected[best], atol=1e-6)
+    with pytest.raises(ValueError, match="rerank_top must be an integer >= top_k"):
+        semantic_search(q, c, top_k=5, reranker=reranker, rerank_top=4, query_texts=queries, corpus_texts=texts)
+    with pytest.raises(ValueError, match="pass query_texts and corpus_texts"):
+        semantic_search(q, c, top_k=3, reranker=reranker)
+    with pytest.raises(ValueError, match="must match"):
+        semantic_search(q, c, top_k=3, reranker=reranker, query_texts=queries, corpus_texts=texts[:5])
+
+
+def test_ir_evaluator_scores_the_reranked_order(reranker_dir, snli_small):
+    encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
+    reranker = CrossEncoder.load(reranker_dir)
+    collection = read_beir(snli_small)
+    alone = evaluate_ir(encoder, collection)
+    reranked = evaluate_ir(encoder, collection, reranker=reranker, rerank_top=20)
+    # Recall@100 only sees the set of the top 100, which reranking the top 20 cannot change.
+    assert reranked["recall@100"] == pytest.approx(alone["recall@100"])
+    assert reranked["ndcg@10"] != pytest.approx(alone["ndcg@10"])  # a random head reorders: the test can fail
+    q = encoder.encode(collection.queries)
+    scores, rows = search(q, [encoder.encode(collection.corpus)])
+    hits = ranked_ids(scores, rows, collection.corpus_ids)
+    text = dict(zip(collection.corpus_ids, collection.corpus, strict=True))
+    first = reranker.predict([(collection.queries[0], text[d]) for d in hits[0][:20]])
+    order = sorted(zip(first.tolist(), hits[0][:20], strict=True), key=lambda h: (-h[0], h[1]))
+    from sbert.evaluation.retrieval import rerank_hits
+
+    assert rerank_hits(reranker, collection, hits, 20, None)[0] == [d for _, d in order] + hits[0][20:]
+
+
+def test_cli_search_and_eval_with_a_reranker(reranker_dir, tiny_dirs, snli_small, tmp_path, capsys):
+    model_dir = tmp_path / "model"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(model_dir)
+    corpus = tmp_path / "corpus.txt"
+    lines = [f"line {i} on {w}" for i, w in enumerate(["cats", "dogs", "rain", "music", "trains"] * 4)]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["index", "build", str(corpus), "--out", str(tmp_path / "idx"), "--model", str(model_dir)]) == 0
+    capsys.readouterr()
+    search_args = ["search", str(tmp_path / "idx"), "cats on trains", "-k", "3", "--json"]
+    assert main([*search_args, "--rerank", str(reranker_dir), "--rerank-top", "8"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert main([*search_args[:4], "8", "--json"]) == 0
+    top8 = [h["text"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    expected = CrossEncoder.load(reranker_dir).rank("cats on trains", top8, top_k=3, return_documents=True)
+    assert [h["text"] for h in hits] == [e["text"] for e in expected]
+    assert [h["score"] for h in hits] == pytest.approx([e["score"] for e in expected])
+    assert main([*search_args, "--rerank", str(reranker_dir), "--rerank-top", "2"]) == 2
+    assert "--rerank-top (2) must be >= --top-k (3)" in capsys.readouterr().err
+    assert main([*search_args, "--rerank", str(model_dir)]) == 2
+    assert "not a cross-encoder" in capsys.readouterr().err
+    out = tmp_path / "r"
+    assert main(["eval", "-t", f"ir:{snli_small}", "--reranker", str(reranker_dir), "--rerank-top", "10", "-o",
+                 str(out)]) == 0  # fmt: skip
+    record = json.loads((out / "results.json").read_text())
+    assert record["reranker"] == str(reranker_dir) and record["rerank_top"] == 10
+    assert main(["eval", "-t", f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}", "--reranker",
+                 str(reranker_dir)]) == 2  # fmt: skip
+    assert "add an ir:DIR task" in capsys.readouterr().err
