@@ -234,3 +234,9 @@ def test_truncated_inputs_are_named_and_can_be_refused(server):
     refused = httpx.post(server.url + "/v1/embeddings", json={**body, "truncate": False}, timeout=60)
     assert refused.status_code == 413 and refused.json()["error"]["code"] == "input_too_long"
     assert refused.json()["error"]["message"].startswith("input[1]")
+
+
+def test_rerank_without_a_reranker_is_a_404_naming_the_flag(server):
+    answer = httpx.post(server.url + "/v1/rerank", json={"query": "q", "documents": ["d"]}, timeout=30)
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "no_reranker"
+    assert "--reranker" in answer.json()["error"]["message"]

@@ -15,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     from sbert.backends import BACKENDS
 
-    p = sub.add_parser("serve", help="HTTP server: /v1/embeddings, /similarity, /search, /metrics", description=__doc__)
+    routes = "/v1/embeddings, /v1/rerank, /similarity, /search, /metrics"
+    p = sub.add_parser("serve", help=f"HTTP server: {routes}", description=__doc__)
     add_model_args(p)
     p.add_argument("--backend", choices=list(BACKENDS), default="torch", help="inference engine (default torch)")
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
@@ -31,6 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
+    p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
+    p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
     p.add_argument(
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
     )
@@ -73,7 +76,13 @@ def run(args: argparse.Namespace) -> int:
     if args.index is not None and not Path(args.index).is_dir():
         raise SbertError(f"--index {args.index}: no such folder")
     name = args.served_name or Path(str(args.model).rstrip("/")).name
-    app = build_server(settings, load_model(args), name)
+    reranker, reranker_name = None, "reranker"
+    if args.reranker:
+        from sbert.cross_encoder import CrossEncoder
+
+        reranker = CrossEncoder.load(args.reranker, device=args.device)
+        reranker_name = args.reranker_name or Path(str(args.reranker).rstrip("/")).name
+    app = build_server(settings, load_model(args), name, reranker, reranker_name)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,

@@ -34,9 +34,12 @@ def create_app(server: ServerState) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        server.batcher.start()
+        batchers = [server.batcher] + ([server.reranker.batcher] if server.reranker is not None else [])
+        for batcher in batchers:
+            batcher.start()
         yield
-        await server.batcher.stop()  # uvicorn has already let in-flight requests finish
+        for batcher in batchers:
+            await batcher.stop()  # uvicorn has already let in-flight requests finish
 
     # With a key set, the schema would tell anyone what the server offers: it is not served then.
     openapi = None if server.settings.api_key else "/openapi.json"

@@ -13,7 +13,14 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sbert.search.exact import paraphrase_mining, unit_rows
-from sbert.serve.schemas import EmbeddingsRequest, MineRequest, SearchRequest, SimilarityRequest, as_list
+from sbert.serve.schemas import (
+    EmbeddingsRequest,
+    MineRequest,
+    RerankRequest,
+    SearchRequest,
+    SimilarityRequest,
+    as_list,
+)
 from sbert.serve.state import ApiError, FastJSON, state
 
 router = APIRouter()
@@ -41,8 +48,9 @@ async def health(request: Request) -> FastJSON:
     """Liveness and what is loaded."""
     st = state(request)
     index = st.index.info.count if st.index is not None else None
+    reranker = st.reranker.model_id if st.reranker is not None else None
     return FastJSON({"status": "ok", "model": st.model_id, "dimension": st.model.embedding_dimension,
-                     "backend": st.settings.backend, "index_size": index})  # fmt: skip
+                     "backend": st.settings.backend, "index_size": index, "reranker": reranker})  # fmt: skip
 
 
 @router.get("/v1/models", dependencies=Protected)
@@ -73,6 +81,25 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     if cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
         answer["truncated"] = cut
     return FastJSON(answer)
+
+
+@router.post("/v1/rerank", dependencies=Protected)
+async def rerank(body: RerankRequest, request: Request) -> FastJSON:
+    """The documents ordered by the cross-encoder's score for the query: results with index and relevance_score."""
+    st = state(request)
+    served = st.reranker
+    if served is None:
+        raise ApiError(404, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
+    if body.model is not None and body.model != served.model_id:
+        raise ApiError(404, f"model {body.model!r} is not served here; use {served.model_id!r}", "model_not_found")
+    if body.top_n is not None and body.top_n > len(body.documents):
+        raise ApiError(422, f"top_n={body.top_n} exceeds the {len(body.documents)} documents", "invalid_top_n")
+    scores, tokens = await served.scores(st, body.query, body.documents, request)
+    order = np.argsort(-scores, kind="stable")[: body.top_n or len(scores)]
+    results = [{"index": int(i), "relevance_score": float(scores[i])}
+               | ({"document": {"text": body.documents[i]}} if body.return_documents else {})
+               for i in order]  # fmt: skip
+    return FastJSON({"model": served.model_id, "results": results, "usage": {"total_tokens": tokens}})
 
 
 def _encode(row: np.ndarray, encoding: str) -> object:

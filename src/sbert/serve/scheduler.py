@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client i
 
 @dataclass
 class _Job:
-    texts: list[str]
+    texts: list[Any]  # texts to embed, or (query, document) pairs to score
     lengths: list[int]  # tokens per text
     future: asyncio.Future[np.ndarray]
     enqueued: float = field(default_factory=time.monotonic)
@@ -45,7 +46,7 @@ class _Job:
 class DynamicBatcher:
     """Queues requests' texts; one worker encodes them in merged groups and hands each job its own rows."""
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], metrics: Metrics, max_batch_tokens: int,
+    def __init__(self, encode: Callable[[list[Any]], np.ndarray], metrics: Metrics, max_batch_tokens: int,
                  max_wait_ms: float, max_queue: int) -> None:  # fmt: skip
         self.encode, self.metrics = encode, metrics
         self.max_batch_tokens, self.max_wait, self.max_queue = max_batch_tokens, max_wait_ms / 1000, max_queue
@@ -61,7 +62,7 @@ class DynamicBatcher:
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def submit(
-        self, texts: list[str], lengths: list[int], disconnected: Callable[[], Awaitable[bool]] | None = None
+        self, texts: list[Any], lengths: list[int], disconnected: Callable[[], Awaitable[bool]] | None = None
     ) -> np.ndarray:
         """Embed `texts` (`lengths`: tokens of each) with whatever else is waiting; rows in input order.
 

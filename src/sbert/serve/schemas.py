@@ -1,4 +1,4 @@
-"""Request and response bodies: the OpenAI embeddings shapes, plus similarity, search and mining."""
+"""Request and response bodies: the OpenAI embeddings shapes, rerank, plus similarity, search and mining."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ class EmbeddingsRequest(BaseModel):
     truncate: StrictBool = True
     # Not OpenAI's (as Cohere's, Voyage's): the model's query or document prompt goes in front of each input.
     input_type: Literal["query", "document"] | None = None
+
+
+class RerankRequest(BaseModel):
+    """POST /v1/rerank, in the shape Cohere's, Jina's and TEI-compatible rerank APIs share."""
+
+    model_config = ConfigDict(extra="ignore")  # clients send fields such as max_tokens_per_doc
+    query: StrictStr
+    documents: Annotated[list[StrictStr], Field(min_length=1)]
+    model: StrictStr | None = None  # when given, it must name the served reranker
+    top_n: Annotated[StrictInt, Field(ge=1)] | None = None  # default: every document
+    return_documents: StrictBool = False
 
 
 class SimilarityRequest(BaseModel):

@@ -13,21 +13,28 @@ from sbert.serve.app import create_app
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import DynamicBatcher
 from sbert.serve.settings import ServeSettings
-from sbert.serve.state import ServerState
+from sbert.serve.state import Reranking, ServerState
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
     from sbert.backends import Backend
+    from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
 
 
 CPU_GROUP_TOKENS = 8192
 
 
-def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str) -> FastAPI:
-    """The app for `model`; the backend is built (ONNX exported) before the first request arrives."""
+def build_server(
+    settings: ServeSettings,
+    model: SentenceEncoder,
+    model_id: str,
+    reranker: CrossEncoder | None = None,
+    reranker_id: str = "reranker",
+) -> FastAPI:
+    """The app for `model` (and `reranker`); backends are built (ONNX exported) before the first request."""
     settings.validate()
     index = None
     if settings.index is not None:
@@ -53,7 +60,22 @@ def build_server(settings: ServeSettings, model: SentenceEncoder, model_id: str)
     metrics = Metrics()
     budget = settings.max_batch_tokens or group_budget(engine(), model.device)
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
-    return create_app(ServerState(settings, model, model_id, batcher, metrics, index))
+    served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
+    return create_app(ServerState(settings, model, model_id, batcher, metrics, index, reranker=served))
+
+
+def serve_reranker(settings: ServeSettings, reranker: CrossEncoder, reranker_id: str, metrics: Metrics) -> Reranking:
+    """The cross-encoder behind /v1/rerank, warmed up, with a batcher of its own (the same limits)."""
+
+    def score(pairs: list[tuple[str, str]]) -> np.ndarray:
+        scores = reranker.predict(pairs, backend=settings.backend, precision=settings.precision, show_progress=False)
+        return scores.reshape(len(pairs), 1)
+
+    score([("warm-up", "warm-up")])
+    budget = settings.max_batch_tokens or group_budget(reranker.backend(settings.backend, settings.precision),
+                                                       reranker.device)  # fmt: skip
+    batcher = DynamicBatcher(score, metrics, budget, settings.max_wait_ms, settings.max_queue)
+    return Reranking(reranker, reranker_id, batcher)
 
 
 def group_budget(engine: Backend, device: torch.device) -> int:

@@ -18,6 +18,7 @@ from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
 
@@ -50,6 +51,7 @@ class ServerState:
     batcher: DynamicBatcher
     metrics: Metrics
     index: SearchIndex | None = None
+    reranker: Reranking | None = None
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,6 +95,38 @@ class ServerState:
         try:
             return await self.batcher.submit(texts, lengths, request.is_disconnected), tokens, cut
         except ClientGone as e:  # nobody reads the answer; 499 as nginx logs it, and no traceback
+            raise ApiError(499, str(e), "client_closed_request") from None
+        except QueueFull as e:
+            raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+
+
+@dataclass
+class Reranking:
+    """The served cross-encoder (`--reranker`) with its own batcher: pairs from many requests share groups."""
+
+    model: CrossEncoder
+    model_id: str
+    batcher: DynamicBatcher
+
+    async def scores(
+        self, server: ServerState, query: str, documents: list[str], request: Request
+    ) -> tuple[np.ndarray, int]:
+        """The score of (query, document) for each document, and the request's token count.
+
+        The same limits as /v1/embeddings: inputs, characters, tokens, empty or invalid texts.
+        """
+        server.check_limits([query, *documents])
+        check_texts([query], "query")
+        check_texts(documents, "documents")
+        pairs = [(query, d) for d in documents]
+        lengths = [len(row) for row in await run_in_threadpool(self.model.classifier.pair_ids, pairs)]
+        tokens = sum(lengths)
+        if tokens > server.settings.max_request_tokens:
+            raise ApiError(413, f"{tokens} tokens in one request; the limit is {server.settings.max_request_tokens} "
+                           "(--max-request-tokens): send fewer documents", "too_many_tokens")  # fmt: skip
+        try:
+            return (await self.batcher.submit(pairs, lengths, request.is_disconnected))[:, 0], tokens
+        except ClientGone as e:
             raise ApiError(499, str(e), "client_closed_request") from None
         except QueueFull as e:
             raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
