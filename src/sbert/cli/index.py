@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sbert.cli.common import add_backend_args, add_model_args, load_model, read_lines
 from sbert.errors import SbertError
+from sbert.search.index import KINDS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b = actions.add_parser("build", help="embed a corpus (one text per line) and index it")
     b.add_argument("corpus", help="UTF-8 text file, one document per line (id = line number - 1)")
     b.add_argument("--out", required=True, help="index folder (replaced atomically when done)")
-    b.add_argument("--kind", choices=("flat", "ivf", "hnsw"), default="hnsw", help="FAISS index type")
+    b.add_argument("--kind", choices=KINDS, default="hnsw", help="FAISS index type (int8, binary: quantized, rescored)")
+    b.add_argument("--no-rescore-vectors", action="store_true", help="quantized kinds: keep no full vectors")
     b.add_argument("--shard-size", type=int, default=100_000, help="rows per resumable embedding shard")
     add_backend_args(b)
     add_model_args(b)
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args)
     name = args.model if not Path(args.model).expanduser().is_dir() else str(Path(args.model).resolve())
     info = index_corpus(
-        model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision
-    )
+        model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision,
+        rescore_vectors=not args.no_rescore_vectors,
+    )  # fmt: skip
     print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
     return 0

@@ -31,6 +31,7 @@ def index_corpus(
     shard_size: int = 100_000,
     show_progress: bool = True,
     precision: str = "auto",
+    rescore_vectors: bool = True,
 ) -> IndexInfo:
     """Embed `texts` (id = position) and write the index folder.
 
@@ -48,6 +49,6 @@ def index_corpus(
         precision=precision,
         show_progress=show_progress,
     )
-    info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest())
+    info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest(), rescore_vectors)
     shutil.rmtree(work, ignore_errors=True)
     return info

@@ -1,9 +1,10 @@
-"""A persistent vector index: FAISS (flat, IVF or HNSW) plus an SQLite table of ids and texts.
+"""A persistent vector index: FAISS (flat, IVF, HNSW, int8 or binary) plus an SQLite table of ids and texts.
 
 Folder layout: `index.faiss`, `texts.sqlite` (table texts(id, text)) and `index.json` (model,
-its weight digest, dimension, kind, row count). Vectors are L2-normalized, so FAISS inner
-product is cosine similarity. The folder is written atomically: a kill mid-build leaves the
-previous index (or none) in place.
+its weight digest, dimension, kind, row count); the quantized kinds add `vectors.npy` (the full
+vectors that rescore their top candidates) and, for int8, `ranges.npy` (quantized_index.py).
+Vectors are L2-normalized, so FAISS inner product is cosine similarity. The folder is written
+atomically: a kill mid-build leaves the previous index (or none) in place.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import numpy as np
 
 from sbert import layout
 from sbert.errors import ModelFormatError, SbertError
+from sbert.search import quantized_index as quantized
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
 
-KINDS = ("flat", "ivf", "hnsw")
+KINDS = ("flat", "ivf", "hnsw", *quantized.QUANTIZED_KINDS)
 INFO_FILE, INDEX_FILE, TEXTS_FILE = "index.json", "index.faiss", "texts.sqlite"
 # HNSW graph degree and search breadth: recall@10 >= 0.95 on 1M x 384 sentence vectors
 # (benchmarks/search_speed.py); IVF probes 16 of ~4*sqrt(n) lists.
@@ -48,6 +50,7 @@ class IndexInfo:
     count: int
     ef_search: int = HNSW_EF_SEARCH
     probes: int = IVF_PROBES
+    rescore: int = quantized.RESCORE  # quantized kinds: candidates per hit rescored with full vectors
 
 
 @dataclass(frozen=True)
@@ -83,14 +86,38 @@ def new_index(kind: str, dim: int, count: int) -> Any:
 
 
 def build_index(
-    vectors: np.ndarray, texts: Sequence[str], out_dir: str | os.PathLike[str], kind: str, model: str, digest: str
-) -> IndexInfo:
-    """Write an index of `vectors` (row i = texts[i], id i) to `out_dir`, atomically."""
+    vectors: np.ndarray, texts: Sequence[str], out_dir: str | os.PathLike[str], kind: str, model: str, digest: str,
+    rescore_vectors: bool = True,
+) -> IndexInfo:  # fmt: skip
+    """Write an index of `vectors` (row i = texts[i], id i) to `out_dir`, atomically.
+
+    Quantized kinds also keep the full vectors for rescoring unless `rescore_vectors` is False.
+    """
     if len(vectors) == 0:
         raise SbertError("cannot build an index of an empty corpus")
     if len(vectors) != len(texts):
         raise ValueError(f"{len(vectors)} vectors but {len(texts)} texts")
     info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors))
+    ranges = None
+    if kind in quantized.QUANTIZED_KINDS:
+        index, ranges = quantized.new_quantized(kind, _unit(vectors))
+    else:
+        index = _float_index(kind, vectors, info)
+    with layout.atomic_directory(out_dir) as tmp:
+        quantized.write_any(index, tmp / INDEX_FILE)
+        if kind in quantized.QUANTIZED_KINDS and rescore_vectors:
+            quantized.write_vectors(tmp / quantized.VECTORS_FILE, vectors, _unit)
+        if ranges is not None:
+            np.save(tmp / quantized.RANGES_FILE, ranges)
+        with sqlite3.connect(tmp / TEXTS_FILE) as db:
+            db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            db.executemany("INSERT INTO texts VALUES (?, ?)", enumerate(texts))
+        db.close()
+        layout.write_json(tmp / INFO_FILE, asdict(info))
+    return info
+
+
+def _float_index(kind: str, vectors: np.ndarray, info: IndexInfo) -> Any:
     index = new_index(kind, info.dimension, info.count)
     if kind == "ivf":
         # 64 points a list trains k-means well (FAISS asks for >= 39) at a quarter of its default cost.
@@ -98,14 +125,7 @@ def build_index(
         index.train(_unit(vectors[np.sort(sample)]))
     for start in range(0, len(vectors), _ADD_CHUNK):
         index.add(_unit(vectors[start : start + _ADD_CHUNK]))
-    with layout.atomic_directory(out_dir) as tmp:
-        _faiss().write_index(index, str(tmp / INDEX_FILE))
-        with sqlite3.connect(tmp / TEXTS_FILE) as db:
-            db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
-            db.executemany("INSERT INTO texts VALUES (?, ?)", enumerate(texts))
-        db.close()
-        layout.write_json(tmp / INFO_FILE, asdict(info))
-    return info
+    return index
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -120,16 +140,30 @@ class SearchIndex:
         self.folder = Path(folder)
         self.info = read_info(self.folder)
         try:
-            self.index = _faiss().read_index(str(self.folder / INDEX_FILE))
+            self.index = quantized.read_any(self.folder / INDEX_FILE, self.info.kind)
         except RuntimeError:
             raise IndexFolderError(f"{self.folder / INDEX_FILE}: unreadable FAISS index; rebuild it") from None
-        if self.index.d != self.info.dimension or self.index.ntotal != self.info.count:
+        if self.index.d != self.info.dimension or self.index.ntotal != self.info.count or self.info.kind not in KINDS:
             raise IndexFolderError(f"{self.folder}: {INDEX_FILE} does not match {INFO_FILE}; rebuild it")
         if self.info.kind == "hnsw":
             self.index.hnsw.efSearch = self.info.ef_search
         if self.info.kind == "ivf":
             self.index.nprobe = self.info.probes
         self.db = sqlite3.connect(f"file:{self.folder / TEXTS_FILE}?mode=ro", uri=True, check_same_thread=False)
+        self.vectors = self._open_vectors()
+
+    def _open_vectors(self) -> np.ndarray | None:
+        """The rescoring vectors of a quantized index, memory-mapped (None when built without them)."""
+        path = self.folder / quantized.VECTORS_FILE
+        if self.info.kind not in quantized.QUANTIZED_KINDS or not path.is_file():
+            return None
+        try:
+            vectors = np.load(path, mmap_mode="r")
+        except (ValueError, OSError) as e:
+            raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
+        if vectors.shape != (self.info.count, self.info.dimension) or vectors.dtype != np.float32:
+            raise IndexFolderError(f"{path}: holds {vectors.shape} {vectors.dtype}, not the index's rows; rebuild it")
+        return vectors
 
     def check_model(self, digest: str, dimension: int) -> None:
         """Refuse queries embedded by another model than the one that built the index."""
@@ -143,7 +177,13 @@ class SearchIndex:
         """Top-k hits per query vector, best first, with their texts."""
         if top_k <= 0:
             raise ValueError(f"top_k must be positive, got {top_k}")
-        scores, ids = self.index.search(_unit(np.atleast_2d(queries)), min(top_k, self.info.count))
+        q = _unit(np.atleast_2d(queries))
+        if self.info.kind in quantized.QUANTIZED_KINDS:
+            scores, ids = quantized.search_quantized(
+                self.index, self.info.kind, q, top_k, self.vectors, self.info.rescore
+            )
+        else:
+            scores, ids = self.index.search(q, min(top_k, self.info.count))
         texts = self.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
         return [
             [Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
