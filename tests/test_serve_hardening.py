@@ -240,3 +240,11 @@ def test_rerank_without_a_reranker_is_a_404_naming_the_flag(server):
     answer = httpx.post(server.url + "/v1/rerank", json={"query": "q", "documents": ["d"]}, timeout=30)
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "no_reranker"
     assert "--reranker" in answer.json()["error"]["message"]
+
+
+def test_int8_embeddings_without_calibration_are_a_422(server):
+    body = {"model": MODEL, "input": "x", "encoding_format": "int8"}
+    answer = httpx.post(server.url + "/v1/embeddings", json=body, timeout=30)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "no_calibration"
+    body["encoding_format"] = "ubinary"
+    assert len(httpx.post(server.url + "/v1/embeddings", json=body, timeout=30).json()["data"][0]["embedding"]) == 48

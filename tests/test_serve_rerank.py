@@ -1,4 +1,4 @@
-"""`/v1/rerank` on a real `sbert serve --reranker` process on 127.0.0.1: offline-equal scores, limits, hardening."""
+"""`/v1/rerank` and quantized `encoding_format`s on a real `sbert serve --reranker` process on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -25,9 +25,20 @@ def reranker_dir(tiny_dirs, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(reranker_dir, tmp_path_factory):
-    srv = start_server(tmp_path_factory.mktemp("rerank"), "--model", MODEL, "--reranker", str(reranker_dir),
-                       "--api-key", KEY, "--max-inputs", "32", "--max-body-bytes", "100000")  # fmt: skip
+def ranges():
+    from sbert import SentenceEncoder
+    from sbert.search.quantize import calibration_ranges
+
+    return calibration_ranges(SentenceEncoder.load(MODEL, device="cpu").encode([*DOCS, *(d.upper() for d in DOCS)]))
+
+
+@pytest.fixture(scope="module")
+def server(reranker_dir, ranges, tmp_path_factory):
+    base = tmp_path_factory.mktemp("rerank")
+    np.save(base / "ranges.npy", ranges)
+    srv = start_server(base, "--model", MODEL, "--reranker", str(reranker_dir), "--calibration",
+                       str(base / "ranges.npy"), "--api-key", KEY, "--max-inputs", "32",
+                       "--max-body-bytes", "100000")  # fmt: skip
     yield srv
     assert srv.stop()
 
@@ -107,3 +118,37 @@ def test_hardening_as_for_embeddings(server):
     evil = rerank(server, {"query": "q", "documents": DOCS}, headers={**AUTH, "Host": f"evil.example:{port}"})
     assert evil.status_code == 400 and evil.json()["error"]["code"] == "host_not_allowed"
     assert rerank(server, {"query": "still", "documents": DOCS}).status_code == 200
+
+
+def test_quantized_encoding_formats_equal_offline_quantization(server, ranges):
+    from sbert import SentenceEncoder
+    from sbert.search.quantize import quantize_embeddings
+
+    offline = SentenceEncoder.load(MODEL, device="cpu").encode(DOCS)
+
+    def embed(fmt, **extra):
+        answer = httpx.post(server.url + "/v1/embeddings", headers=AUTH, timeout=60,
+                            json={"model": MODEL, "input": DOCS, "encoding_format": fmt, **extra})  # fmt: skip
+        assert answer.status_code == 200 or extra, answer.text
+        return answer
+
+    for fmt in ("int8", "uint8"):
+        got = np.array([d["embedding"] for d in embed(fmt).json()["data"]])
+        # Batched on the server, alone here: a value on a step's edge may round one step apart.
+        assert np.abs(got - quantize_embeddings(offline, fmt, ranges=ranges).astype(int)).max() <= 1
+    for fmt in ("binary", "ubinary"):
+        got = np.array([d["embedding"] for d in embed(fmt).json()["data"]])
+        assert got.shape == (len(DOCS), 48)
+        assert (got == quantize_embeddings(offline, fmt)).mean() > 0.98
+    short = embed("int8", dimensions=64)
+    assert short.status_code == 422 and short.json()["error"]["code"] == "invalid_dimensions"
+    assert embed("binary", dimensions=64).json()["data"][0]["embedding"].__len__() == 8
+    assert embed("int4", dimensions=None).status_code == 422
+
+
+def test_a_bad_calibration_file_stops_the_start(tmp_path, capsys):
+    from sbert.cli.main import main
+
+    np.save(tmp_path / "bad.npy", np.zeros((2, 7), dtype=np.float32))
+    assert main(["serve", "--model", MODEL, "--device", "cpu", "--calibration", str(tmp_path / "bad.npy")]) == 2
+    assert "expected finite (2, 384) min/max ranges" in capsys.readouterr().err

@@ -33,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
+    p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)")
     p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
     p.add_argument(
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
         max_request_tokens=args.max_request_tokens,
-        read_timeout=args.read_timeout, max_connections=args.max_connections,
+        read_timeout=args.read_timeout, max_connections=args.max_connections, calibration=args.calibration,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sbert.search.exact import paraphrase_mining, unit_rows
+from sbert.search.quantize import quantize_embeddings
 from sbert.serve.schemas import (
     EmbeddingsRequest,
     MineRequest,
@@ -73,9 +74,8 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate, kind=body.input_type)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
-    rows = np.ascontiguousarray(vectors, dtype="<f4")
-    data = [{"object": "embedding", "index": i, "embedding": _encode(row, body.encoding_format)}
-            for i, row in enumerate(rows)]  # fmt: skip
+    rows = _encode_rows(vectors, body.encoding_format, st.ranges, dim)
+    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     answer: dict[str, object] = {"object": "list", "data": data, "model": st.model_id, "usage": usage}
     if cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
@@ -102,8 +102,21 @@ async def rerank(body: RerankRequest, request: Request) -> FastJSON:
     return FastJSON({"model": served.model_id, "results": results, "usage": {"total_tokens": tokens}})
 
 
-def _encode(row: np.ndarray, encoding: str) -> object:
-    return base64.b64encode(row.tobytes()).decode("ascii") if encoding == "base64" else row
+def _encode_rows(vectors: np.ndarray, encoding: str, ranges: np.ndarray | None, full_dim: int) -> list[object]:
+    """Each row as the format asks: float32 (a list or base64 of its bytes), int8/uint8 codes, packed bits."""
+    if encoding in ("float", "base64"):
+        rows = np.ascontiguousarray(vectors, dtype="<f4")
+        if encoding == "float":
+            return list(rows)
+        return [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
+    if encoding in ("int8", "uint8"):
+        if ranges is None:
+            raise ApiError(422, f"encoding_format {encoding!r} needs calibration ranges: start the server with "
+                           "--calibration RANGES.npy or an int8 --index", "no_calibration")  # fmt: skip
+        if vectors.shape[1] != full_dim:
+            raise ApiError(422, f"encoding_format {encoding!r} is calibrated for the full {full_dim} dimensions; "
+                           "drop `dimensions`", "invalid_dimensions")  # fmt: skip
+    return list(quantize_embeddings(vectors, encoding, ranges=ranges))
 
 
 @router.post("/similarity", dependencies=Protected)

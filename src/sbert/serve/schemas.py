@@ -15,7 +15,8 @@ class EmbeddingsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields such as `user`
     input: Texts
     model: StrictStr
-    encoding_format: Literal["float", "base64"] = "float"
+    # OpenAI's float and base64 (of float32), plus quantized rows as Cohere's API returns them.
+    encoding_format: Literal["float", "base64", "int8", "uint8", "binary", "ubinary"] = "float"
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused
     # Not OpenAI's: false refuses inputs over the model's limit instead of truncating them (as TEI).
     truncate: StrictBool = True

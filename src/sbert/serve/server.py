@@ -61,7 +61,27 @@ def build_server(
     budget = settings.max_batch_tokens or group_budget(engine(), model.device)
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
     served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
-    return create_app(ServerState(settings, model, model_id, batcher, metrics, index, reranker=served))
+    ranges = calibration(settings, model.embedding_dimension)
+    return create_app(ServerState(settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges))
+
+
+def calibration(settings: ServeSettings, dim: int) -> np.ndarray | None:
+    """int8/uint8 ranges: --calibration's file, else the int8 index's ranges.npy, else None (those formats refused)."""
+    import numpy as np
+
+    from sbert.errors import SbertError
+    from sbert.search.quantized_index import RANGES_FILE
+
+    path = settings.calibration or (f"{settings.index}/{RANGES_FILE}" if settings.index else None)
+    if path is None or (settings.calibration is None and not os.path.isfile(path)):
+        return None
+    try:
+        ranges = np.load(path)
+    except (OSError, ValueError) as e:
+        raise SbertError(f"--calibration {path}: not a .npy array ({e})") from None
+    if ranges.shape != (2, dim) or not np.isfinite(ranges).all():
+        raise SbertError(f"--calibration {path}: expected finite (2, {dim}) min/max ranges, got {ranges.shape}")
+    return ranges.astype(np.float32)
 
 
 def serve_reranker(settings: ServeSettings, reranker: CrossEncoder, reranker_id: str, metrics: Metrics) -> Reranking:

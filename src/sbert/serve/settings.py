@@ -32,6 +32,7 @@ class ServeSettings:
     max_header_bytes: int = 16_384  # unparsed bytes of a request head (request line + headers)
     read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
     max_connections: int = 1024  # open connections (or running requests) before 503
+    calibration: str | None = None  # ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)
 
     def host_allow_list(self) -> frozenset[str] | None:
         """Host header names the server answers; None: any (bound beyond loopback, no list given).

@@ -52,6 +52,7 @@ class ServerState:
     metrics: Metrics
     index: SearchIndex | None = None
     reranker: Reranking | None = None
+    ranges: np.ndarray | None = None  # calibration of int8/uint8 embeddings (--calibration, or an int8 index's)
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
