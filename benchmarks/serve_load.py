@@ -7,6 +7,14 @@ client that trickles its request, clients that vanish mid-request, all while 16 
 posting; their errors and latency are reported. Server RSS is read at start and after each phase.
 
     python benchmarks/serve_load.py [--backend torch] [--per-request 8] [--seconds 30] [--clients 64] [--rounds 4]
+
+With --rerank DIR (a cross-encoder folder) the clients post /v1/rerank instead: a query and
+--per-request documents each, drawn from the same sentences; throughput is pairs scored per
+second, against offline `CrossEncoder.rank` of the same requests one after another and against
+one `predict` call over all their pairs (median of 3 each). No fault phase in this mode (the
+hardening tests cover /v1/rerank).
+
+    python benchmarks/serve_load.py --rerank /tmp/sbert-reranker --per-request 20 --rounds 2
 """
 
 from __future__ import annotations
@@ -43,8 +51,36 @@ def offline_rate(sentences: list[str], backend: str) -> float:
     return len(sentences) / statistics.median(times)
 
 
-def start_server(port: int, backend: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "sbert.cli.main", "serve", "--model", MODEL, "--backend", backend, "--port", str(port)]
+def offline_rerank_rates(payloads: list[bytes], folder: str, backend: str) -> tuple[float, float]:
+    """Pairs per second of offline rank, request by request, and of one predict over every pair (medians of 3)."""
+    from sbert.cross_encoder import CrossEncoder
+
+    model = CrossEncoder.load(folder)
+    requests = [json.loads(p) for p in payloads]
+    pairs = [(r["query"], d) for r in requests for d in r["documents"]]
+    model.predict(pairs[:64], backend=backend)
+    ranked, whole = [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        for r in requests:
+            model.rank(r["query"], r["documents"], backend=backend)
+        ranked.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        model.predict(pairs, backend=backend, show_progress=False)
+        whole.append(time.perf_counter() - start)
+    return len(pairs) / statistics.median(ranked), len(pairs) / statistics.median(whole)
+
+
+def rerank_bodies(sentences: list[str], per_request: int) -> list[bytes]:
+    """Rerank requests: sentence i queries the per_request sentences after it."""
+    step = per_request + 1
+    return [json.dumps({"query": sentences[i], "documents": sentences[i + 1 : i + step]}).encode()
+            for i in range(0, len(sentences) - step, step)]  # fmt: skip
+
+
+def start_server(port: int, backend: str, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "sbert.cli.main", "serve", "--model", MODEL, "--backend", backend, "--port", str(port),
+           *extra]  # fmt: skip
     process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
@@ -88,14 +124,16 @@ def bodies(sentences: list[str], per_request: int) -> list[bytes]:
     return out
 
 
-async def client(port: int, payloads: list[bytes], counts: list[int], offset: int, until: float, stats: dict) -> None:
-    """One keep-alive connection posting until `until`; records latency, sentences and errors."""
+async def client(port: int, payloads: list[bytes], counts: list[int], offset: int, until: float, stats: dict,
+                 path: str = "/v1/embeddings") -> None:  # fmt: skip
+    """One keep-alive connection posting until `until`; records latency, sentences (or pairs) and errors."""
+    key = b'"relevance_score":' if path == "/v1/rerank" else b'"embedding":'  # not "object":"embedding"
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     i = offset
     while time.monotonic() < until:
         k = i % len(payloads)
         started = time.monotonic()
-        writer.write(http_post(port, payloads[k]))
+        writer.write(http_post(port, payloads[k], path))
         try:
             status, body = await read_response(reader)
         except (OSError, asyncio.IncompleteReadError):
@@ -103,7 +141,7 @@ async def client(port: int, payloads: list[bytes], counts: list[int], offset: in
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             continue
         stats["latency"].append(time.monotonic() - started)
-        if status == 200 and body.count(b'"embedding":') == counts[k]:  # the key, not "object":"embedding"
+        if status == 200 and body.count(key) == counts[k]:
             stats["sentences"] += counts[k]
         else:
             stats["errors"] += 1
@@ -111,13 +149,15 @@ async def client(port: int, payloads: list[bytes], counts: list[int], offset: in
     writer.close()
 
 
-async def load(port: int, sentences: list[str], per_request: int, clients: int, seconds: float) -> dict:
-    payloads = bodies(sentences, per_request)
-    counts = [len(json.loads(p)["input"]) for p in payloads]
+async def load(port: int, sentences: list[str], per_request: int, clients: int, seconds: float,
+               rerank: bool = False) -> dict:  # fmt: skip
+    payloads = (rerank_bodies if rerank else bodies)(sentences, per_request)
+    counts = [len(json.loads(p)["documents" if rerank else "input"]) for p in payloads]
     stats: dict = {"latency": [], "sentences": 0, "errors": 0}
     until = time.monotonic() + seconds
     started = time.monotonic()
-    await asyncio.gather(*(client(port, payloads, counts, c * 7, until, stats) for c in range(clients)))
+    path = "/v1/rerank" if rerank else "/v1/embeddings"
+    await asyncio.gather(*(client(port, payloads, counts, c * 7, until, stats, path) for c in range(clients)))
     stats["seconds"] = time.monotonic() - started
     return stats
 
@@ -167,8 +207,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--port", type=int, default=18431)
     parser.add_argument("--rounds", type=int, default=4, help="load rounds (the fault phase follows the first)")
+    parser.add_argument("--rerank", help="a cross-encoder folder: load /v1/rerank instead of /v1/embeddings")
     args = parser.parse_args()
     sentences = sts_sentences("test")
+    if args.rerank:
+        rerank_load(args, sentences)
+        return
     offline = offline_rate(sentences, args.backend)
     print(f"offline encode ({args.backend}, {len(sentences)} sentences): {offline:.1f} sent/s")
     server = start_server(args.port, args.backend)
@@ -191,6 +235,22 @@ def main() -> None:
         code = server.wait(timeout=60)
     print("server RSS MB at start / after round 1 / after faults / after each later round: "
           + " / ".join(f"{r / 2**20:.0f}" for r in rss) + f"; exit status after SIGTERM {code}")  # fmt: skip
+
+
+def rerank_load(args: argparse.Namespace, sentences: list[str]) -> None:
+    """/v1/rerank under --clients clients, against offline rank and one offline predict, in pairs per second."""
+    ranked, whole = offline_rerank_rates(rerank_bodies(sentences, args.per_request), args.rerank, args.backend)
+    print(f"offline ({args.backend}): rank request by request {ranked:.1f} pairs/s; one predict {whole:.1f} pairs/s")
+    server = start_server(args.port, args.backend, "--reranker", args.rerank)
+    try:
+        for round_no in range(1, args.rounds + 1):
+            stats = asyncio.run(load(args.port, sentences, args.per_request, args.clients, args.seconds, rerank=True))
+            print(summary(f"rerank round {round_no}, {args.clients} clients x {args.per_request} documents", stats,
+                          ranked).replace("sent/s", "pairs/s").replace("x offline", "x offline rank")
+                  + f", {stats['sentences'] / stats['seconds'] / whole:.2f}x one offline predict")  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 if __name__ == "__main__":

@@ -173,8 +173,11 @@ class SearchIndex:
                 f"the query model differs ({dimension} dims, other weights)"
             )
 
-    def search(self, queries: np.ndarray, top_k: int = 10) -> list[list[Hit]]:
-        """Top-k hits per query vector, best first, with their texts."""
+    def search(self, queries: np.ndarray, top_k: int = 10, rescore: int | None = None) -> list[list[Hit]]:
+        """Top-k hits per query vector, best first, with their texts.
+
+        Quantized kinds rescore their best `rescore x top_k` candidates (default: index.json's) with the full vectors.
+        """
         if top_k <= 0:
             raise ValueError(f"top_k must be positive, got {top_k}")
         q = _unit(np.atleast_2d(queries))
