@@ -1,10 +1,11 @@
 """Retrieve, then rerank, on the SNLI-derived retrieval set: nDCG@10 and time per query, 2 CPU cores.
 
-    python benchmarks/rerank_quality.py [--queries 1000] [--out /tmp/sbert-reranker]
+    python benchmarks/rerank_quality.py [--queries 1000] [--out /tmp/sbert-reranker] [--random-negatives K]
 
 1. Trains a cross-encoder (`sbert.CrossEncoder`, a fresh one-score head on all-MiniLM-L6-v2's
    encoder) on SNLI dev pairs, entailment against the rest (9,842 pairs, one epoch, batch 16,
-   lr 2e-5), unless --out already holds one (then it is reused).
+   lr 2e-5), plus K random negatives per entailment pair (another premise's hypothesis, scored 0),
+   unless --out already holds one (then it is reused).
 2. The SNLI-test collection (`sbert data beir-from-nli`: premises query their entailed hypotheses;
    the neutral and contradicting hypotheses of the same premise sit in the corpus as hard
    negatives): all-MiniLM-L6-v2 retrieves by exact cosine, then the cross-encoder reorders each
@@ -40,15 +41,17 @@ from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 SNLI = STS_DIR.parent / "snli"
 
 
-def reranker(out: Path) -> CrossEncoder:
+def reranker(out: Path, random_negatives: int) -> CrossEncoder:
     """The cross-encoder at `out`, trained there first when missing."""
     if out.is_dir():
         return CrossEncoder.load(out, device="cpu")
     model = CrossEncoder.new("all-MiniLM-L6-v2", device="cpu")
     train = load_dataset(f"nli:{SNLI}:dev")
-    seconds = fit_cross_encoder(model, train, CrossFitSettings(batch_size=16, lr=2e-5, positive_label="entailment"))
+    settings = CrossFitSettings(batch_size=16, lr=2e-5, positive_label="entailment", random_negatives=random_negatives)
+    seconds = fit_cross_encoder(model, train, settings)
     model.save(out)
-    print(json.dumps({"step": "train reranker", "pairs": len(train), "seconds": round(seconds, 1)}), flush=True)
+    print(json.dumps({"step": "train reranker", "nli_pairs": len(train), "random_negatives": random_negatives,
+                      "seconds": round(seconds, 1)}), flush=True)  # fmt: skip
     return model
 
 
@@ -69,8 +72,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=Path("/tmp/sbert-reranker"))
     parser.add_argument("--compare-queries", type=int, default=50)
+    parser.add_argument("--random-negatives", type=int, default=0, help="random negatives per entailment pair")
     args = parser.parse_args()
-    cross = reranker(args.out)
+    cross = reranker(args.out, args.random_negatives)
     data = collection(args.queries)
     encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
     start = time.perf_counter()

@@ -16,14 +16,14 @@ from sbert.data.beir_build import beir_from_nli
 from sbert.evaluation.retrieval import evaluate_ir, ranked_ids, search
 from sbert.search import semantic_search
 from tests.conftest import SHARED_DATA
+from tests.tiny_models import save_tiny_reranker
 
 
 @pytest.fixture(scope="module")
 def reranker_dir(tiny_dirs, tmp_path_factory):
     """A cross-encoder (random head on the tiny BERT): an arbitrary but fixed order, all these tests need."""
     path = tmp_path_factory.mktemp("ce") / "reranker"
-    CrossEncoder.new(tiny_dirs["bert"]).save(path)
-    return path
+    return save_tiny_reranker(tiny_dirs["bert"], path)
 
 
 @pytest.fixture(scope="module")

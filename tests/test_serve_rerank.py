@@ -10,6 +10,7 @@ import pytest
 
 from sbert.cross_encoder import CrossEncoder
 from tests.serve_helpers import raw_request, start_server
+from tests.tiny_models import save_tiny_reranker
 
 KEY = "rerank-key"
 MODEL = "all-MiniLM-L6-v2"
@@ -20,8 +21,7 @@ DOCS = ["A man plays a guitar on stage.", "The cat sleeps.", "Music is played li
 @pytest.fixture(scope="module")
 def reranker_dir(tiny_dirs, tmp_path_factory):
     path = tmp_path_factory.mktemp("ce") / "tiny-reranker"
-    CrossEncoder.new(tiny_dirs["bert"]).save(path)
-    return path
+    return save_tiny_reranker(tiny_dirs["bert"], path)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
 
 
@@ -16,7 +17,11 @@ def __getattr__(name: str) -> Any:
         from sbert.model import SentenceEncoder
 
         return SentenceEncoder
+    if name == "CrossEncoder":
+        from sbert.cross_encoder import CrossEncoder
+
+        return CrossEncoder
     raise AttributeError(f"module 'sbert' has no attribute {name!r}")
 
 
-__all__ = ["SentenceEncoder", "__version__"]
+__all__ = ["CrossEncoder", "SentenceEncoder", "__version__"]

@@ -3,7 +3,10 @@
 Both texts go through the transformer together and its classification head scores the pair.
 Scored pairs (stsb:, sick:, sts:, topic-pairs:) train one score with binary cross-entropy
 (--loss mse: squared error of the sigmoid); labelled pairs (nli:) train one score with
---positive LABEL (a reranker: entailment against the rest), or every label without it. The
+--positive LABEL (a reranker: entailment against the rest), or every label without it; triplets
+(triplets:, nli-triplets:, `sbert mine-negatives` output) train (anchor, positive) against
+(anchor, negative). --random-negatives K adds K pairs of each positive's first text with random
+other second texts, scored 0 (a reranker then also sees unrelated documents). The
 output folder is sentence-transformers' CrossEncoder layout. Score it with
 `sbert eval --model cross:OUTPUT --task stsb:sts-test.csv` or `--task ir:DIR --reranker OUTPUT`.
 """
@@ -26,12 +29,15 @@ if TYPE_CHECKING:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser("train-cross-encoder", help="train a cross-encoder (reranker)", description=__doc__)
-    p.add_argument("--train", required=True, help="FORMAT:PATH of scored (stsb:, sick:, sts:) or labelled (nli:) pairs")
+    p.add_argument(
+        "--train", required=True, help="FORMAT:PATH: scored (stsb:, sts:) or labelled (nli:) pairs, triplets"
+    )
     p.add_argument("--output", "-o", type=Path, required=True, help="folder for the trained cross-encoder")
     p.add_argument("--model", "-m", default=DEFAULT_MODEL, help="the encoder (or cross-encoder) to start from")
     p.add_argument("--dev", help="FORMAT:PATH of scored pairs to report Spearman on after training")
     p.add_argument("--positive", help="labelled pairs: this label scores 1, the others 0 (e.g. entailment)")
     p.add_argument("--loss", choices=("bce", "mse"), default="bce", help="for one-score heads (default bce)")
+    p.add_argument("--random-negatives", type=int, default=0, metavar="K", help="random negatives per positive pair")
     p.add_argument("--limit", type=int, help="train on the first N pairs only")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=16)
@@ -50,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0 or (args.limit is not None and args.limit < 1):
         raise SbertError("--epochs, --batch-size and --limit must be >= 1 and --lr > 0")
+    if args.random_negatives < 0:
+        raise SbertError(f"--random-negatives must be >= 0, got {args.random_negatives}")
     if args.output.exists():
         raise SbertError(f"{args.output}: already exists; choose a new --output")
     train = load_dataset(args.train)
@@ -58,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     dev = load_dataset(args.dev) if args.dev else None
     if dev is not None and dev.kind != "pair-score":
         raise SbertError(f"--dev {args.dev}: Spearman needs scored pairs, not {dev.kind} data")
-    settings = CrossFitSettings(args.epochs, args.batch_size, args.lr, args.seed, args.loss, args.positive)
+    settings = CrossFitSettings(args.epochs, args.batch_size, args.lr, args.seed, args.loss, args.positive,
+                                random_negatives=args.random_negatives)  # fmt: skip
     model = _start(args, train)
     training_targets(model, train, settings)  # data and head agree, before any training
     seconds = fit_cross_encoder(model, train, settings)

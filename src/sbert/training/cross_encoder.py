@@ -6,7 +6,12 @@ Objectives, as sentence-transformers' CrossEncoder losses name them:
 - labelled pairs with a positive label (SNLI entailment against the rest, for a reranker):
   binary cross-entropy on 1/0 targets;
 - labelled pairs with no positive label: softmax cross-entropy over every label (a 3-way NLI
-  classifier; the model needs that many labels).
+  classifier; the model needs that many labels);
+- triplets (anchor, positive, negatives...), from `sbert mine-negatives` for example: (anchor,
+  positive) scores 1 and each (anchor, negative) 0, binary cross-entropy.
+`random_negatives` k adds, for every positive pair, k pairs of its first text with the second
+text of other random examples, scored 0: a reranker then also sees the unrelated documents a
+retriever returns, not only the hard negatives of labelled data.
 """
 
 from __future__ import annotations
@@ -38,30 +43,71 @@ class CrossFitSettings:
     loss: str = "bce"
     positive_label: str | None = None  # labelled pairs: this label is 1, the others 0
     warmup: float = 0.1
+    random_negatives: int = 0  # per positive pair: pairs with other examples' second texts, scored 0
 
 
-def training_targets(model: CrossEncoder, data: Dataset, settings: CrossFitSettings) -> torch.Tensor:
-    """The target of every pair for the model's head, or a one-line error when data and head do not fit."""
-    if data.labels is None or data.kind not in ("pair-score", "pair-class"):
-        raise SbertError(f"{data.name}: a cross-encoder trains on scored or labelled pairs, not {data.kind} data")
-    labels = np.asarray(data.labels, dtype=np.float64)
-    if data.kind == "pair-class" and settings.positive_label is not None:
+def binary_pairs(data: Dataset, settings: CrossFitSettings) -> Dataset:
+    """Triplets, or labelled pairs with a positive label, as pairs scored 1/0, plus the random negatives.
+
+    Other data comes back as it is (random negatives need a positive label or triplets).
+    """
+    if data.kind == "triplet":
+        texts = [pair for t in data.texts for pair in [(t[0], t[1]), *((t[0], n) for n in t[2:])]]
+        labels = [float(i == 0) for t in data.texts for i in range(len(t) - 1)]
+    elif data.kind == "pair-class" and settings.positive_label is not None and data.labels is not None:
         if settings.positive_label not in data.label_names:
             names = ", ".join(data.label_names)
             raise SbertError(f"--positive {settings.positive_label!r}: {data.name} has labels {names}")
-        labels = (labels == data.label_names.index(settings.positive_label)).astype(np.float64)
-    elif data.kind == "pair-class":
+        wanted = data.label_names.index(settings.positive_label)
+        texts, labels = [(t[0], t[1]) for t in data.texts], [float(y == wanted) for y in data.labels]
+    else:
+        if settings.random_negatives:
+            raise SbertError(f"{data.name}: random negatives need triplets or labelled pairs with --positive")
+        return data
+    negatives = _random_negatives(texts, labels, settings) if settings.random_negatives else []
+    rows: list[tuple[str, ...]] = [*texts, *negatives]
+    return Dataset(data.name, "pair-score", rows, labels + [0.0] * len(negatives))
+
+
+def _random_negatives(texts: list[tuple[str, str]], labels: list[float], s: CrossFitSettings) -> list[tuple[str, str]]:
+    """`random_negatives` pairs per positive: its first text with a random other example's second text."""
+    rng = np.random.default_rng([s.seed, 7])
+    out = []
+    for (first, _), label in zip(texts, labels, strict=True):
+        if label != 1.0:
+            continue
+        taken = 0
+        for j in rng.integers(0, len(texts), size=4 * s.random_negatives):  # spare draws for collisions
+            if texts[j][0] != first:
+                out.append((first, texts[j][1]))
+                taken += 1
+                if taken == s.random_negatives:
+                    break
+    return out
+
+
+def training_targets(
+    model: CrossEncoder, data: Dataset, settings: CrossFitSettings
+) -> tuple[list[tuple[str, str]], torch.Tensor]:
+    """The training pairs and their targets for the model's head, or a one-line error when data and head do not fit."""
+    data = binary_pairs(data, settings)
+    pairs = [(t[0], t[1]) for t in data.texts]
+    if data.labels is None or data.kind not in ("pair-score", "pair-class"):
+        raise SbertError(f"{data.name}: a cross-encoder trains on scored or labelled pairs or triplets, "
+                         f"not {data.kind} data")  # fmt: skip
+    labels = np.asarray(data.labels, dtype=np.float64)
+    if data.kind == "pair-class":
         if model.num_labels != len(data.label_names):
             raise SbertError(
                 f"{data.name}: {len(data.label_names)} labels but the model has {model.num_labels} outputs; "
                 "pass --positive LABEL to train a one-score reranker"
             )
-        return torch.tensor(labels, dtype=torch.long)
+        return pairs, torch.tensor(labels, dtype=torch.long)
     if model.num_labels != 1:
         raise SbertError(f"{data.name}: scores need a one-output model, this one has {model.num_labels}")
     if labels.min() < 0 or labels.max() > 1:
         raise SbertError(f"{data.name}: scores must lie in [0, 1] (found {labels.min():g} .. {labels.max():g})")
-    return torch.tensor(labels, dtype=torch.float32)
+    return pairs, torch.tensor(labels, dtype=torch.float32)
 
 
 def loss_function(model: CrossEncoder, loss: str) -> nn.Module:
@@ -85,8 +131,7 @@ def fit_cross_encoder(model: CrossEncoder, data: Dataset, settings: CrossFitSett
     s = settings or CrossFitSettings()
     random.seed(s.seed)
     torch.manual_seed(s.seed)
-    pairs = [(t[0], t[1]) for t in data.texts]
-    targets = training_targets(model, data, s)
+    pairs, targets = training_targets(model, data, s)
     loss_fn = loss_function(model, s.loss)
     steps = s.epochs * ((len(pairs) + s.batch_size - 1) // s.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01)
