@@ -5,7 +5,9 @@
 1. Trains a cross-encoder (`sbert.CrossEncoder`, a fresh one-score head on all-MiniLM-L6-v2's
    encoder) on SNLI dev pairs, entailment against the rest (9,842 pairs, one epoch, batch 16,
    lr 2e-5), plus K random negatives per entailment pair (another premise's hypothesis, scored 0),
-   unless --out already holds one (then it is reused).
+   unless --out already holds one (then it is reused). --train triplets:FILE trains on triplets
+   instead, e.g. SNLI dev's entailment pairs with negatives mined by all-MiniLM-L6-v2:
+   `sbert mine-negatives --pairs nli:../shared/data/snli:dev --negatives 4 --n-tuple -o FILE`.
 2. The SNLI-test collection (`sbert data beir-from-nli`: premises query their entailed hypotheses;
    the neutral and contradicting hypotheses of the same premise sit in the corpus as hard
    negatives): all-MiniLM-L6-v2 retrieves by exact cosine, then the cross-encoder reorders each
@@ -41,17 +43,18 @@ from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 SNLI = STS_DIR.parent / "snli"
 
 
-def reranker(out: Path, random_negatives: int) -> CrossEncoder:
-    """The cross-encoder at `out`, trained there first when missing."""
+def reranker(out: Path, train_spec: str | None, random_negatives: int) -> CrossEncoder:
+    """The cross-encoder at `out`, trained there first when missing (SNLI dev, or `train_spec` triplets)."""
     if out.is_dir():
         return CrossEncoder.load(out, device="cpu")
     model = CrossEncoder.new("all-MiniLM-L6-v2", device="cpu")
-    train = load_dataset(f"nli:{SNLI}:dev")
-    settings = CrossFitSettings(batch_size=16, lr=2e-5, positive_label="entailment", random_negatives=random_negatives)
+    train = load_dataset(train_spec or f"nli:{SNLI}:dev")
+    positive = "entailment" if train.kind == "pair-class" else None
+    settings = CrossFitSettings(batch_size=16, lr=2e-5, positive_label=positive, random_negatives=random_negatives)
     seconds = fit_cross_encoder(model, train, settings)
     model.save(out)
-    print(json.dumps({"step": "train reranker", "nli_pairs": len(train), "random_negatives": random_negatives,
-                      "seconds": round(seconds, 1)}), flush=True)  # fmt: skip
+    print(json.dumps({"step": "train reranker", "data": train.name, "rows": len(train),
+                      "random_negatives": random_negatives, "seconds": round(seconds, 1)}), flush=True)  # fmt: skip
     return model
 
 
@@ -73,8 +76,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/sbert-reranker"))
     parser.add_argument("--compare-queries", type=int, default=50)
     parser.add_argument("--random-negatives", type=int, default=0, help="random negatives per entailment pair")
+    parser.add_argument("--train", help="triplets:FILE to train on instead (e.g. sbert mine-negatives on SNLI dev)")
     args = parser.parse_args()
-    cross = reranker(args.out, args.random_negatives)
+    cross = reranker(args.out, args.train, args.random_negatives)
     data = collection(args.queries)
     encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
     start = time.perf_counter()
@@ -98,7 +102,8 @@ def main() -> None:
                           "ndcg@10": round(reranked["ndcg@10"], 2), "mrr@10": round(reranked["mrr@10"], 2),
                           "ms_per_query": round(retrieval_ms + rerank_ms, 2),
                           "rerank_ms_per_query": round(rerank_ms, 2)}), flush=True)  # fmt: skip
-    compare(cross, args.out, data, hits, args.compare_queries)
+    if args.compare_queries > 0:
+        compare(cross, args.out, data, hits, args.compare_queries)
 
 
 def compare(cross: CrossEncoder, folder: Path, data: IRCollection, hits: list[list[str]], queries: int) -> None:
