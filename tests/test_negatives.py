@@ -76,6 +76,18 @@ def test_n_tuples_with_a_corpus_and_the_command(pairs, tmp_path):
     assert len(tuples.texts[0]) == 5
 
 
+def test_n_tuple_rows_always_hold_every_negative(tmp_path):
+    from sbert.search.negatives import mining_rows
+
+    # The guard may leave a pair fewer negatives than asked; the triplets: reader refuses ragged rows.
+    mined = [("a", "p", ["n1", "n2", "n3"]), ("b", "q", ["m1"])]
+    rows = [row for m in mined for row in mining_rows(m, n_tuple=True, wanted=3)]
+    assert [r["anchor"] for r in rows] == ["a"]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert len(load_dataset(f"triplets:{tmp_path / 't.jsonl'}").texts[0]) == 5
+    assert len(mining_rows(mined[1], n_tuple=False, wanted=3)) == 1
+
+
 def test_bad_settings_say_so_in_one_line(pairs, tmp_path):
     model = SentenceEncoder.load(device="cpu")
     with pytest.raises(SbertError, match="corpus: it is empty"):

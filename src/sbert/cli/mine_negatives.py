@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
         rescore = CrossEncoder.load(args.cross_encoder, device=args.device).predict
     counts = mine_to_file(load_model(args), pairs, corpus, args.output, settings, rescore, args.n_tuple)
-    print(f"{args.output}: {counts['rows']} rows from {counts['pairs']} pairs "
-          f"({counts['without_negative']} pairs without a negative past the guard)", file=sys.stderr)  # fmt: skip
+    short = f"; {counts['short']} with fewer than {args.negatives} left out of the n-tuples" if args.n_tuple else ""
+    guard = f"{counts['without_negative']} pairs without a negative past the guard{short}"
+    print(f"{args.output}: {counts['rows']} rows from {counts['pairs']} pairs ({guard})", file=sys.stderr)
     return 0

@@ -94,9 +94,15 @@ def _encode(model: Any, method: str, texts: list[str]) -> np.ndarray:
     return np.asarray(encode(texts, show_progress=False), dtype=np.float32)
 
 
-def mining_rows(mined: tuple[str, str, list[str]], n_tuple: bool) -> list[dict[str, str]]:
-    """JSON rows the `triplets:` reader takes: one per negative, or one n-tuple (negative_1..k)."""
+def mining_rows(mined: tuple[str, str, list[str]], n_tuple: bool, wanted: int = 1) -> list[dict[str, str]]:
+    """JSON rows the `triplets:` reader takes: one per negative, or one n-tuple (negative_1..k).
+
+    An n-tuple row needs all `wanted` negatives (the reader wants as many in every row, as
+    in-batch losses do): a pair the guard left with fewer gives no n-tuple row.
+    """
     anchor, positive, negatives = mined
+    if n_tuple and len(negatives) < wanted:
+        return []
     if n_tuple:
         return [{"anchor": anchor, "positive": positive, **{f"negative_{k + 1}": n for k, n in enumerate(negatives)}}]
     return [{"anchor": anchor, "positive": positive, "negative": n} for n in negatives]
@@ -116,17 +122,19 @@ def mine_to_file(
     partial, progress = output.with_name(output.name + ".partial"), output.with_name(output.name + ".progress")
     done = _resume_point(partial, progress, len(pairs))
     vectors = _encode(model, "encode_document", texts)
-    counts = {"pairs": len(pairs), "rows": 0, "without_negative": 0}
+    counts = {"pairs": len(pairs), "rows": 0, "without_negative": 0, "short": 0}
     bar = tqdm(total=len(pairs), initial=done, unit="pair", desc="mining")  # on stderr
     with bar, partial.open("a", encoding="utf-8") as f:
         for start in range(done, len(pairs), settings.block):
             block = pairs[start : start + settings.block]
             mined = mine_block(model, block, texts, vectors, settings, rescore)
-            f.writelines(json.dumps(row) + "\n" for m in mined for row in mining_rows(m, n_tuple))
+            rows = [mining_rows(m, n_tuple, settings.negatives) for m in mined]
+            f.writelines(json.dumps(row) + "\n" for group in rows for row in group)
             f.flush()
             state = {"pairs_done": start + len(block), "total": len(pairs), "bytes": f.tell()}
             progress.write_text(json.dumps(state))
             counts["without_negative"] += len(block) - len(mined)
+            counts["short"] += sum(1 for group in rows if not group)
             bar.update(len(block))
     partial.replace(output)
     progress.unlink(missing_ok=True)
