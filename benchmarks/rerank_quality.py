@@ -7,7 +7,9 @@
    lr 2e-5), plus K random negatives per entailment pair (another premise's hypothesis, scored 0),
    unless --out already holds one (then it is reused). --train triplets:FILE trains on triplets
    instead, e.g. SNLI dev's entailment pairs with negatives mined by all-MiniLM-L6-v2:
-   `sbert mine-negatives --pairs nli:../shared/data/snli:dev --negatives 4 --n-tuple -o FILE`.
+   `sbert mine-negatives --pairs nli:../shared/data/snli:dev --negatives 4 --n-tuple -o FILE`;
+   --train stsb:sts-train.csv --collection sts: an STS-trained cross-encoder on the STSb-test
+   set (`sbert data beir-from-sts`: 309 queries, pairs scored >= 4 of 5 relevant).
 2. The SNLI-test collection (`sbert data beir-from-nli`: premises query their entailed hypotheses;
    the neutral and contradicting hypotheses of the same premise sit in the corpus as hard
    negatives): all-MiniLM-L6-v2 retrieves by exact cosine, then the cross-encoder reorders each
@@ -36,7 +38,7 @@ from sbert import SentenceEncoder
 from sbert.cross_encoder import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import IRCollection
-from sbert.data.beir_build import beir_from_nli
+from sbert.data.beir_build import beir_from_nli, beir_from_scored_pairs
 from sbert.evaluation.retrieval import ir_metrics, ranked_ids, rerank_hits, search
 from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
@@ -49,7 +51,7 @@ def reranker(out: Path, train_spec: str | None, random_negatives: int) -> CrossE
         return CrossEncoder.load(out, device="cpu")
     model = CrossEncoder.new("all-MiniLM-L6-v2", device="cpu")
     train = load_dataset(train_spec or f"nli:{SNLI}:dev")
-    positive = "entailment" if train.kind == "pair-class" else None
+    positive = "entailment" if train.kind == "pair-class" else None  # scored pairs and triplets need none
     settings = CrossFitSettings(batch_size=16, lr=2e-5, positive_label=positive, random_negatives=random_negatives)
     seconds = fit_cross_encoder(model, train, settings)
     model.save(out)
@@ -58,15 +60,18 @@ def reranker(out: Path, train_spec: str | None, random_negatives: int) -> CrossE
     return model
 
 
-def collection(queries: int) -> IRCollection:
-    """The SNLI-test retrieval set, its first `queries` queries."""
-    corpus, query_texts, rows = beir_from_nli(load_dataset(f"nli:{SNLI}:test"))
+def collection(queries: int, name: str = "snli") -> IRCollection:
+    """The SNLI-test (or STSb-test) retrieval set, its first `queries` queries."""
+    if name == "sts":
+        corpus, query_texts, rows = beir_from_scored_pairs(load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}"))
+    else:
+        corpus, query_texts, rows = beir_from_nli(load_dataset(f"nli:{SNLI}:test"))
     qrels: dict[str, dict[str, int]] = {}
     for q, d, s in rows:
         if s > 0:
             qrels.setdefault(q, {})[d] = s
     ids = [q for q in query_texts if q in qrels][:queries]
-    return IRCollection("snli-test", list(corpus), list(corpus.values()), ids, [query_texts[q] for q in ids],
+    return IRCollection(f"{name}-test", list(corpus), list(corpus.values()), ids, [query_texts[q] for q in ids],
                         {q: qrels[q] for q in ids})  # fmt: skip
 
 
@@ -76,10 +81,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/sbert-reranker"))
     parser.add_argument("--compare-queries", type=int, default=50)
     parser.add_argument("--random-negatives", type=int, default=0, help="random negatives per entailment pair")
-    parser.add_argument("--train", help="triplets:FILE to train on instead (e.g. sbert mine-negatives on SNLI dev)")
+    parser.add_argument("--train", help="FORMAT:PATH to train on instead: triplets:FILE (mined), stsb:sts-train.csv")
+    parser.add_argument("--collection", choices=("snli", "sts"), default="snli", help="sts: the STSb-test set")
     args = parser.parse_args()
     cross = reranker(args.out, args.train, args.random_negatives)
-    data = collection(args.queries)
+    data = collection(args.queries, args.collection)
     encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
     start = time.perf_counter()
     corpus_vectors = encoder.encode(data.corpus)
