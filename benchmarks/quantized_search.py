@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--million", type=int, default=1_000_000, help="rows of the large corpus (0: skip it)")
     parser.add_argument("--latency-queries", type=int, default=200)
     parser.add_argument("--big-queries", type=int, default=500, help="queries scored on the large corpus")
-    parser.add_argument("--rescore", type=int, nargs="+", default=[4, 10], help="rescore multiples to measure")
+    parser.add_argument("--rescore", type=int, nargs="+", default=[4, 10, 25], help="rescore multiples to measure")
     args = parser.parse_args()
     doc_ids, corpus, queries, qrels = snli()
     model = SentenceEncoder.load(device="cpu")

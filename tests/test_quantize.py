@@ -61,6 +61,11 @@ def test_quantized_kinds_rescore_to_near_exact_search(vectors, kind, tmp_path):
     for query, row in zip(queries, hits, strict=True):
         np.testing.assert_allclose([h.score for h in row], vectors[[h.id for h in row]] @ query, atol=1e-5)
     assert index.vectors is not None and isinstance(index.vectors, np.memmap)
+    if kind != "int8":  # more candidates rescored, more of the exact top 10 found
+        wider = index.search(queries, 10, rescore=25)
+        runs = (index.search(queries, 10, rescore=1), hits, wider)
+        recalls = [np.mean([len({h.id for h in r} & set(e.tolist())) for r, e in zip(f, exact, strict=True)]) for f in runs]
+        assert recalls[0] < recalls[1] < recalls[2], recalls
     if kind == "int8":
         np.testing.assert_allclose(np.load(tmp_path / kind / "ranges.npy"), calibration_ranges(vectors), atol=1e-6)
 

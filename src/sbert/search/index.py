@@ -182,9 +182,8 @@ class SearchIndex:
             raise ValueError(f"top_k must be positive, got {top_k}")
         q = _unit(np.atleast_2d(queries))
         if self.info.kind in quantized.QUANTIZED_KINDS:
-            scores, ids = quantized.search_quantized(
-                self.index, self.info.kind, q, top_k, self.vectors, self.info.rescore
-            )
+            multiple = self.info.rescore if rescore is None else rescore
+            scores, ids = quantized.search_quantized(self.index, self.info.kind, q, top_k, self.vectors, multiple)
         else:
             scores, ids = self.index.search(q, min(top_k, self.info.count))
         texts = self.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
