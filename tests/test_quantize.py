@@ -64,7 +64,8 @@ def test_quantized_kinds_rescore_to_near_exact_search(vectors, kind, tmp_path):
     if kind != "int8":  # more candidates rescored, more of the exact top 10 found
         wider = index.search(queries, 10, rescore=25)
         runs = (index.search(queries, 10, rescore=1), hits, wider)
-        recalls = [np.mean([len({h.id for h in r} & set(e.tolist())) for r, e in zip(f, exact, strict=True)]) for f in runs]
+        recalls = [np.mean([len({h.id for h in r} & set(e.tolist())) for r, e in zip(f, exact, strict=True)])
+                   for f in runs]  # fmt: skip
         assert recalls[0] < recalls[1] < recalls[2], recalls
     if kind == "int8":
         np.testing.assert_allclose(np.load(tmp_path / kind / "ranges.npy"), calibration_ranges(vectors), atol=1e-6)
