@@ -133,7 +133,7 @@ class DynamicBatcher:
         """
         group: list[tuple[_Job, int, int]] = []
         tokens = 0
-        for job in sorted(self._jobs, key=lambda j: (j.served, j.enqueued)):
+        for job in sorted(self._jobs, key=self._priority):
             start = end = job.next
             limit = self._slice_limit(job, group, tokens)
             while end < len(job.texts) and (tokens + job.lengths[end] <= limit or not tokens):
@@ -152,6 +152,17 @@ class DynamicBatcher:
                 self._jobs.remove(job)
         self.metrics.queue_texts.set(self._queued)
         return group
+
+    def _priority(self, job: _Job) -> tuple[int, float]:
+        """Whole groups' worth of tokens already served, then arrival: FIFO among equals.
+
+        A request that has had less than one group's worth waits its turn by age, so one
+        cut short by a full group is next, not behind every later arrival (sorting by tokens
+        served alone starved such requests: p99 31 s against p50 2.7 s for 20-document
+        /v1/rerank requests from 64 clients); a huge request drops back a class per group
+        served, so small ones still pass it.
+        """
+        return job.served // self.max_batch_tokens, job.enqueued
 
     def _slice_limit(self, job: _Job, group: list[tuple[_Job, int, int]], tokens: int) -> int:
         """The group's token total up to which `job` may add texts.
