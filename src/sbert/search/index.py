@@ -97,7 +97,8 @@ def build_index(
         raise SbertError("cannot build an index of an empty corpus")
     if len(vectors) != len(texts):
         raise ValueError(f"{len(vectors)} vectors but {len(texts)} texts")
-    info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors))
+    rescore = quantized.RESCORE_BY_KIND.get(kind, quantized.RESCORE)
+    info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors), rescore=rescore)
     ranges = None
     if kind in quantized.QUANTIZED_KINDS:
         index, ranges = quantized.new_quantized(kind, _unit(vectors))
