@@ -45,10 +45,13 @@ def test_semantic_search_reranks_the_cosine_top(reranker_dir, tiny_dirs):
                                    corpus_texts=texts)  # fmt: skip
     _, candidates = semantic_search(q, c, top_k=10)
     for i, query in enumerate(queries):
-        expected = reranker.predict([(query, texts[j]) for j in candidates[i]])
-        best = np.argsort(-expected, kind="stable")[:3]
-        assert rows[i].tolist() == candidates[i][best].tolist()
-        np.testing.assert_allclose(scores[i], expected[best], atol=1e-6)
+        predicted = reranker.predict([(query, texts[j]) for j in candidates[i]])
+        expected = dict(zip(candidates[i].tolist(), predicted, strict=True))
+        # The three best of the cosine top 10 by the reranker's score (ties may come in either order:
+        # batches differ between the two calls, so do the last bits of equal scores).
+        np.testing.assert_allclose(scores[i], sorted(expected.values(), reverse=True)[:3], atol=1e-5)
+        np.testing.assert_allclose(scores[i], [expected[r] for r in rows[i].tolist()], atol=1e-5)
+        assert np.all(np.diff(scores[i]) <= 0)
     with pytest.raises(ValueError, match="rerank_top must be an integer >= top_k"):
         semantic_search(q, c, top_k=5, reranker=reranker, rerank_top=4, query_texts=queries, corpus_texts=texts)
     with pytest.raises(ValueError, match="pass query_texts and corpus_texts"):
@@ -70,11 +73,14 @@ def test_ir_evaluator_scores_the_reranked_order(reranker_dir, snli_small):
     scores, rows = search(q, [encoder.encode(collection.corpus)])
     hits = ranked_ids(scores, rows, collection.corpus_ids)
     text = dict(zip(collection.corpus_ids, collection.corpus, strict=True))
-    first = reranker.predict([(collection.queries[0], text[d]) for d in hits[0][:20]])
-    order = sorted(zip(first.tolist(), hits[0][:20], strict=True), key=lambda h: (-h[0], h[1]))
+    first = dict(zip(hits[0][:20], reranker.predict([(collection.queries[0], text[d]) for d in hits[0][:20]]).tolist(),
+                     strict=True))  # fmt: skip
     from sbert.evaluation.retrieval import rerank_hits
 
-    assert rerank_hits(reranker, collection, hits, 20, None)[0] == [d for _, d in order] + hits[0][20:]
+    reordered = rerank_hits(reranker, collection, hits, 20, None)[0]
+    assert reordered[20:] == hits[0][20:] and sorted(reordered[:20]) == sorted(hits[0][:20])
+    along = [first[d] for d in reordered[:20]]  # best first, up to the last bits of near-equal scores
+    assert np.all(np.diff(along) <= 1e-5) and np.ptp(along) > 1e-3
 
 
 def test_cli_search_and_eval_with_a_reranker(reranker_dir, tiny_dirs, snli_small, tmp_path, capsys):
