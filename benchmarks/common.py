@@ -6,6 +6,10 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sbert.data.beir import IRCollection
 
 ROOT = Path(__file__).resolve().parents[1]
 STS_DIR = ROOT.parent / "shared" / "data" / "stsbenchmark"
@@ -52,3 +56,25 @@ def distinct_real_sentences() -> list[str]:
         lines = (data / "sst2" / name).read_text(encoding="utf-8").splitlines()
         seen.update(dict.fromkeys(line.rsplit("\t", 1)[0].strip() for line in lines))
     return [s for s in seen if s.strip() and "\n" not in s and "\r" not in s]
+
+
+def ir_set(name: str = "snli", queries: int | None = None) -> IRCollection:
+    """The SNLI-test (`sbert data beir-from-nli`) or STSb-test (`beir-from-sts`) retrieval set, in memory.
+
+    Only queries with a relevant document are kept; `queries` keeps the first that many.
+    """
+    from sbert.data import load_dataset
+    from sbert.data.beir import IRCollection
+    from sbert.data.beir_build import beir_from_nli, beir_from_scored_pairs
+
+    if name == "sts":
+        corpus, texts, rows = beir_from_scored_pairs(load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}"))
+    else:
+        corpus, texts, rows = beir_from_nli(load_dataset(f"nli:{STS_DIR.parent / 'snli'}:test"))
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, s in rows:
+        if s > 0:
+            qrels.setdefault(q, {})[d] = s
+    ids = [q for q in texts if q in qrels][:queries]
+    return IRCollection(f"{name}-test", list(corpus), list(corpus.values()), ids, [texts[q] for q in ids],
+                        {q: qrels[q] for q in ids})  # fmt: skip

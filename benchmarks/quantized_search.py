@@ -31,27 +31,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from common import STS_DIR
+from common import ir_set
 from retrieval_speed import synthetic
 from sbert import SentenceEncoder
-from sbert.data import load_dataset
-from sbert.data.beir_build import beir_from_nli
 from sbert.evaluation.retrieval import ir_metrics
 from sbert.search.index import SearchIndex, build_index
 from sbert.search.quantized_index import index_bytes
 
 KINDS = ("flat", "int8", "binary")
-
-
-def snli() -> tuple[list[str], list[str], list[str], list[dict[str, int]]]:
-    """Corpus ids, corpus texts, query texts and the qrels of each query."""
-    corpus, queries, rows = beir_from_nli(load_dataset(f"nli:{STS_DIR.parent / 'snli'}:test"))
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, s in rows:
-        if s > 0:
-            qrels.setdefault(q, {})[d] = s
-    ids = [q for q in queries if q in qrels]
-    return list(corpus), list(corpus.values()), [queries[q] for q in ids], [qrels[q] for q in ids]
 
 
 def measure(index: SearchIndex, queries: np.ndarray, latency_queries: int, rescore: int | None) -> tuple[list, float]:
@@ -103,9 +90,10 @@ def main() -> None:
     parser.add_argument("--big-queries", type=int, default=500, help="queries scored on the large corpus")
     parser.add_argument("--rescore", type=int, nargs="+", default=[4, 10, 25], help="rescore multiples to measure")
     args = parser.parse_args()
-    doc_ids, corpus, queries, qrels = snli()
+    data = ir_set("snli")
+    doc_ids, qrels = data.corpus_ids, [data.qrels[q] for q in data.query_ids]
     model = SentenceEncoder.load(device="cpu")
-    q_vec, real = model.encode(queries), model.encode(corpus)
+    q_vec, real = model.encode(data.queries), model.encode(data.corpus)
     with tempfile.TemporaryDirectory(prefix="sbert-quantized-") as tmp:
         run_corpus("snli-test", real, doc_ids, q_vec, qrels, Path(tmp) / "snli", args)
     if args.million:

@@ -33,12 +33,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from common import STS_DIR
+from common import STS_DIR, ir_set
 from sbert import SentenceEncoder
 from sbert.cross_encoder import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import IRCollection
-from sbert.data.beir_build import beir_from_nli, beir_from_scored_pairs
 from sbert.evaluation.retrieval import ir_metrics, ranked_ids, rerank_hits, search
 from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
@@ -60,21 +59,6 @@ def reranker(out: Path, train_spec: str | None, random_negatives: int) -> CrossE
     return model
 
 
-def collection(queries: int, name: str = "snli") -> IRCollection:
-    """The SNLI-test (or STSb-test) retrieval set, its first `queries` queries."""
-    if name == "sts":
-        corpus, query_texts, rows = beir_from_scored_pairs(load_dataset(f"stsb:{STS_DIR / 'sts-test.csv'}"))
-    else:
-        corpus, query_texts, rows = beir_from_nli(load_dataset(f"nli:{SNLI}:test"))
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, s in rows:
-        if s > 0:
-            qrels.setdefault(q, {})[d] = s
-    ids = [q for q in query_texts if q in qrels][:queries]
-    return IRCollection(f"{name}-test", list(corpus), list(corpus.values()), ids, [query_texts[q] for q in ids],
-                        {q: qrels[q] for q in ids})  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=1000)
@@ -85,7 +69,7 @@ def main() -> None:
     parser.add_argument("--collection", choices=("snli", "sts"), default="snli", help="sts: the STSb-test set")
     args = parser.parse_args()
     cross = reranker(args.out, args.train, args.random_negatives)
-    data = collection(args.queries, args.collection)
+    data = ir_set(args.collection, args.queries)
     encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
     start = time.perf_counter()
     corpus_vectors = encoder.encode(data.corpus)

@@ -32,10 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 
-from common import STS_DIR
+from common import ir_set
 from sbert import SentenceEncoder
-from sbert.data import load_dataset
-from sbert.data.beir_build import beir_from_nli
 from sbert.evaluation.retrieval import CORPUS_CHUNK, ir_metrics, ranked_ids, search
 from sbert.search.exact import unit_rows
 
@@ -60,19 +58,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=int, default=1_000_000)
     args = parser.parse_args()
-    corpus, queries, rows = beir_from_nli(load_dataset(f"nli:{STS_DIR.parent / 'snli'}:test"))
-    qrels: dict[str, dict[str, int]] = {}
-    for q, d, s in rows:
-        if s > 0:
-            qrels.setdefault(q, {})[d] = s
-    query_ids = [q for q in queries if q in qrels]
+    data = ir_set("snli")
+    query_ids, qrels = data.query_ids, data.qrels
     model = SentenceEncoder.load(device="cpu")
-    q_vec = model.encode([queries[q] for q in query_ids])
-    real = model.encode(list(corpus.values()))
-    doc_ids = list(corpus) + [f"synthetic{i}" for i in range(args.corpus - len(corpus))]
+    q_vec = model.encode(data.queries)
+    real = model.encode(data.corpus)
+    doc_ids = data.corpus_ids + [f"synthetic{i}" for i in range(args.corpus - len(data.corpus))]
     judged = [qrels[q] for q in query_ids]
 
-    small = ir_metrics(ranked_ids(*search(q_vec, iter([real])), list(corpus)), judged)
+    small = ir_metrics(ranked_ids(*search(q_vec, iter([real])), data.corpus_ids), judged)
     # Memory first (peak RSS only grows): the corpus streamed, chunks generated as the search asks.
     before, start = rss_mb(), time.perf_counter()
     tracemalloc.start()
