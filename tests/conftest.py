@@ -78,3 +78,9 @@ def sts_test_path() -> Path:
     if not path.is_file():
         pytest.fail(f"shared data missing: {path}")
     return path
+
+
+@pytest.fixture
+def emulated_cpu_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bf16 on this CPU whatever its instructions: for tests of bf16 numerics, not of speed."""
+    monkeypatch.setenv("SBERT_CPU_BF16", "emulate")

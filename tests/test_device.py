@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.device import autocast_dtype, encode_dtype, resolve_device
+from sbert import device
+from sbert.device import autocast_dtype, cpu_bf16_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
@@ -38,7 +39,7 @@ def test_device_names_are_checked():
             resolve_device(f"cuda:{torch.cuda.device_count()}")
 
 
-def test_precision_names_and_defaults():
+def test_precision_names_and_defaults(emulated_cpu_bf16):
     cpu = torch.device("cpu")
     assert encode_dtype("auto", cpu) == torch.float32  # CPU output stays fp32 by default
     assert encode_dtype("bf16", cpu) == torch.bfloat16
@@ -57,13 +58,36 @@ def test_encode_refuses_bad_device_and_precision(tiny_dirs):
         model.encode(CORPUS, devices=["cpu", "nonsense"])
 
 
-def test_bf16_on_cpu_is_close_to_fp32(tiny_dirs):
+def test_bf16_on_cpu_is_close_to_fp32(tiny_dirs, emulated_cpu_bf16):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     fp32 = model.encode(CORPUS)
     bf16 = model.encode(CORPUS, precision="bf16")
     cosine = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
     assert bf16.dtype == np.float32 and cosine.min() >= 0.999
     assert np.array_equal(model.encode(CORPUS), fp32)  # the fp32 weights were left alone
+
+
+def test_cpu_bf16_flags_are_read_from_cpuinfo():
+    assert cpu_bf16_flags("flags\t: fpu avx512f avx512_vnni avx512_bf16 amx_bf16\n", "x86_64") == [
+        "avx512_bf16",
+        "amx_bf16",
+    ]
+    assert cpu_bf16_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64") == []
+    assert cpu_bf16_flags("Features\t: fp asimd bf16 i8mm\n", "aarch64") == ["bf16"]
+    assert cpu_bf16_flags("Features\t: fp asimd\n", "aarch64") == []
+
+
+def test_bf16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dirs, monkeypatch):
+    monkeypatch.delenv("SBERT_CPU_BF16", raising=False)
+    monkeypatch.setattr(device, "cpu_bf16_native", lambda: False)  # a CPU without avx512_bf16 / AMX
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    with pytest.raises(DeviceError, match=r"no bf16 instructions \(avx512_bf16, amx_bf16 or Arm bf16\).*fp32.*onnx-int8"):
+        model.encode(CORPUS, precision="bf16")
+    with pytest.raises(DeviceError, match="no bf16 instructions"):
+        autocast_dtype("bf16", torch.device("cpu"))  # training refuses it the same way
+    assert encode_dtype("auto", torch.device("cpu")) == torch.float32  # the default never needs it
+    monkeypatch.setattr(device, "cpu_bf16_native", lambda: True)  # a CPU that has them
+    assert encode_dtype("bf16", torch.device("cpu")) == torch.bfloat16
 
 
 def test_two_cpu_workers_give_one_ordered_output(tiny_dirs, tmp_path):

@@ -28,7 +28,7 @@ def test_fused_adamw_moves_weights_without_moving_versions(tiny_dirs):
     assert [p._version for p in model.parameters()] == versions
 
 
-def test_a_cast_copy_is_rebuilt_after_a_fused_step(tiny_dirs):
+def test_a_cast_copy_is_rebuilt_after_a_fused_step(tiny_dirs, emulated_cpu_bf16):
     # bf16 on the CPU makes the engine hold a cast copy, as the CUDA engine always does.
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     first = model.encode(CORPUS, precision="bf16")

@@ -8,7 +8,10 @@ same way on a device or dtype this machine does not have.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import platform
+import subprocess
 
 import torch
 
@@ -16,6 +19,10 @@ from sbert.errors import DeviceError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# x86 /proc/cpuinfo flags with bf16 arithmetic (AVX512-BF16 dot products, AMX tiles); Arm lists "bf16".
+X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# "emulate" lets bf16 run on a CPU without those instructions (slowly: tests of bf16 numerics).
+CPU_BF16_ENV = "SBERT_CPU_BF16"
 
 
 def default_device(local_rank: bool = False) -> torch.device:
@@ -62,11 +69,37 @@ def check_precision(precision: str) -> str:
     return precision
 
 
+def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
+    """The bf16 instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
+    words: set[str] = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            words.update(value.split())
+    wanted = ("bf16",) if machine.lower() in ("aarch64", "arm64") else X86_BF16_FLAGS
+    return [flag for flag in wanted if flag in words]
+
+
+@functools.cache
+def cpu_bf16_native() -> bool:
+    """Whether this CPU has bf16 arithmetic (AVX512-BF16, AMX or Arm BF16); without it torch emulates bf16."""
+    machine = platform.machine()
+    if platform.system() == "Darwin":
+        # Apple silicon reports its features through sysctl, not /proc.
+        probe = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True)
+        return probe.stdout.strip() == "1"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return bool(cpu_bf16_flags(f.read(), machine))
+    except OSError:
+        return False
+
+
 def bf16_supported(device: torch.device) -> bool:
-    """Whether bf16 kernels run natively on `device` (every CPU torch has them)."""
-    if device.type != "cuda":
-        return True
-    return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    """Whether bf16 runs natively on `device` (a CPU needs bf16 instructions, or SBERT_CPU_BF16=emulate)."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    return os.environ.get(CPU_BF16_ENV, "").lower() == "emulate" or cpu_bf16_native()
 
 
 def half_dtype(device: torch.device) -> torch.dtype:
@@ -80,9 +113,19 @@ def encode_dtype(precision: str, device: torch.device) -> torch.dtype:
     if precision == "auto":
         return half_dtype(device) if device.type == "cuda" else torch.float32
     if precision == "bf16" and not bf16_supported(device):
-        name = torch.cuda.get_device_name(device)
-        raise DeviceError(f"precision 'bf16': {device} ({name}) has no bf16 support; use fp16 or fp32")
+        raise DeviceError(_no_bf16(device))
     return _DTYPES[precision]
+
+
+def _no_bf16(device: torch.device) -> str:
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return f"precision 'bf16': {device} ({name}) has no bf16 support; use fp16 or fp32"
+    # Emulated bf16 on such a CPU ran slower than fp32: refusing beats a silent slowdown.
+    return (
+        f"precision 'bf16': this CPU has no bf16 instructions ({', '.join(X86_BF16_FLAGS)} or Arm bf16); "
+        f"use precision='fp32', or backend='onnx-int8' for speed ({CPU_BF16_ENV}=emulate forces emulated bf16)"
+    )
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
