@@ -10,7 +10,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,14 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/encode_speed.py
+
+# The CPU peers (model2vec, ctranslate2) beside the dev install: `make bench-peers`.
+$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
+	$(PIP) install -q -e '.[bench]'
+	touch $@
+
+bench-peers: $(VENV)/.installed-bench
+	$(PY) benchmarks/cpu_peers.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

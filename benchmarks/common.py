@@ -78,3 +78,37 @@ def ir_set(name: str = "snli", queries: int | None = None) -> IRCollection:
     ids = [q for q in texts if q in qrels][:queries]
     return IRCollection(f"{name}-test", list(corpus), list(corpus.values()), ids, [texts[q] for q in ids],
                         {q: qrels[q] for q in ids})  # fmt: skip
+
+
+def pair_spearman(vectors: object, split: str = "test") -> float:
+    """STSb Spearman x100 of row-wise cosines, for the vectors of `sts_sentences(split)` in order."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    rows = np.asarray(vectors, dtype=np.float64)
+    half = len(rows) // 2
+    u, v = rows[:half], rows[half:]
+    cosine = (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
+    return 100 * float(spearmanr(cosine, sts_pairs(split)[2]).statistic)
+
+
+def non_sts_corpus() -> list[str]:
+    """Distinct SNLI dev/test and SST-2 sentences: a distillation corpus holding no STS benchmark sentence."""
+    data = STS_DIR.parent
+    seen: dict[str, None] = {}
+    for name in ("s1.dev", "s2.dev", "s1.test", "s2.test"):
+        seen.update(dict.fromkeys((data / "snli" / name).read_text(encoding="utf-8").splitlines()))
+    for name in ("sentiment-train", "sentiment-dev", "sentiment-test"):
+        lines = (data / "sst2" / name).read_text(encoding="utf-8").splitlines()
+        seen.update(dict.fromkeys(line.rsplit("\t", 1)[0].strip() for line in lines))
+    sts = set(distinct_sts())
+    return [s for s in seen if s.strip() and s not in sts]
+
+
+def distinct_sts() -> list[str]:
+    """Every STS benchmark sentence, train, dev and test."""
+    out: list[str] = []
+    for split in ("train", "dev", "test"):
+        first, second, _ = sts_pairs(split)
+        out += first + second
+    return out

@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder
 
 
 def __getattr__(name: str) -> Any:
@@ -21,7 +22,11 @@ def __getattr__(name: str) -> Any:
         from sbert.cross_encoder import CrossEncoder
 
         return CrossEncoder
+    if name == "StaticEncoder":
+        from sbert.static import StaticEncoder
+
+        return StaticEncoder
     raise AttributeError(f"module 'sbert' has no attribute {name!r}")
 
 
-__all__ = ["CrossEncoder", "SentenceEncoder", "__version__"]
+__all__ = ["CrossEncoder", "SentenceEncoder", "StaticEncoder", "__version__"]

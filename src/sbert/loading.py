@@ -62,6 +62,10 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
         transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
+    from sbert.static.model import is_static_dir
+
+    if is_static_dir(root):
+        raise ModelFormatError(f"{root}: a static-embedding model; load it with sbert.StaticEncoder.load")
     modules: list[Module] = []
     for entry in read_modules(root):
         cls = module_class(entry.type)

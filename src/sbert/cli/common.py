@@ -16,6 +16,7 @@ from sbert.layout import atomic_file
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,19 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
         except ValueError as e:
             raise SbertError(f"--max-seq-length: {e}") from None
     return model
+
+
+def load_encoder(args: argparse.Namespace) -> SentenceEncoder | StaticEncoder:
+    """`load_model`, or a StaticEncoder when --model is a static-embedding folder (`sbert distill --static`)."""
+    from sbert.static import StaticEncoder, is_static_dir
+
+    if not is_static_dir(args.model):
+        return load_model(args)
+    if args.max_seq_length is not None:
+        raise SbertError("--max-seq-length: a static model has no token limit")
+    if args.device not in (None, "cpu"):
+        raise SbertError(f"--device {args.device}: a static model runs on the CPU (numpy)")
+    return StaticEncoder.load(args.model)
 
 
 def read_lines(source: str) -> list[str]:

