@@ -62,7 +62,7 @@ def linear_flops_per_token(model: SentenceEncoder) -> float:
 
 
 def sbert_engines(model: SentenceEncoder) -> dict[str, tuple[str, Engine]]:
-    """sbert's own transformer backends, each warmed (ONNX graphs exported) before timing."""
+    """The sbert transformer backends, each warmed (ONNX graphs exported) before timing."""
     engines: dict[str, tuple[str, Engine]] = {}
     for backend, precision in (("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8")):
         engines[f"sbert {backend}"] = (precision, lambda t, b=backend: model.encode(t, backend=b, show_progress=False))
@@ -130,11 +130,11 @@ def measure(engines: dict[str, tuple[str, Engine]], texts: list[str], repeats: i
     """Spearman from a first (warm-up) pass, then rates from round-robin passes."""
     scores = {name: pair_spearman(engine(texts)) for name, (_, engine) in engines.items()}
     seconds = alternate({name: (lambda e=engine: e(texts)) for name, (_, engine) in engines.items()}, repeats)
-    return {
-        name: {"engine": name, "precision": precision, "sentences_per_s": len(texts) / median(seconds[name]),
-               "stsb_test": scores[name]}  # fmt: skip
-        for name, (precision, _) in engines.items()
-    }
+    rows = {}
+    for name, (precision, _) in engines.items():
+        rate = len(texts) / median(seconds[name])
+        rows[name] = {"engine": name, "precision": precision, "sentences_per_s": rate, "stsb_test": scores[name]}
+    return rows
 
 
 def main() -> None:
@@ -166,7 +166,9 @@ def main() -> None:
                                          "not_run": missing}, indent=2) + "\n")  # fmt: skip
 
 
-def report(rows: dict[str, dict], missing: dict[str, str], peaks: dict[str, float], tokens: float, flops: float) -> None:
+def report(
+    rows: dict[str, dict], missing: dict[str, str], peaks: dict[str, float], tokens: float, flops: float
+) -> None:
     """The markdown table, fastest first, and the peaks it is measured against."""
     shown = ", ".join(f"{k} {v:,.1f} {'GOPS' if k == 'int8' else 'GFLOP/s'}" for k, v in peaks.items())
     print(f"GEMM peaks (2048^3, {torch.get_num_threads()} threads): {shown}; bf16 "
@@ -175,7 +177,8 @@ def report(rows: dict[str, dict], missing: dict[str, str], peaks: dict[str, floa
     print("| engine | precision | sentences/s | % of ceiling | STSb test Spearman |\n|---|---|---|---|---|")
     for row in sorted(rows.values(), key=lambda r: -r["sentences_per_s"]):
         pct = "-" if row["pct_of_ceiling"] is None else f"{row['pct_of_ceiling']:.0f}%"
-        print(f"| {row['engine']} | {row['precision']} | {row['sentences_per_s']:,.0f} | {pct} | {row['stsb_test']:.2f} |")
+        rate, score = f"{row['sentences_per_s']:,.0f}", f"{row['stsb_test']:.2f}"
+        print(f"| {row['engine']} | {row['precision']} | {rate} | {pct} | {score} |")
     for name, why in missing.items():
         print(f"| {name} | - | not run: {why} | - | - |")
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from sbert import SentenceEncoder
-from sbert import device
+from sbert import SentenceEncoder, device
 from sbert.device import autocast_dtype, cpu_bf16_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
@@ -81,7 +80,8 @@ def test_bf16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dir
     monkeypatch.delenv("SBERT_CPU_BF16", raising=False)
     monkeypatch.setattr(device, "cpu_bf16_native", lambda: False)  # a CPU without avx512_bf16 / AMX
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
-    with pytest.raises(DeviceError, match=r"no bf16 instructions \(avx512_bf16, amx_bf16 or Arm bf16\).*fp32.*onnx-int8"):
+    refusal = r"no bf16 instructions \(avx512_bf16, amx_bf16 or Arm bf16\).*fp32.*onnx-int8"
+    with pytest.raises(DeviceError, match=refusal):
         model.encode(CORPUS, precision="bf16")
     with pytest.raises(DeviceError, match="no bf16 instructions"):
         autocast_dtype("bf16", torch.device("cpu"))  # training refuses it the same way

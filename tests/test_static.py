@@ -66,13 +66,13 @@ def test_encode_contract_order_single_string_batches_and_no_truncation(tiny_stat
 
 def test_options_a_static_model_cannot_honour_are_one_line_errors(tiny_static):
     model = StaticEncoder.load(tiny_static)
-    with pytest.raises(BackendError, match="backend 'onnx'.*static model"):
+    with pytest.raises(BackendError, match=r"backend 'onnx'.*static model"):
         model.encode(CORPUS, backend="onnx")
     with pytest.raises(BackendError, match="precision 'bf16'"):
         model.encode(CORPUS, precision="bf16")
     with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
         model.encode(["ok", 3])  # type: ignore[list-item]
-    with pytest.raises(ModelFormatError, match="StaticEncoder.load"):
+    with pytest.raises(ModelFormatError, match=r"StaticEncoder\.load"):
         SentenceEncoder.load(tiny_static)
 
 

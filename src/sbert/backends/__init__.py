@@ -1,4 +1,4 @@
-"""Inference backends behind `SentenceEncoder.encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8.
+"""Inference backends behind `SentenceEncoder.encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8, openvino.
 
 Each backend follows `base.Backend`: token ids and batches in, `(rows, vectors)` out, plus its
 own default batch budget. They receive a `Chain`, never the SentenceEncoder.
@@ -14,7 +14,7 @@ import torch
 from sbert.backends.base import Backend, Chain, Rows
 from sbert.errors import BackendError
 
-BackendName = Literal["torch", "onnx", "onnx-int8"]
+BackendName = Literal["torch", "onnx", "onnx-int8", "openvino"]
 
 
 def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
@@ -37,11 +37,23 @@ def _onnx(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> 
     return OnnxBackend(chain, name)
 
 
+def _openvino(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
+    try:
+        import onnxruntime  # noqa: F401  (the graph is exported and cached by the ONNX backend's code)
+        import openvino  # noqa: F401
+
+        from sbert.backends.openvino_runtime import OpenVinoBackend
+    except ImportError as e:
+        raise BackendError(f"backend 'openvino' needs openvino and onnx: pip install 'sbert[openvino]' ({e})") from None
+    return OpenVinoBackend(chain, device, dtype)
+
+
 # The names the CLI and encode(backend=...) accept.
 BACKENDS: dict[str, Callable[[Chain, str, torch.device, torch.dtype], Backend]] = {
     "torch": _torch,
     "onnx": _onnx,
     "onnx-int8": _onnx,
+    "openvino": _openvino,
 }
 
 

@@ -19,6 +19,8 @@ from sbert.modules import Features
 if TYPE_CHECKING:
     import onnxruntime
 
+    from sbert.backends.openvino_runtime import OpenVinoBackend
+
 log = logging.getLogger(__name__)
 
 GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx"}
@@ -121,13 +123,16 @@ def make_session(path: Path, device: torch.device, threads: int | None = None) -
         raise BackendError(f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]})") from None
 
 
-def check_against_torch(chain: Chain, backend: OnnxBackend) -> None:
-    """Embed a few probe sentences both ways; a graph that disagrees is refused."""
+def check_against_torch(chain: Chain, backend: OnnxBackend | OpenVinoBackend) -> None:
+    """Embed a few probe sentences both ways; a graph that disagrees is refused.
+
+    fp32 graphs must agree to rounding; int8 (and OpenVINO's bf16) are held to direction.
+    """
     features = chain.pad(chain.transformer.token_ids(PROBES)[0])
     with torch.inference_mode():
         torch_rows = embed_padded(chain.modules, features, chain.device).float().cpu()
     onnx_rows = backend.embed(features)
-    if backend.name == "onnx":
+    if backend.name == "onnx" or getattr(backend, "precision", "") == "f32":
         diff = float((torch_rows - onnx_rows).abs().max())
         if not np.isfinite(diff) or diff > FP32_MAX_ABS_DIFF:
             raise BackendError(f"{backend.path}: differs from torch by {diff:.2e} (> {FP32_MAX_ABS_DIFF})")

@@ -1,4 +1,4 @@
-"""`sbert export`: write the ONNX graphs beside the model, check them, report the accuracy cost."""
+"""`sbert export`: write the ONNX graphs (and OpenVINO's blobs) beside the model, check them, report the cost."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from sbert.cli.common import add_model_args, load_model
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser("export", help="export ONNX fp32 and int8 graphs", description=__doc__)
-    p.add_argument("--backend", choices=("onnx", "onnx-int8"), action="append", help="graphs to build (default both)")
+    p.add_argument("--backend", choices=("onnx", "onnx-int8", "openvino"), action="append",
+                   help="graphs to build (default onnx and onnx-int8)")  # fmt: skip
     p.add_argument("--check", metavar="TASK", help="score an STS set with each backend, e.g. stsb:PATH")
     add_model_args(p)
     p.set_defaults(run=run)

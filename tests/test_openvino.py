@@ -1,0 +1,90 @@
+"""The OpenVINO backend: parity with torch, the shared graph cache and its rebuild, refusals, CLI and server."""
+
+import httpx
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder, device
+from sbert.backends import BackendError
+from sbert.errors import DeviceError
+from tests.serve_helpers import start_server
+from tests.tiny_models import CORPUS
+
+pytest.importorskip("openvino")
+SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
+
+
+@pytest.fixture
+def saved(tiny_dir, tmp_path) -> SentenceEncoder:
+    SentenceEncoder.from_transformer(tiny_dir, normalize=True, device="cpu").save(tmp_path / "m")
+    return SentenceEncoder.load(tmp_path / "m", device="cpu")
+
+
+def test_openvino_matches_torch_and_is_batch_invariant(saved):
+    expected = saved.encode(SENTENCES, on_truncation="ignore")
+    got = saved.encode(SENTENCES, backend="openvino", on_truncation="ignore", batch_size=3)
+    assert np.abs(got - expected).max() <= 1e-5
+    one_by_one = saved.encode(SENTENCES, backend="openvino", on_truncation="ignore", batch_size=1)
+    assert np.abs(one_by_one - got).max() <= 1e-5
+    assert np.array_equal(saved.encode(SENTENCES[2], backend="openvino"), got[2])  # one string, same row
+    assert (saved.source_dir / "onnx" / "model.onnx").is_file()  # the onnx backend's cached graph
+
+
+def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino")
+    graph = tmp_path / "m" / "onnx" / "model.onnx"
+    graph.write_bytes(b"not an onnx file")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
+    assert graph.stat().st_size > 1000
+
+
+def test_precisions_it_cannot_run_are_one_line_errors(tiny_dirs, monkeypatch):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    with pytest.raises(BackendError, match="fp32 or bf16"):
+        model.encode(CORPUS, backend="openvino", precision="fp16")
+    monkeypatch.delenv("SBERT_CPU_BF16", raising=False)
+    monkeypatch.setattr(device, "cpu_bf16_native", lambda: False)
+    with pytest.raises(DeviceError, match="no bf16 instructions"):
+        model.encode(CORPUS, backend="openvino", precision="bf16")
+
+
+def test_bf16_hint_where_the_cpu_has_it_stays_close(tiny_dirs, monkeypatch):
+    # OpenVINO emulates bf16 where the CPU lacks it; the numbers, not the speed, are checked here.
+    monkeypatch.setattr(device, "cpu_bf16_native", lambda: True)
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], normalize=True, device="cpu")
+    engine = model.backend("openvino", "bf16")
+    assert engine.precision == "bf16"
+    got = model.encode(CORPUS, backend="openvino", precision="bf16")
+    assert got.dtype == np.float32 and ((got * model.encode(CORPUS)).sum(1)).min() >= 0.99
+    assert model.backend("openvino", "auto").precision == "f32"  # never bf16 unless asked
+
+
+def test_cli_encode_and_a_real_server_on_openvino(tiny_dirs, tmp_path):
+    from sbert.cli.main import main
+
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    args = ["encode", "-i", str(tmp_path / "in.txt"), "--model", str(tmp_path / "m"), "--backend", "openvino"]
+    assert main([*args, "-o", str(tmp_path / "o.npy")]) == 0
+    expected = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS)
+    assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
+    server = start_server(tmp_path, "--model", str(tmp_path / "m"), "--backend", "openvino")
+    try:
+        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": CORPUS[:3], "model": "m"}, timeout=60)
+        body = response.json()
+        assert response.status_code == 200, body
+        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        assert np.abs(got - expected[:3]).max() <= 1e-5
+    finally:
+        assert server.stop()
+
+
+def test_a_gpu_model_is_told_to_use_torch(tiny_dirs):
+    from sbert.backends.openvino_runtime import OpenVinoBackend
+
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    with pytest.raises(BackendError, match="runs on the CPU"):
+        OpenVinoBackend(model.as_chain(), torch.device("cuda"), torch.float32)
