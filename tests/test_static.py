@@ -178,3 +178,22 @@ def test_cli_distill_bad_corpus_is_one_line_and_writes_nothing(tiny_dirs, tmp_pa
     assert "not valid UTF-8" in run.stderr and ":1:" in run.stderr
     missing = sbert("distill", "--static", "--model", tiny_dirs["bert"], "--output", tmp_path / "no" / "such")
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_a_real_server_serves_a_static_model(tiny_static, tmp_path):
+    import httpx
+
+    from tests.serve_helpers import start_server
+
+    expected = StaticEncoder.load(tiny_static).encode([*CORPUS[:3], LONG])
+    server = start_server(tmp_path, "--model", tiny_static)
+    try:
+        body = {"input": [*CORPUS[:3], LONG], "model": "tiny"}
+        response = httpx.post(f"{server.url}/v1/embeddings", json=body, timeout=60)
+        assert response.status_code == 200, response.text
+        got = np.array([row["embedding"] for row in response.json()["data"]], dtype=np.float32)
+        assert np.abs(got - expected).max() <= 1e-5  # the long text is not cut either
+    finally:
+        assert server.stop()
+    refused = sbert("serve", "--model", tiny_static, "--backend", "onnx", "--port", 1)
+    assert refused.returncode == 2 and "static model" in refused.stderr.strip().splitlines()[-1]

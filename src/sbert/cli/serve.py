@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_args, add_precision_arg, load_model
+from sbert.cli.common import add_model_args, add_precision_arg, load_encoder
 from sbert.errors import SbertError
 
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
         reranker = CrossEncoder.load(args.reranker, device=args.device)
         reranker_name = args.reranker_name or Path(str(args.reranker).rstrip("/")).name
-    app = build_server(settings, load_model(args), name, reranker, reranker_name)
+    app = build_server(settings, load_encoder(args), name, reranker, reranker_name)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,

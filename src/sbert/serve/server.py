@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sbert.backends import Backend
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder
 
 
 CPU_GROUP_TOKENS = 8192
@@ -29,7 +30,7 @@ CPU_GROUP_TOKENS = 8192
 
 def build_server(
     settings: ServeSettings,
-    model: SentenceEncoder,
+    model: SentenceEncoder | StaticEncoder,
     model_id: str,
     reranker: CrossEncoder | None = None,
     reranker_id: str = "reranker",
@@ -43,8 +44,12 @@ def build_server(
         index = SearchIndex(settings.index)
         index.check_model(model.weights_digest(), model.embedding_dimension)
 
-    def engine() -> Backend:
-        return model.backend(settings.backend, settings.precision)
+    def budget_now() -> int:
+        from sbert.static import StaticEncoder
+
+        if isinstance(model, StaticEncoder):  # one numpy path, on the CPU
+            return CPU_GROUP_TOKENS
+        return group_budget(model.backend(settings.backend, settings.precision), model.device)
 
     def encode(texts: list[str]) -> np.ndarray:
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
@@ -53,12 +58,12 @@ def build_server(
             prompt="",  # the route already put the request's prompt in front
         )  # fmt: skip
         if settings.max_batch_tokens is None:  # follow the engine's budget down after a GPU out-of-memory
-            batcher.max_batch_tokens = group_budget(engine(), model.device)
+            batcher.max_batch_tokens = budget_now()
         return vectors
 
     model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
     metrics = Metrics()
-    budget = settings.max_batch_tokens or group_budget(engine(), model.device)
+    budget = settings.max_batch_tokens or budget_now()
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
     served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
     ranges = calibration(settings, model.embedding_dimension)

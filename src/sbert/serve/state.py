@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
+    from sbert.static import StaticEncoder
 
 
 class ApiError(HTTPException):
@@ -46,7 +47,7 @@ class ServerState:
     """One served model with its batcher; `index` when started with --index."""
 
     settings: ServeSettings
-    model: SentenceEncoder
+    model: SentenceEncoder | StaticEncoder
     model_id: str
     batcher: DynamicBatcher
     metrics: Metrics
@@ -58,6 +59,10 @@ class ServerState:
 
     def count_tokens(self, texts: Sequence[str]) -> tuple[list[int], list[int]]:
         """Tokens per text as the model sees them (special tokens included, truncated), and the cut texts."""
+        from sbert.static import StaticEncoder
+
+        if isinstance(self.model, StaticEncoder):  # no limit: nothing is ever cut
+            return [len(row) for row in self.model.token_ids(list(texts))], []
         ids, cut = self.model.transformer.token_ids(texts)
         return [len(row) for row in ids], cut
 
@@ -84,7 +89,7 @@ class ServerState:
         texts = [prefix + t for t in texts] if prefix else texts
         lengths, cut = await run_in_threadpool(self.count_tokens, texts)
         if cut and not truncate:
-            limit = self.model.max_seq_length
+            limit = getattr(self.model, "max_seq_length", 0)
             raise ApiError(413, f"{field}[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
                            "and truncate is false", "input_too_long")  # fmt: skip
         tokens = sum(lengths)

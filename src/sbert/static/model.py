@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from sbert.errors import BackendError, ModelFormatError
 from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, write_json
+from sbert.model_config import EncoderSettings, read_settings
 
 # The type sentence-transformers 3-6 all resolve to their StaticEmbedding module.
 STATIC_TYPE = "sentence_transformers.models.StaticEmbedding"
@@ -79,6 +80,7 @@ class StaticEncoder:
         self.tokenizer, self.table = tokenizer, np.ascontiguousarray(table, dtype=np.float32)
         self.info = info or StaticInfo(dim=table.shape[1])
         self.source_dir: Path | None = None
+        self.settings = EncoderSettings()  # prompts from config_sentence_transformers.json, as for encoders
 
     @property
     def embedding_dimension(self) -> int:
@@ -104,7 +106,7 @@ class StaticEncoder:
         info_path = root / INFO_FILE
         info = StaticInfo(**read_json(info_path)) if info_path.is_file() else None
         model = cls(Tokenizer.from_file(str(folder / TOKENIZER_FILE)), weights[WEIGHT_KEY], info)
-        model.source_dir = root
+        model.source_dir, model.settings = root, read_settings(root)
         return model
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -137,13 +139,15 @@ class StaticEncoder:
         normalize: bool = False,
         backend: str | None = None,
         precision: str = "auto",
+        prompt: str | None = None,
         **ignored: Any,
     ) -> np.ndarray:
         """(n, d) float32 vectors in input order ((d,) for one string); no truncation, no torch.
 
         `backend` and `precision` exist so callers written for SentenceEncoder work unchanged; a
         static model has one path, so anything but the defaults is an error. Options such as
-        show_progress or on_truncation are accepted and have nothing to do here.
+        show_progress or on_truncation are accepted and have nothing to do here. `prompt` goes in
+        front of every text (None: the model's default prompt, as sentence-transformers does).
         """
         check_static_options(backend, precision, ignored.get("devices"))
         single = isinstance(sentences, str)
@@ -151,6 +155,8 @@ class StaticEncoder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentences[{i}] is {type(text).__name__}, expected str")
+        prefix = self.settings.prompt_for(None) if prompt is None else prompt
+        texts = [prefix + t for t in texts] if prefix else texts
         step = batch_size or 65_536
         if step <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
