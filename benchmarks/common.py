@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from sbert import SentenceEncoder
     from sbert.data.beir import IRCollection
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,3 +113,31 @@ def distinct_sts() -> list[str]:
         first, second, _ = sts_pairs(split)
         out += first + second
     return out
+
+
+def gemm_peak(dtype: str = "fp32", size: int = 2048, repeats: int = 5) -> float:
+    """Median GFLOP/s (GOPS for int8) of one size^3 matrix product on torch's threads."""
+    import torch
+
+    if dtype == "int8":
+        a = torch.randint(-128, 127, (size, size), dtype=torch.int8)
+        b = torch.randint(-128, 127, (size, size), dtype=torch.int8)
+        run: Callable[[], object] = lambda: torch._int_mm(a, b)  # noqa: E731
+    else:
+        kind = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        a, b = torch.randn(size, size, dtype=kind), torch.randn(size, size, dtype=kind)
+        run = lambda: torch.mm(a, b)  # noqa: E731
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / median(times) / 1e9
+
+
+def linear_flops_per_token(model: SentenceEncoder) -> float:
+    """2 x the weights of every layer's Q, K, V, output and two FFN matrices."""
+    config = model.transformer.auto_model.config
+    h, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    return 2.0 * layers * (4 * h * h + 2 * h * ffn)

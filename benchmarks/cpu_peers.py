@@ -26,39 +26,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 
-from common import alternate, median, pair_spearman, sts_sentences
+from common import alternate, gemm_peak, linear_flops_per_token, median, pair_spearman, sts_sentences
 from sbert import SentenceEncoder, StaticEncoder
 from sbert.device import cpu_bf16_native
 
 Engine = Callable[[list[str]], np.ndarray]
-
-
-def gemm_peak(dtype: str, size: int = 2048, repeats: int = 5) -> float:
-    """Median GFLOP/s (GOPS for int8) of one size^3 matrix product on all cores."""
-    import time
-
-    if dtype == "int8":
-        a = torch.randint(-128, 127, (size, size), dtype=torch.int8)
-        b = torch.randint(-128, 127, (size, size), dtype=torch.int8)
-        run: Callable[[], object] = lambda: torch._int_mm(a, b)  # noqa: E731
-    else:
-        kind = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
-        a, b = torch.randn(size, size, dtype=kind), torch.randn(size, size, dtype=kind)
-        run = lambda: torch.mm(a, b)  # noqa: E731
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return 2 * size**3 / median(times) / 1e9
-
-
-def linear_flops_per_token(model: SentenceEncoder) -> float:
-    """2 x the weights of every layer's Q, K, V, output and two FFN matrices."""
-    config = model.transformer.auto_model.config
-    h, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-    return 2.0 * layers * (4 * h * h + 2 * h * ffn)
 
 
 def sbert_engines(model: SentenceEncoder) -> dict[str, tuple[str, Engine]]:

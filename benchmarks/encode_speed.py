@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -23,27 +22,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from common import alternate, median, sts_pairs, sts_sentences
+from common import alternate, gemm_peak, linear_flops_per_token, median, sts_pairs, sts_sentences
 from sbert import SentenceEncoder
-
-
-def gemm_peak(size: int = 2048, repeats: int = 5) -> float:
-    """fp32 GFLOP/s of torch.mm on this machine's threads (median of `repeats`)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        seconds.append(time.perf_counter() - start)
-    return 2 * size**3 / median(seconds) / 1e9
-
-
-def linear_flops_per_token(model: SentenceEncoder) -> float:
-    """Multiply-adds of the encoder's linear layers per token, x2 (attention scores excluded)."""
-    config = model.transformer.auto_model.config
-    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-    return 2.0 * layers * (4 * h * h + 2 * h * i)
 
 
 def spearman(embed: Callable[[list[str]], np.ndarray]) -> float:

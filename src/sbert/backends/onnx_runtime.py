@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,19 +55,14 @@ class OnnxBackend:
         self.name, self.chain = name, chain
         # On CPU encode feeds one single-threaded run per core at a time from threads.
         self.workers = torch.get_num_threads() if chain.device.type == "cpu" else 1
-        # A cached graph that fails to load or to match torch is exported once more; a fresh
-        # export that still fails is a real error.
-        for rebuild in (False, True):
-            self.path = ensure_graph(chain, name, rebuild=rebuild)
-            try:
-                self.session = make_session(self.path, chain.device, 1 if self.workers > 1 else None)
-                self.input_names = [i.name for i in self.session.get_inputs()]
-                check_against_torch(chain, self)
-                return
-            except BackendError as e:
-                if rebuild:
-                    raise
-                log.warning("%s; exporting again", e)
+
+        def start(path: Path) -> None:
+            self.path = path
+            self.session = make_session(path, chain.device, 1 if self.workers > 1 else None)
+            self.input_names = [i.name for i in self.session.get_inputs()]
+            check_against_torch(chain, self)
+
+        open_checked(chain, name, start)
 
     def embed(self, features: Features) -> torch.Tensor:
         """Sentence embeddings (B, dim) for padded token features."""
@@ -81,6 +76,21 @@ class OnnxBackend:
             return batch, self.embed(self.chain.pad([ids[i] for i in batch])).numpy()
 
         yield from run_threaded(batches, job, self.workers)
+
+
+def open_checked(chain: Chain, name: str, start: Callable[[Path], None]) -> None:
+    """`start(path)` on the cached graph `name`; if it fails to load or to match torch, export once more.
+
+    A fresh export that still fails is a real error. The ONNX Runtime and OpenVINO backends share this.
+    """
+    for rebuild in (False, True):
+        try:
+            start(ensure_graph(chain, name, rebuild=rebuild))
+            return
+        except BackendError as e:
+            if rebuild:
+                raise
+            log.warning("%s; exporting again", e)
 
 
 def ensure_graph(chain: Chain, name: str, rebuild: bool = False) -> Path:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from sbert.backends.base import Chain, Rows, run_threaded
-from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, check_against_torch, ensure_graph, log
+from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, check_against_torch, open_checked
 from sbert.errors import BackendError, first_line
 from sbert.modules import Features
 
@@ -40,18 +40,14 @@ class OpenVinoBackend:
         self.chain, self.precision = chain, HINTS[dtype]
         self.workers = torch.get_num_threads()
         self._local = threading.local()
-        # A cached graph that fails to compile or to match torch is exported once more.
-        for rebuild in (False, True):
-            self.path = ensure_graph(chain, "onnx", rebuild=rebuild)
-            try:
-                self.compiled = compile_graph(self.path, self.precision, self.workers)
-                self.input_names = [port.get_any_name() for port in self.compiled.inputs]
-                check_against_torch(chain, self)
-                return
-            except BackendError as e:
-                if rebuild:
-                    raise
-                log.warning("%s; exporting again", e)
+
+        def start(path: Path) -> None:
+            self.path = path
+            self.compiled = compile_graph(path, self.precision, self.workers)
+            self.input_names = [port.get_any_name() for port in self.compiled.inputs]
+            check_against_torch(chain, self)
+
+        open_checked(chain, "onnx", start)  # the onnx backend's fp32 graph, rebuilt once if it fails
 
     def embed(self, features: Features) -> torch.Tensor:
         """Sentence embeddings (B, dim) for padded token features, on this thread's infer request."""
