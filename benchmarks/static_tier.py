@@ -38,7 +38,7 @@ def ablation(teacher: SentenceEncoder, corpus: list[str]) -> list[dict]:
     rows = []
     for name, map_epochs, epochs in (("sbert static, PCA + SIF only", 0, 0), ("sbert static, + map fit", 5, 0)):
         model = distill_static(teacher, corpus, map_epochs=map_epochs, epochs=epochs)
-        row = {"model": name, "sentences_per_s": 0, "distil_s": 0,
+        row = {"model": name, "sentences_per_s": None, "distil_s": None,  # the full model's row has both
                "stsb_test": round(pair_spearman(model.encode(sts_sentences("test")), "test"), 2),
                "stsb_dev": round(pair_spearman(model.encode(sts_sentences("dev")), "dev"), 2)}  # fmt: skip
         rows.append(row)
@@ -87,7 +87,8 @@ def main() -> None:
     print("| model | sentences/s | STSb test | STSb dev | distil s |\n|---|---|---|---|---|")
     for r in rows:
         scores = f"{r['stsb_test']:.2f} | {r['stsb_dev']:.2f}"
-        print(f"| {r['model']} | {r['sentences_per_s']:,} | {scores} | {r['distil_s']} |")
+        rate = "-" if r["sentences_per_s"] is None else f"{r['sentences_per_s']:,}"
+        print(f"| {r['model']} | {rate} | {scores} | {'-' if r['distil_s'] is None else r['distil_s']} |")
 
 
 if __name__ == "__main__":
