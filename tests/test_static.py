@@ -197,3 +197,16 @@ def test_a_real_server_serves_a_static_model(tiny_static, tmp_path):
         assert server.stop()
     refused = sbert("serve", "--model", tiny_static, "--backend", "onnx", "--port", 1)
     assert refused.returncode == 2 and "static model" in refused.stderr.strip().splitlines()[-1]
+
+
+def test_cli_index_build_and_search_with_a_static_model(tiny_static, tmp_path):
+    import json
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    built = sbert("index", "build", corpus, "--out", tmp_path / "idx", "--kind", "flat", "--model", tiny_static)
+    assert built.returncode == 0, built.stderr
+    found = sbert("search", tmp_path / "idx", CORPUS[3], "--top-k", 1, "--json")  # the index names its model
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout.splitlines()[0])["hits"]
+    assert CORPUS[3] in json.dumps(hits)  # a text's own vector is its nearest neighbour

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_backend_args, add_model_args, load_model, read_lines
+from sbert.cli.common import add_backend_args, add_model_args, load_encoder, read_lines
 from sbert.errors import SbertError
 from sbert.search.index import KINDS
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     texts = read_lines(args.corpus)
     if not texts:
         raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
-    model = load_model(args)
+    model = load_encoder(args)
     name = args.model if not Path(args.model).expanduser().is_dir() else str(Path(args.model).resolve())
     info = index_corpus(
         model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision,

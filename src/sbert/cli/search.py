@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Open the index (checking it first), embed the queries, print the hits (reranked with --rerank)."""
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
+    from sbert.static import StaticEncoder, is_static_dir
 
     if args.top_k <= 0:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         from sbert.cross_encoder import CrossEncoder
 
         reranker = CrossEncoder.load(args.rerank, device=args.device)  # a bad folder fails before the encoder loads
-    model = SentenceEncoder.load(args.model or index.info.model, device=args.device)
+    name = args.model or index.info.model
+    model = StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device)
     index.check_model(model.weights_digest(), model.embedding_dimension)
     # No query prompt: `sbert index build` embeds documents without one either.
     vectors = model.encode(args.query, normalize=True, backend=args.backend, precision=args.precision)

@@ -13,6 +13,7 @@ from sbert.search.index import IndexInfo, build_index
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder
 
 
 def shards_folder(out_dir: str | os.PathLike[str]) -> Path:
@@ -22,7 +23,7 @@ def shards_folder(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def index_corpus(
-    model: SentenceEncoder,
+    model: SentenceEncoder | StaticEncoder,
     model_name: str,
     texts: Sequence[str],
     out_dir: str | os.PathLike[str],
