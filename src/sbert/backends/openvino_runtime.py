@@ -38,6 +38,7 @@ class OpenVinoBackend:
         if dtype not in HINTS:
             raise BackendError(f"backend 'openvino' computes in fp32 or bf16, not {dtype}")
         self.chain, self.precision = chain, HINTS[dtype]
+        self.exact = self.precision == "f32"  # bf16 is held to direction, as int8
         self.workers = torch.get_num_threads()
         self._local = threading.local()
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Self
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from sbert.encoding.tokens import fast_ids
 from sbert.errors import ModelFormatError, first_line
 from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.modules.base import Features, Module
@@ -213,26 +214,6 @@ class Transformer(Module):
         output = self.auto_model(**inputs, return_dict=True)
         features["token_embeddings"] = output.last_hidden_state
         return features
-
-
-_FAST_CHUNK = 4096  # texts per tokenizer call when several threads share the work
-
-
-def fast_ids(tokenizer: Any, texts: list[str]) -> list[list[int]]:
-    """Token ids of `texts` from a Rust tokenizer, chunks spread over threads for large inputs.
-
-    The Rust call releases the GIL, so threads tokenize in parallel; each chunk's ids come
-    back in order.
-    """
-    if len(texts) <= 2 * _FAST_CHUNK:
-        return [e.ids for e in tokenizer.encode_batch_fast(texts)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    chunks = [texts[i : i + _FAST_CHUNK] for i in range(0, len(texts), _FAST_CHUNK)]
-    workers = min(len(chunks), max(1, (os.cpu_count() or 1)))
-    with ThreadPoolExecutor(workers) as pool:
-        parts = pool.map(lambda chunk: [e.ids for e in tokenizer.encode_batch_fast(chunk)], chunks)
-        return [row for part in parts for row in part]
 
 
 def cut_at_space(text: str, budget: int) -> str:

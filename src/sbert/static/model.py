@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sbert.encoding.tokens import fast_ids
 from sbert.errors import BackendError, ModelFormatError
 from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, write_json
 from sbert.model_config import EncoderSettings, read_settings
@@ -29,7 +29,6 @@ from sbert.model_config import EncoderSettings, read_settings
 STATIC_TYPE = "sentence_transformers.models.StaticEmbedding"
 WEIGHTS_FILE, TOKENIZER_FILE, WEIGHT_KEY = "model.safetensors", "tokenizer.json", "embedding.weight"
 INFO_FILE = "sbert_static.json"
-_CHUNK = 4096  # texts per tokenizer call; the Rust call releases the GIL, so chunks run in threads
 
 
 @dataclass(frozen=True)
@@ -124,13 +123,7 @@ class StaticEncoder:
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids without special tokens (what the table is averaged over), threads for large inputs."""
-        if len(texts) <= 2 * _CHUNK:
-            return [e.ids for e in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
-        chunks = [texts[i : i + _CHUNK] for i in range(0, len(texts), _CHUNK)]
-        with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:
-            parts = pool.map(lambda c: [e.ids for e in self.tokenizer.encode_batch_fast(c, add_special_tokens=False)],
-                             chunks)  # fmt: skip
-            return [row for part in parts for row in part]
+        return fast_ids(self.tokenizer, texts, add_special_tokens=False)
 
     def encode(
         self,
