@@ -46,13 +46,13 @@ test: lint typecheck pytest
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/encode_speed.py
 
-# The CPU peers (model2vec, ctranslate2) beside the dev install: `make bench-peers`.
+# The CPU peers (model2vec, ctranslate2) beside the dev install: `make bench-peers [PEERS_ARGS='--static DIR']`.
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	$(PIP) install -q -e '.[bench]'
 	touch $@
 
 bench-peers: $(VENV)/.installed-bench
-	$(PY) benchmarks/cpu_peers.py
+	$(PY) benchmarks/cpu_peers.py $(PEERS_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

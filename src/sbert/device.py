@@ -121,7 +121,7 @@ def _no_bf16(device: torch.device) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         return f"precision 'bf16': {device} ({name}) has no bf16 support; use fp16 or fp32"
-    # Emulated bf16 ran 3.7x slower than fp32 here (MiniLM, 186 against 700 sentences/s, no avx512_bf16).
+    # Emulated bf16 ran 4.1x slower than fp32 on a CPU without avx512_bf16 (cpu_peers.py --emulated-bf16).
     return (
         f"precision 'bf16': this CPU has no bf16 instructions ({', '.join(X86_BF16_FLAGS)} or Arm bf16); "
         f"use precision='fp32', or backend='onnx-int8' for speed ({CPU_BF16_ENV}=emulate forces emulated bf16)"

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MIN_CORPUS = 100  # fewer sentences than this cannot fit a (dim x dim) map sensibly
-MAP_EPOCHS = 5  # the map had converged by then on 95k sentences (5 and 20 epochs: the same Spearman)
+MAP_EPOCHS = 5  # converged by then on 95k sentences (development runs: 5 and 20 epochs, the same Spearman)
 
 
 def teacher_tokenizer(teacher: SentenceEncoder) -> object:
