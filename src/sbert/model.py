@@ -23,7 +23,7 @@ from sbert.encoding.batching import check_sentences
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText
 from sbert.encoding.prompted import embed_without_prompt, excludes_prompt, prompt_tokens
-from sbert.errors import TruncationError
+from sbert.errors import BackendError, TruncationError
 from sbert.loading import load_modules, resolve_model_dir
 from sbert.model_config import (
     DOCUMENT_PROMPTS,
@@ -317,6 +317,16 @@ class SentenceEncoder(nn.Sequential):
         if cached is None or cached[0] != state:
             self._backends[key] = (state, open_backend(self.as_chain(), name, self.device, dtype))
         return self._backends[key][1]
+
+    def calibrate_int8(self, sentences: Sequence[str]) -> Path:
+        """Quantize the `onnx-int8` graph again, smoothing calibrated on `sentences` (kept for rebuilds)."""
+        try:
+            from sbert.backends.onnx_runtime import calibrate
+        except ImportError as e:
+            raise BackendError(f"calibrate_int8 needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
+        path = calibrate(self.as_chain(), sentences)
+        self._backends = {k: v for k, v in self._backends.items() if k[0] != "onnx-int8"}
+        return path
 
     def weights_digest(self) -> str:
         """sha256 of every weight and module configuration, computed once per weights state.

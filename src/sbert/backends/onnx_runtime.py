@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from sbert.backends import cache
+from sbert.backends import cache, calibration
 from sbert.backends.base import Chain, Rows, embed_padded, run_threaded
-from sbert.backends.export import OPSET, export_onnx, quantize_int8
+from sbert.backends.export import OPSET, export_onnx, input_names, quantize_int8
 from sbert.errors import BackendError
 from sbert.modules import Features
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx"}
+# How the int8 graph is made (backends/smoothing.py, export.quantize_int8); a cached graph made
+# another way is quantized again.
+INT8_RECIPE = "dynamic-per-channel+smooth-layernorm-0.5"
 # Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
 ONNX_BATCH_TOKENS = 512
 # fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
@@ -109,12 +112,35 @@ def ensure_graph(chain: Chain, name: str, rebuild: bool = False) -> Path:
         log.info("exporting %s to ONNX", folder)
         export_onnx(chain, fp32)
         built = {"onnx"}
-    target = folder / GRAPH_FILES[name]
-    if name not in built or not target.is_file():
-        quantize_int8(fp32, target)
+    record = manifest.get("calibration") if "onnx-int8" in built else None
+    if name == "onnx-int8":
+        record = _quantized(chain, folder, record)
         built.add(name)
-    cache.write_manifest(folder, stamp | {"graphs": sorted(built)})
-    return target
+    cache.write_manifest(folder, stamp | {"graphs": sorted(built), "calibration": record})
+    return folder / GRAPH_FILES[name]
+
+
+def _quantized(chain: Chain, folder: Path, record: object) -> dict[str, object]:
+    """Quantize the fp32 graph to int8 unless the cached one came from the same calibration and recipe."""
+    sentences = calibration.stored(folder)
+    wanted = {"sentences": len(sentences), "sha256": calibration.digest(sentences), "recipe": INT8_RECIPE}
+    target = folder / GRAPH_FILES["onnx-int8"]
+    same = isinstance(record, dict) and all(record.get(k) == wanted[k] for k in ("sha256", "recipe"))
+    if same and target.is_file():
+        return record  # type: ignore[return-value]
+    feeds = calibration.feeds(chain, sentences, input_names(chain))
+    smoothed = quantize_int8(folder / GRAPH_FILES["onnx"], target, feeds)
+    return wanted | {"smoothed_inputs": smoothed}
+
+
+def calibrate(chain: Chain, sentences: Sequence[str]) -> Path:
+    """Quantize the int8 graph again with smoothing calibrated on `sentences`; its path.
+
+    The sentences are kept in the cache folder, so later rebuilds use them too.
+    """
+    folder = cache.cache_dir(chain.source_dir, chain.digest())
+    calibration.store(folder, sentences)
+    return ensure_graph(chain, "onnx-int8")
 
 
 def make_session(path: Path, device: torch.device, threads: int | None = None) -> onnxruntime.InferenceSession:

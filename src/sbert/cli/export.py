@@ -13,6 +13,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export ONNX fp32 and int8 graphs", description=__doc__)
     p.add_argument("--backend", choices=("onnx", "onnx-int8", "openvino"), action="append",
                    help="graphs to build (default onnx and onnx-int8)")  # fmt: skip
+    p.add_argument("--calibrate", metavar="FILE",
+                   help="calibrate the int8 graph's activation smoothing on these sentences (UTF-8, one a line; "
+                        "default: the cached calibration, else the packaged demo corpus)")  # fmt: skip
     p.add_argument("--check", metavar="TASK", help="score an STS set with each backend, e.g. stsb:PATH")
     add_model_args(p)
     p.set_defaults(run=run)
@@ -20,7 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Export (or reuse the cache), verify against torch, optionally compare Spearman."""
-    dataset = None
+    dataset, sentences = None, None
+    if args.calibrate:
+        from sbert.backends.calibration import read_file
+
+        sentences = read_file(args.calibrate)  # checked before anything is exported
     if args.check:
         from sbert.data import load_dataset
 
@@ -29,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--check {args.check}: needs scored pairs (stsb:, sick:, sts:), got {dataset.kind}")
     model = load_model(args)
     backends = args.backend or ["onnx", "onnx-int8"]
+    if sentences is not None:
+        if "onnx-int8" not in backends:
+            backends.append("onnx-int8")
+        start = time.perf_counter()
+        model.calibrate_int8(sentences)
+        print(f"onnx-int8: calibrated on {len(sentences)} sentences from {args.calibrate} "
+              f"({time.perf_counter() - start:.1f} s)")  # fmt: skip
     for name in backends:
         start = time.perf_counter()
         path = getattr(model.backend(name), "path", None)  # exports on a cold cache, then checks against torch
