@@ -16,6 +16,7 @@ with the reason. `--static DIR` adds a model written by
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import tempfile
@@ -41,7 +42,10 @@ def sbert_engines(model: SentenceEncoder, emulated_bf16: bool = False) -> dict[s
     the measurement behind refusing it there. Its precision is "bf16-emulated": no ceiling applies.
     """
     engines: dict[str, tuple[str, Engine]] = {}
-    for backend, precision in (("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8"), ("openvino", "fp32")):
+    backends = [("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8"), ("openvino", "fp32")]
+    if importlib.util.find_spec("nncf") is not None:  # openvino-int8 quantizes with NNCF (the openvino extra)
+        backends.append(("openvino-int8", "int8"))
+    for backend, precision in backends:
         engines[f"sbert {backend}"] = (precision, lambda t, b=backend: model.encode(t, backend=b, show_progress=False))
     if cpu_bf16_native():  # emulated bf16 is slower than fp32: these rows appear only where it is native
         for backend in ("torch", "openvino"):

@@ -8,20 +8,24 @@ speed: STSb test Spearman, and the mean 1 - cosine between the graph's vectors a
 The second is the steadier measure: dynamic int8 quantizes activations per batch, so its Spearman
 moves by about 0.1 with batch composition alone.
 
-Rows: dynamic int8 without smoothing (the graph shipped before), the shipped graph (LayerNorm-fed
-activations smoothed, calibrated on the packaged demo corpus), the same calibrated on
+Rows: dynamic int8 without smoothing (the graph shipped before), the shipped onnx-int8 graph
+(LayerNorm-fed activations smoothed, calibrated on the packaged sentences), the same calibrated on
 --calibration SNLI/SST-2 sentences (no STS sentence), ONNX Runtime's static QDQ int8 (per-channel
-weights, MinMax activation ranges from those sentences, smoothed first), and `MatMulNBits` 8-bit
-block-wise weights with int8 compute. The last needs `onnx_ir` (the `bench` extra).
+weights, MinMax activation ranges from those sentences, smoothed first), `MatMulNBits` 8-bit
+block-wise weights with int8 compute (needs `onnx_ir`, the `bench` extra), and the openvino-int8
+backend (NNCF static int8) on the packaged sentences and on the SNLI/SST-2 ones (needs nncf, the
+`openvino` extra). A last column gives the worst row's cosine to fp32.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import random
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,11 +37,12 @@ import torch
 
 from common import alternate, median, non_sts_corpus, pair_spearman, sts_sentences
 from sbert import SentenceEncoder
-from sbert.backends.calibration import feeds
+from sbert.backends.calibration import feeds, packaged
 from sbert.backends.export import input_names, quantize_int8
 from sbert.backends.onnx_runtime import make_session
 from sbert.backends.smoothing import Feed, smooth
-from sbert.demo import demo_corpus
+
+Run = Callable[[], np.ndarray]
 
 
 def nbits_graph(fp32: Path, block: int, folder: Path) -> Path:
@@ -73,16 +78,46 @@ def static_graph(fp32: Path, calibration: Sequence[Feed], folder: Path) -> Path:
     return path
 
 
-def graphs(model: SentenceEncoder, fp32: Path, args: argparse.Namespace, folder: Path) -> dict[str, Path]:
-    """Every variant's graph file, built fresh in `folder` (the model's own int8 cache is not used)."""
+def user_feeds(model: SentenceEncoder, count: int) -> list[Feed]:
+    """`count` random SNLI/SST-2 sentences (no STS sentence), as graph inputs."""
+    sample = random.Random(0).sample(non_sts_corpus(), count)
+    return feeds(model.as_chain(), sample, input_names(model.as_chain()))
+
+
+def openvino_runs(
+    model: SentenceEncoder, texts: list[str], user: list[Feed], count: int, folder: Path
+) -> dict[str, Run]:
+    """The openvino-int8 backend with its shipped model and with one calibrated on `user`."""
+    from sbert.backends.openvino_runtime import compile_graph, quantize_openvino
+
+    backend = model.backend("openvino-int8")  # the cache's model: the packaged sentences, unless calibrated
+    quantize_openvino(backend.path.parents[1] / "model.onnx", folder / "ov" / "model.xml", user)
+    compiled = {"shipped": backend.compiled, "user": compile_graph(folder / "ov" / "model.xml", "f32", backend.workers)}
+
+    def on(which: str) -> Run:
+        def run() -> np.ndarray:
+            if backend.compiled is not compiled[which]:  # infer requests are per thread and per model
+                backend.compiled, backend._local = compiled[which], threading.local()
+            return model.encode(texts, backend="openvino-int8", show_progress=False)
+
+        return run
+
+    return {f"**openvino-int8 (shipped): NNCF static, packaged sentences ({len(packaged())})**": on("shipped"),
+            f"openvino-int8: NNCF static, {count} SNLI/SST-2 sentences": on("user")}  # fmt: skip
+
+
+def graphs(
+    model: SentenceEncoder, fp32: Path, args: argparse.Namespace, user: list[Feed], folder: Path
+) -> dict[str, Path]:
+    """Every ONNX Runtime variant's graph file, built fresh in `folder` (the model's int8 cache is not used)."""
     chain, names = model.as_chain(), input_names(model.as_chain())
-    sample = random.Random(0).sample(non_sts_corpus(), args.calibration)
-    user = feeds(chain, sample, names)
     out = {"onnx fp32": fp32}
     quantize_int8(fp32, folder / "plain.onnx")
     out["dynamic int8, not smoothed (shipped before)"] = folder / "plain.onnx"
-    quantize_int8(fp32, folder / "demo.onnx", feeds(chain, demo_corpus(), names))
-    out["**onnx-int8 (shipped): dynamic, smoothed, demo corpus (60)**"] = folder / "demo.onnx"
+    quantize_int8(fp32, folder / "packaged.onnx", feeds(chain, packaged(), names))
+    out[f"**onnx-int8 (shipped): dynamic, smoothed, packaged sentences ({len(packaged())})**"] = (
+        folder / "packaged.onnx"
+    )
     quantize_int8(fp32, folder / "user.onnx", user)
     out[f"dynamic, smoothed, {args.calibration} SNLI/SST-2 sentences"] = folder / "user.onnx"
     out[f"static QDQ, smoothed, {args.calibration} SNLI/SST-2 sentences"] = static_graph(fp32, user, folder)
@@ -101,12 +136,11 @@ def main() -> None:
     texts = sts_sentences("test")
     backend = model.backend("onnx")
     folder = Path(tempfile.mkdtemp(prefix="int8-variants-"))
-    sessions = {
-        name: make_session(path, torch.device("cpu"), 1)
-        for name, path in graphs(model, backend.path, args, folder).items()
-    }
+    user = user_feeds(model, args.calibration)
+    built = graphs(model, backend.path, args, user, folder)
+    sessions = {name: make_session(path, torch.device("cpu"), 1) for name, path in built.items()}
 
-    def on(session: object) -> Callable[[], np.ndarray]:
+    def on(session: object) -> Run:
         def run() -> np.ndarray:
             backend.session = session  # the same batching, threads and padding for every graph
             return model.encode(texts, backend="onnx", show_progress=False)
@@ -114,14 +148,18 @@ def main() -> None:
         return run
 
     runs = {name: on(session) for name, session in sessions.items()}
+    if importlib.util.find_spec("nncf") is not None:
+        runs |= openvino_runs(model, texts, user, args.calibration, folder)
     vectors = {name: run() for name, run in runs.items()}
     ref = vectors["onnx fp32"]
     seconds = alternate(runs, args.repeats)
-    print("| graph | sentences/s | STSb test Spearman | 1 - cos to fp32 (x1e-4) |\n|---|---|---|---|")
+    print(
+        "| graph | sentences/s | STSb test Spearman | mean 1 - cos to fp32 (x1e-4) | worst cos |\n|---|---|---|---|---|"
+    )
     for name, got in vectors.items():
         cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
-        rate = len(texts) / median(seconds[name])
-        print(f"| {name} | {rate:,.0f} | {pair_spearman(got):.2f} | {abs(1e4 * float(np.mean(1 - cos))):.1f} |")
+        rate, error = len(texts) / median(seconds[name]), abs(1e4 * float(np.mean(1 - cos)))
+        print(f"| {name} | {rate:,.0f} | {pair_spearman(got):.2f} | {error:.1f} | {float(cos.min()):.3f} |")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,10 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.backends import BackendError
-from sbert.backends.calibration import FILE, MIN_SENTENCES, digest, feeds
+from sbert.backends.calibration import FILE, MIN_SENTENCES, digest, feeds, packaged
 from sbert.backends.export import input_names, quantize_int8
 from sbert.backends.onnx_runtime import make_session
 from sbert.backends.smoothing import smooth, smoothable_groups
-from sbert.demo import demo_corpus
 from tests.tiny_models import CORPUS
 
 CALIBRATION = [f"{s} ({i})" for i, s in enumerate(CORPUS * 8)][:MIN_SENTENCES]
@@ -22,6 +21,10 @@ CALIBRATION = [f"{s} ({i})" for i, s in enumerate(CORPUS * 8)][:MIN_SENTENCES]
 def saved(tiny_dirs, tmp_path, kind="bert") -> SentenceEncoder:
     SentenceEncoder.from_transformer(tiny_dirs[kind], device="cpu").save(tmp_path / "m")
     return SentenceEncoder.load(tmp_path / "m", device="cpu")
+
+
+def calibration_of(folder, name="onnx-int8") -> dict:
+    return json.loads((folder / "export.json").read_text())["calibration"][name]
 
 
 def run_graph(model: onnx.ModelProto, feed: dict[str, np.ndarray], tmp_path) -> np.ndarray:
@@ -60,17 +63,16 @@ def test_calibrate_int8_keeps_the_sentences_for_rebuilds(tiny_dirs, tmp_path):
     model = saved(tiny_dirs, tmp_path)
     default = model.encode(CORPUS, backend="onnx-int8")
     folder = tmp_path / "m" / "onnx"
-    manifest = json.loads((folder / "export.json").read_text())
-    assert manifest["calibration"]["sha256"] == digest(demo_corpus())  # the packaged corpus by default
-    path = model.calibrate_int8(CALIBRATION)
+    assert calibration_of(folder)["sha256"] == digest(packaged())  # the packaged sentences by default
+    model.calibrate_int8(CALIBRATION)
     assert (folder / FILE).read_text().splitlines() == CALIBRATION
-    assert json.loads((folder / "export.json").read_text())["calibration"]["sha256"] == digest(CALIBRATION)
     calibrated = model.encode(CORPUS, backend="onnx-int8")
     assert not np.array_equal(calibrated, default)  # the cached backend was dropped, the new graph used
-    path.write_bytes(b"damaged")  # a rebuild quantizes again with the stored sentences
+    assert calibration_of(folder)["sha256"] == digest(CALIBRATION)
+    (folder / "model_int8.onnx").write_bytes(b"damaged")  # a rebuild quantizes again with the stored sentences
     again = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="onnx-int8")
     np.testing.assert_allclose(again, calibrated, atol=1e-6)
-    assert json.loads((folder / "export.json").read_text())["calibration"]["sha256"] == digest(CALIBRATION)
+    assert calibration_of(folder)["sha256"] == digest(CALIBRATION)
 
 
 def test_too_few_calibration_sentences_are_refused(tiny_dirs, tmp_path):
@@ -102,7 +104,7 @@ def test_cli_export_calibrates(tiny_dirs, tmp_path, capsys):
     (tmp_path / "calib.txt").write_text("\n".join(CALIBRATION) + "\n", encoding="utf-8")
     args = ["export", "--model", str(tmp_path / "m"), "--backend", "onnx", "--calibrate", str(tmp_path / "calib.txt")]
     assert main(args) == 0
-    assert f"calibrated on {MIN_SENTENCES} sentences" in capsys.readouterr().out
+    assert f"int8 calibration: {MIN_SENTENCES} sentences" in capsys.readouterr().out
     assert (tmp_path / "m" / "onnx" / "model_int8.onnx").is_file()
 
 
@@ -125,7 +127,7 @@ def test_smoothing_cuts_the_int8_error_on_the_real_model(real_model_dir, data_di
 
     fp32_session = make_session(fp32, chain.device, 1)
     quantize_int8(fp32, tmp_path / "plain.onnx")
-    quantize_int8(fp32, tmp_path / "smoothed.onnx", feeds(chain, demo_corpus(), input_names(chain)))
+    quantize_int8(fp32, tmp_path / "smoothed.onnx", feeds(chain, packaged(), input_names(chain)))
     plain, smoothed = error(tmp_path / "plain.onnx"), error(tmp_path / "smoothed.onnx")
     # Measured 0.42 below plain on the STSb test sentences (docs/speed.md); a quarter is the floor.
     assert smoothed < 0.75 * plain, (smoothed, plain)

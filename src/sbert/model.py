@@ -318,15 +318,14 @@ class SentenceEncoder(nn.Sequential):
             self._backends[key] = (state, open_backend(self.as_chain(), name, self.device, dtype))
         return self._backends[key][1]
 
-    def calibrate_int8(self, sentences: Sequence[str]) -> Path:
-        """Quantize the `onnx-int8` graph again, smoothing calibrated on `sentences` (kept for rebuilds)."""
+    def calibrate_int8(self, sentences: Sequence[str]) -> None:
+        """Calibrate the int8 backends on `sentences` (kept for rebuilds); each is quantized again on next use."""
         try:
             from sbert.backends.onnx_runtime import calibrate
         except ImportError as e:
             raise BackendError(f"calibrate_int8 needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
-        path = calibrate(self.as_chain(), sentences)
-        self._backends = {k: v for k, v in self._backends.items() if k[0] != "onnx-int8"}
-        return path
+        calibrate(self.as_chain(), sentences)
+        self._backends = {k: v for k, v in self._backends.items() if not k[0].endswith("-int8")}
 
     def weights_digest(self) -> str:
         """sha256 of every weight and module configuration, computed once per weights state.

@@ -1,4 +1,4 @@
-"""Inference backends behind `SentenceEncoder.encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8, openvino.
+"""Inference backends behind `encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8, openvino, openvino-int8.
 
 Each backend follows `base.Backend`: token ids and batches in, `(rows, vectors)` out, plus its
 own default batch budget. They receive a `Chain`, never the SentenceEncoder.
@@ -14,7 +14,7 @@ import torch
 from sbert.backends.base import Backend, Chain, Rows
 from sbert.errors import BackendError
 
-BackendName = Literal["torch", "onnx", "onnx-int8", "openvino"]
+BackendName = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
 
 def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
@@ -44,8 +44,8 @@ def _openvino(chain: Chain, name: str, device: torch.device, dtype: torch.dtype)
 
         from sbert.backends.openvino_runtime import OpenVinoBackend
     except ImportError as e:
-        raise BackendError(f"backend 'openvino' needs openvino and onnx: pip install 'sbert[openvino]' ({e})") from None
-    return OpenVinoBackend(chain, device, dtype)
+        raise BackendError(f"backend {name!r} needs openvino and onnx: pip install 'sbert[openvino]' ({e})") from None
+    return OpenVinoBackend(chain, device, dtype, name)
 
 
 # The names the CLI and encode(backend=...) accept.
@@ -54,6 +54,7 @@ BACKENDS: dict[str, Callable[[Chain, str, torch.device, torch.dtype], Backend]] 
     "onnx": _onnx,
     "onnx-int8": _onnx,
     "openvino": _openvino,
+    "openvino-int8": _openvino,
 }
 
 

@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx"}
-# How the int8 graph is made (backends/smoothing.py, export.quantize_int8); a cached graph made
-# another way is quantized again.
-INT8_RECIPE = "dynamic-per-channel+smooth-layernorm-0.5"
+GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx", "openvino-int8": "openvino_int8/model.xml"}
+# How each int8 graph is made from the fp32 one and the calibration sentences; a cached graph made
+# another way is quantized again. onnx-int8: export.quantize_int8 (backends/smoothing.py);
+# openvino-int8: openvino_runtime.quantize_openvino (NNCF).
+INT8_RECIPES = {"onnx-int8": "dynamic-per-channel+smooth-layernorm-0.5", "openvino-int8": "nncf-static-transformer"}
+ONNX_BACKENDS = ("onnx", "onnx-int8")
 # Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
 ONNX_BATCH_TOKENS = 512
 # fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
@@ -53,8 +55,8 @@ class OnnxBackend:
     max_rows = 512
 
     def __init__(self, chain: Chain, name: str) -> None:
-        if name not in GRAPH_FILES:
-            raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(GRAPH_FILES)}")
+        if name not in ONNX_BACKENDS:
+            raise BackendError(f"unknown ONNX backend {name!r}; known: {', '.join(ONNX_BACKENDS)}")
         self.name, self.chain = name, chain
         self.exact = name == "onnx"  # fp32 must match torch to rounding; int8 is held to direction
         # On CPU encode feeds one single-threaded run per core at a time from threads.
@@ -112,35 +114,36 @@ def ensure_graph(chain: Chain, name: str, rebuild: bool = False) -> Path:
         log.info("exporting %s to ONNX", folder)
         export_onnx(chain, fp32)
         built = {"onnx"}
-    record = manifest.get("calibration") if "onnx-int8" in built else None
-    if name == "onnx-int8":
-        record = _quantized(chain, folder, record)
+    saved = manifest.get("calibration")
+    records = {k: v for k, v in saved.items() if k in built} if isinstance(saved, dict) else {}
+    if name in INT8_RECIPES:
+        records[name] = _quantized(chain, folder, name, records.get(name))
         built.add(name)
-    cache.write_manifest(folder, stamp | {"graphs": sorted(built), "calibration": record})
+    cache.write_manifest(folder, stamp | {"graphs": sorted(built), "calibration": records})
     return folder / GRAPH_FILES[name]
 
 
-def _quantized(chain: Chain, folder: Path, record: object) -> dict[str, object]:
-    """Quantize the fp32 graph to int8 unless the cached one came from the same calibration and recipe."""
+def _quantized(chain: Chain, folder: Path, name: str, record: object) -> dict[str, object]:
+    """Quantize the fp32 graph to int8 `name` unless the cached one came from the same calibration and recipe."""
     sentences = calibration.stored(folder)
-    wanted = {"sentences": len(sentences), "sha256": calibration.digest(sentences), "recipe": INT8_RECIPE}
-    target = folder / GRAPH_FILES["onnx-int8"]
+    wanted = {"sentences": len(sentences), "sha256": calibration.digest(sentences), "recipe": INT8_RECIPES[name]}
+    target = folder / GRAPH_FILES[name]
     same = isinstance(record, dict) and all(record.get(k) == wanted[k] for k in ("sha256", "recipe"))
     if same and target.is_file():
         return record  # type: ignore[return-value]
     feeds = calibration.feeds(chain, sentences, input_names(chain))
-    smoothed = quantize_int8(folder / GRAPH_FILES["onnx"], target, feeds)
-    return wanted | {"smoothed_inputs": smoothed}
+    fp32 = folder / GRAPH_FILES["onnx"]
+    if name == "openvino-int8":
+        from sbert.backends.openvino_runtime import quantize_openvino
+
+        quantize_openvino(fp32, target, feeds)
+        return wanted
+    return wanted | {"smoothed_inputs": quantize_int8(fp32, target, feeds)}
 
 
-def calibrate(chain: Chain, sentences: Sequence[str]) -> Path:
-    """Quantize the int8 graph again with smoothing calibrated on `sentences`; its path.
-
-    The sentences are kept in the cache folder, so later rebuilds use them too.
-    """
-    folder = cache.cache_dir(chain.source_dir, chain.digest())
-    calibration.store(folder, sentences)
-    return ensure_graph(chain, "onnx-int8")
+def calibrate(chain: Chain, sentences: Sequence[str]) -> None:
+    """Keep `sentences` as the int8 graphs' calibration; each int8 graph is quantized again on next use."""
+    calibration.store(cache.cache_dir(chain.source_dir, chain.digest()), sentences)
 
 
 def make_session(path: Path, device: torch.device, threads: int | None = None) -> onnxruntime.InferenceSession:
@@ -181,4 +184,5 @@ def check_against_torch(chain: Chain, backend: OnnxBackend | OpenVinoBackend) ->
         return
     cosine = float(torch.nn.functional.cosine_similarity(torch_rows, onnx_rows).min())
     if not np.isfinite(cosine) or cosine < INT8_MIN_COSINE:
-        raise BackendError(f"{backend.path}: int8 cosine to torch {cosine:.3f} < {INT8_MIN_COSINE}")
+        hint = "; calibrate on more varied sentences, short and long (sbert export --calibrate)"
+        raise BackendError(f"{backend.path}: int8 cosine to torch {cosine:.3f} < {INT8_MIN_COSINE}{hint}")

@@ -1,0 +1,103 @@
+"""The openvino-int8 backend: NNCF's static int8, calibrated like onnx-int8, cached, rebuilt, served."""
+
+import json
+
+import httpx
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.backends import BackendError
+from sbert.backends.calibration import digest
+from tests.serve_helpers import start_server
+from tests.tiny_models import CORPUS
+
+pytest.importorskip("openvino")
+pytest.importorskip("nncf")
+SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
+CALIBRATION = [f"{s} ({i})" for i, s in enumerate(CORPUS * 8)][:40]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def manifest(folder) -> dict:
+    return json.loads((folder / "export.json").read_text())
+
+
+@pytest.fixture
+def saved(tiny_dir, tmp_path) -> SentenceEncoder:
+    SentenceEncoder.from_transformer(tiny_dir, normalize=True, device="cpu").save(tmp_path / "m")
+    return SentenceEncoder.load(tmp_path / "m", device="cpu")
+
+
+def test_openvino_int8_stays_close_and_does_not_depend_on_the_batch(saved):
+    expected = saved.encode(SENTENCES, on_truncation="ignore")
+    got = saved.encode(SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=3)
+    assert cosines(got, expected).min() > 0.9
+    # Fixed activation ranges: unlike dynamic int8, a row does not depend on its batch-mates.
+    one_by_one = saved.encode(SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=1)
+    assert np.abs(one_by_one - got).max() <= 1e-4
+    assert np.array_equal(saved.encode(SENTENCES[2], backend="openvino-int8"), got[2])
+    folder = saved.source_dir / "onnx"
+    assert (folder / "openvino_int8" / "model.xml").is_file()
+    assert manifest(folder)["calibration"]["openvino-int8"]["recipe"] == "nncf-static-transformer"
+
+
+def test_new_calibration_and_a_damaged_model_are_quantized_again(tiny_dirs, tmp_path):
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    first = model.encode(CORPUS, backend="openvino-int8")
+    model.calibrate_int8(CALIBRATION)
+    calibrated = model.encode(CORPUS, backend="openvino-int8")
+    folder = tmp_path / "m" / "onnx"
+    assert manifest(folder)["calibration"]["openvino-int8"]["sha256"] == digest(CALIBRATION)
+    assert not np.array_equal(first, calibrated)
+    (folder / "openvino_int8" / "model.xml").write_text("<not a model", encoding="utf-8")
+    again = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino-int8")
+    np.testing.assert_allclose(again, calibrated, atol=1e-5)
+
+
+def test_it_runs_in_fp32_only(tiny_dirs):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    with pytest.raises(BackendError, match="'openvino-int8' computes in fp32"):
+        model.encode(CORPUS, backend="openvino-int8", precision="fp16")
+
+
+def test_cli_export_encode_and_a_real_server(tiny_dirs, tmp_path, capsys):
+    from sbert.cli.main import main
+
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    (tmp_path / "calib.txt").write_text("\n".join(CALIBRATION) + "\n", encoding="utf-8")
+    model_args = ["--model", str(tmp_path / "m")]
+    assert main(["export", *model_args, "--backend", "openvino-int8", "--calibrate", str(tmp_path / "calib.txt")]) == 0
+    assert "openvino-int8: " in capsys.readouterr().out
+    (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    args = ["encode", "-i", str(tmp_path / "in.txt"), *model_args, "--backend", "openvino-int8"]
+    assert main([*args, "-o", str(tmp_path / "o.npy")]) == 0
+    expected = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino-int8")
+    assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
+    server = start_server(tmp_path, *model_args, "--backend", "openvino-int8")
+    try:
+        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": CORPUS[:3], "model": "m"}, timeout=60)
+        body = response.json()
+        assert response.status_code == 200, body
+        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        assert np.abs(got - expected[:3]).max() <= 1e-4
+    finally:
+        assert server.stop()
+
+
+@pytest.mark.reference
+def test_a_real_model_stays_near_fp32_and_a_narrow_calibration_is_refused(real_model_dir, data_dir, tmp_path):
+    SentenceEncoder.load(real_model_dir, device="cpu").save(tmp_path / "m")  # a cache of its own
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    hypotheses = (data_dir / "snli" / "s2.dev").read_text(encoding="utf-8").splitlines()[:256]
+    cos = cosines(model.encode(hypotheses, backend="openvino-int8"), model.encode(hypotheses))
+    # The packaged sentences: 31e-4 on the STSb test sentences, worst 0.965 (docs/speed.md).
+    assert float((1 - cos).mean()) < 60e-4 and cos.min() > 0.9, (float((1 - cos).mean()), cos.min())
+    # 320 SNLI captions alone leave short inputs ("ok") far off: the start-up check refuses it.
+    model.calibrate_int8((data_dir / "snli" / "s1.dev").read_text(encoding="utf-8").splitlines()[:320])
+    with pytest.raises(BackendError, match=r"cosine to torch .* calibrate on more varied sentences"):
+        model.encode(hypotheses, backend="openvino-int8")
