@@ -1,8 +1,8 @@
-"""The sentences the int8 graph's activation smoothing is calibrated on.
+"""The sentences the int8 graphs are calibrated on (onnx-int8's smoothing, openvino-int8's ranges).
 
 They live as `calibration.txt` in the graph cache folder, so a rebuild of a stale or damaged
-graph keeps the user's calibration; without one the packaged sentences are used (`packaged`). The manifest
-records their sha256, and a graph calibrated on other sentences is quantized again.
+graph keeps the user's calibration; without one the packaged sentences are used (`packaged`).
+The manifest records their sha256, and a graph calibrated on other sentences is quantized again.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="graphs to build (default onnx and onnx-int8)")  # fmt: skip
     p.add_argument("--calibrate", metavar="FILE",
                    help="calibrate the int8 graphs on these sentences (UTF-8, one a line, 300+ advised; "
-                        "default: the cached calibration, else the packaged demo corpus)")  # fmt: skip
+                        "default: the cached calibration, else the packaged sentences)")  # fmt: skip
     p.add_argument("--check", metavar="TASK", help="score an STS set with each backend, e.g. stsb:PATH")
     add_model_args(p)
     p.set_defaults(run=run)
