@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from sbert import SentenceEncoder
 from tests.tiny_models import BUILDERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +70,13 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def tiny_dir(request: pytest.FixtureRequest, tiny_dirs: dict[str, Path]) -> Path:
     """Each tiny encoder in turn."""
     return tiny_dirs[request.param]
+
+
+@pytest.fixture
+def saved_tiny(tiny_dir: Path, tmp_path: Path) -> SentenceEncoder:
+    """Each tiny encoder (mean pooling, normalized) saved to and loaded from its own folder, `tmp_path / "m"`."""
+    SentenceEncoder.from_transformer(tiny_dir, normalize=True, device="cpu").save(tmp_path / "m")
+    return SentenceEncoder.load(tmp_path / "m", device="cpu")
 
 
 @pytest.fixture(scope="session")

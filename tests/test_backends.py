@@ -7,10 +7,7 @@ import torch
 from sbert import SentenceEncoder
 from sbert.backends import BackendError
 from sbert.backends.cache import MANIFEST, model_digest
-from tests.tiny_models import CORPUS
-
-# Lengths from 1 to well past the two-row sample the export traces.
-SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
+from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 
 @pytest.fixture(params=["mean", "max", "cls"])
@@ -21,15 +18,15 @@ def encoder(request, tiny_dir, tmp_path) -> SentenceEncoder:
 
 
 def test_onnx_fp32_matches_torch(encoder):
-    expected = encoder.encode(SENTENCES, on_truncation="ignore")
-    got = encoder.encode(SENTENCES, backend="onnx", on_truncation="ignore", batch_size=3)
+    expected = encoder.encode(EDGE_SENTENCES, on_truncation="ignore")
+    got = encoder.encode(EDGE_SENTENCES, backend="onnx", on_truncation="ignore", batch_size=3)
     assert np.abs(got - expected).max() <= 1e-5
     assert (encoder.source_dir / "onnx" / "model.onnx").is_file()  # cached beside the model
 
 
 def test_onnx_int8_stays_close(encoder):
-    expected = encoder.encode(SENTENCES, on_truncation="ignore")
-    got = encoder.encode(SENTENCES, backend="onnx-int8", on_truncation="ignore")
+    expected = encoder.encode(EDGE_SENTENCES, on_truncation="ignore")
+    got = encoder.encode(EDGE_SENTENCES, backend="onnx-int8", on_truncation="ignore")
     cosine = (expected * got).sum(1) / np.linalg.norm(expected, axis=1) / np.linalg.norm(got, axis=1)
     assert cosine.min() > 0.9
 

@@ -13,7 +13,7 @@ from sbert.backends.calibration import FILE, MIN_SENTENCES, digest, feeds, packa
 from sbert.backends.export import input_names, quantize_int8
 from sbert.backends.onnx_runtime import make_session
 from sbert.backends.smoothing import smooth, smoothable_groups
-from tests.tiny_models import CORPUS
+from tests.tiny_models import CORPUS, row_cosines
 
 CALIBRATION = [f"{s} ({i})" for i, s in enumerate(CORPUS * 8)][:MIN_SENTENCES]
 
@@ -122,8 +122,7 @@ def test_smoothing_cuts_the_int8_error_on_the_real_model(real_model_dir, data_di
         session = make_session(graph, chain.device, 1)
         got = np.concatenate([session.run(None, f)[0] for f in probe_feeds])
         ref = np.concatenate([fp32_session.run(None, f)[0] for f in probe_feeds])
-        cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
-        return float(np.mean(1 - cos))
+        return float(np.mean(1 - row_cosines(got, ref)))
 
     fp32_session = make_session(fp32, chain.device, 1)
     quantize_int8(fp32, tmp_path / "plain.onnx")

@@ -9,26 +9,19 @@ from sbert import SentenceEncoder, device
 from sbert.backends import BackendError
 from sbert.errors import DeviceError
 from tests.serve_helpers import start_server
-from tests.tiny_models import CORPUS
+from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 pytest.importorskip("openvino")
-SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
 
 
-@pytest.fixture
-def saved(tiny_dir, tmp_path) -> SentenceEncoder:
-    SentenceEncoder.from_transformer(tiny_dir, normalize=True, device="cpu").save(tmp_path / "m")
-    return SentenceEncoder.load(tmp_path / "m", device="cpu")
-
-
-def test_openvino_matches_torch_and_is_batch_invariant(saved):
-    expected = saved.encode(SENTENCES, on_truncation="ignore")
-    got = saved.encode(SENTENCES, backend="openvino", on_truncation="ignore", batch_size=3)
+def test_openvino_matches_torch_and_is_batch_invariant(saved_tiny):
+    expected = saved_tiny.encode(EDGE_SENTENCES, on_truncation="ignore")
+    got = saved_tiny.encode(EDGE_SENTENCES, backend="openvino", on_truncation="ignore", batch_size=3)
     assert np.abs(got - expected).max() <= 1e-5
-    one_by_one = saved.encode(SENTENCES, backend="openvino", on_truncation="ignore", batch_size=1)
+    one_by_one = saved_tiny.encode(EDGE_SENTENCES, backend="openvino", on_truncation="ignore", batch_size=1)
     assert np.abs(one_by_one - got).max() <= 1e-5
-    assert np.array_equal(saved.encode(SENTENCES[2], backend="openvino"), got[2])  # one string, same row
-    assert (saved.source_dir / "onnx" / "model.onnx").is_file()  # the onnx backend's cached graph
+    assert np.array_equal(saved_tiny.encode(EDGE_SENTENCES[2], backend="openvino"), got[2])  # one string, same row
+    assert (saved_tiny.source_dir / "onnx" / "model.onnx").is_file()  # the onnx backend's cached graph
 
 
 def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):

@@ -10,37 +10,26 @@ from sbert import SentenceEncoder
 from sbert.backends import BackendError
 from sbert.backends.calibration import digest
 from tests.serve_helpers import start_server
-from tests.tiny_models import CORPUS
+from tests.tiny_models import CORPUS, EDGE_SENTENCES, row_cosines
 
 pytest.importorskip("openvino")
 pytest.importorskip("nncf")
-SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
 CALIBRATION = [f"{s} ({i})" for i, s in enumerate(CORPUS * 8)][:40]
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def manifest(folder) -> dict:
     return json.loads((folder / "export.json").read_text())
 
 
-@pytest.fixture
-def saved(tiny_dir, tmp_path) -> SentenceEncoder:
-    SentenceEncoder.from_transformer(tiny_dir, normalize=True, device="cpu").save(tmp_path / "m")
-    return SentenceEncoder.load(tmp_path / "m", device="cpu")
-
-
-def test_openvino_int8_stays_close_and_does_not_depend_on_the_batch(saved):
-    expected = saved.encode(SENTENCES, on_truncation="ignore")
-    got = saved.encode(SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=3)
-    assert cosines(got, expected).min() > 0.9
+def test_openvino_int8_stays_close_and_does_not_depend_on_the_batch(saved_tiny):
+    expected = saved_tiny.encode(EDGE_SENTENCES, on_truncation="ignore")
+    got = saved_tiny.encode(EDGE_SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=3)
+    assert row_cosines(got, expected).min() > 0.9
     # Fixed activation ranges: unlike dynamic int8, a row does not depend on its batch-mates.
-    one_by_one = saved.encode(SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=1)
+    one_by_one = saved_tiny.encode(EDGE_SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=1)
     assert np.abs(one_by_one - got).max() <= 1e-4
-    assert np.array_equal(saved.encode(SENTENCES[2], backend="openvino-int8"), got[2])
-    folder = saved.source_dir / "onnx"
+    assert np.array_equal(saved_tiny.encode(EDGE_SENTENCES[2], backend="openvino-int8"), got[2])
+    folder = saved_tiny.source_dir / "onnx"
     assert (folder / "openvino_int8" / "model.xml").is_file()
     assert manifest(folder)["calibration"]["openvino-int8"]["recipe"] == "nncf-static-transformer"
 
@@ -94,7 +83,7 @@ def test_a_real_model_stays_near_fp32_and_a_narrow_calibration_is_refused(real_m
     SentenceEncoder.load(real_model_dir, device="cpu").save(tmp_path / "m")  # a cache of its own
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
     hypotheses = (data_dir / "snli" / "s2.dev").read_text(encoding="utf-8").splitlines()[:256]
-    cos = cosines(model.encode(hypotheses, backend="openvino-int8"), model.encode(hypotheses))
+    cos = row_cosines(model.encode(hypotheses, backend="openvino-int8"), model.encode(hypotheses))
     # The packaged sentences: 31e-4 on the STSb test sentences, worst 0.965 (docs/speed.md).
     assert float((1 - cos).mean()) < 60e-4 and cos.min() > 0.9, (float((1 - cos).mean()), cos.min())
     # 320 SNLI captions alone leave short inputs ("ok") far off: the start-up check refuses it.
