@@ -50,9 +50,9 @@ def packaged() -> list[str]:
     """The default calibration: the package's calibration set, then the demo corpus.
 
     The calibration set (demo/calibration.txt, 186 lines written for it) spans single words,
-    queries, code and 40-word sentences. Static int8 needs that spread: calibrated on the 60
-    demo sentences alone, or on 320 SNLI captions, openvino-int8 kept a cosine of only 0.75-0.78
-    to fp32 on its worst STSb test sentence (0.97 with this set; docs/speed.md).
+    queries, code and 40-word sentences. Static int8 needs that spread: calibrated on 320 SNLI
+    captions alone, openvino-int8 kept a cosine of only 0.782 to fp32 on its worst STSb test
+    sentence, 0.965 with this set (benchmarks/int8_variants.py; docs/speed.md).
     """
     from importlib import resources
 
