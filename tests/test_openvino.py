@@ -34,8 +34,26 @@ def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     assert graph.stat().st_size > 1000
 
 
+def test_a_stale_graph_that_loads_is_caught_by_the_check_and_rebuilt(tiny_dirs, tmp_path):
+    # Another model's graph under this model's manifest: it compiles, so only the torch check can
+    # catch it, and the check after the rebuild must run the new model, not the first one again.
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    other = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    with torch.no_grad():
+        for weights in other.parameters():
+            weights.mul_(0.5)
+    other.save(tmp_path / "other")
+    for name in ("m", "other"):
+        SentenceEncoder.load(tmp_path / name, device="cpu").encode(CORPUS, backend="openvino")
+    graph = tmp_path / "m" / "onnx" / "model.onnx"
+    graph.write_bytes((tmp_path / "other" / "onnx" / "model.onnx").read_bytes())
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
+
+
 def test_precisions_it_cannot_run_are_one_line_errors(tiny_dirs, monkeypatch):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    monkeypatch.setenv("SBERT_CPU_FP16", "emulate")  # past the CPU's own check, to the backend's
     with pytest.raises(BackendError, match="fp32 or bf16"):
         model.encode(CORPUS, backend="openvino", precision="fp16")
     monkeypatch.delenv("SBERT_CPU_BF16", raising=False)

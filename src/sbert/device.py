@@ -19,10 +19,18 @@ from sbert.errors import DeviceError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# x86 /proc/cpuinfo flags with bf16 arithmetic (AVX512-BF16 dot products, AMX tiles); Arm lists "bf16".
+# /proc/cpuinfo words for half-precision arithmetic: x86 flags (AVX512-BF16 / AVX512-FP16 vector
+# instructions, AMX tiles), Arm features ("bf16"; "asimdhp"/"fphp" for fp16 SIMD / scalar), and the
+# macOS sysctl that says the same on Apple silicon.
 X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-# "emulate" lets bf16 run on a CPU without those instructions (slowly: tests of bf16 numerics).
+X86_FP16_FLAGS = ("avx512_fp16", "amx_fp16")
+_HALF = {
+    "bf16": (X86_BF16_FLAGS, ("bf16",), "hw.optional.arm.FEAT_BF16"),
+    "fp16": (X86_FP16_FLAGS, ("asimdhp", "fphp"), "hw.optional.arm.FEAT_FP16"),
+}
+# "emulate" lets bf16 / fp16 run on a CPU without those instructions (slowly: tests of the numerics).
 CPU_BF16_ENV = "SBERT_CPU_BF16"
+CPU_FP16_ENV = "SBERT_CPU_FP16"
 
 
 def default_device(local_rank: bool = False) -> torch.device:
@@ -69,30 +77,44 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
-    """The bf16 instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
+def cpu_half_flags(cpuinfo: str, machine: str, half: str = "bf16") -> list[str]:
+    """The `half` ("bf16" or "fp16") instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
     words: set[str] = set()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
             words.update(value.split())
-    wanted = ("bf16",) if machine.lower() in ("aarch64", "arm64") else X86_BF16_FLAGS
+    x86, arm, _ = _HALF[half]
+    wanted = arm if machine.lower() in ("aarch64", "arm64") else x86
     return [flag for flag in wanted if flag in words]
 
 
+def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
+    """The bf16 instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
+    return cpu_half_flags(cpuinfo, machine, "bf16")
+
+
 @functools.cache
-def cpu_bf16_native() -> bool:
-    """Whether this CPU has bf16 arithmetic (AVX512-BF16, AMX or Arm BF16); without it torch emulates bf16."""
-    machine = platform.machine()
+def _cpu_has(half: str) -> bool:
     if platform.system() == "Darwin":
         # Apple silicon reports its features through sysctl, not /proc.
-        probe = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True)
+        probe = subprocess.run(["sysctl", "-n", _HALF[half][2]], capture_output=True, text=True)
         return probe.stdout.strip() == "1"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return bool(cpu_bf16_flags(f.read(), machine))
+            return bool(cpu_half_flags(f.read(), platform.machine(), half))
     except OSError:
         return False
+
+
+def cpu_bf16_native() -> bool:
+    """Whether this CPU has bf16 arithmetic (AVX512-BF16, AMX or Arm BF16); without it torch emulates bf16."""
+    return _cpu_has("bf16")
+
+
+def cpu_fp16_native() -> bool:
+    """Whether this CPU has fp16 arithmetic (AVX512-FP16, AMX-FP16 or Arm FP16); without it torch emulates fp16."""
+    return _cpu_has("fp16")
 
 
 def bf16_supported(device: torch.device) -> bool:
@@ -100,6 +122,13 @@ def bf16_supported(device: torch.device) -> bool:
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
     return os.environ.get(CPU_BF16_ENV, "").lower() == "emulate" or cpu_bf16_native()
+
+
+def fp16_supported(device: torch.device) -> bool:
+    """Whether fp16 runs natively on `device`: every GPU; a CPU needs fp16 instructions (or SBERT_CPU_FP16=emulate)."""
+    if device.type != "cpu":
+        return True
+    return os.environ.get(CPU_FP16_ENV, "").lower() == "emulate" or cpu_fp16_native()
 
 
 def half_dtype(device: torch.device) -> torch.dtype:
@@ -114,6 +143,12 @@ def encode_dtype(precision: str, device: torch.device) -> torch.dtype:
         return half_dtype(device) if device.type == "cuda" else torch.float32
     if precision == "bf16" and not bf16_supported(device):
         raise DeviceError(_no_bf16(device))
+    if precision == "fp16" and not fp16_supported(device):
+        # Emulated fp16 was slower than fp32 on a CPU without avx512_fp16 (cpu_peers.py --emulated-fp16).
+        raise DeviceError(
+            f"precision 'fp16': this CPU has no fp16 instructions ({', '.join(X86_FP16_FLAGS)} or Arm fp16); "
+            f"use precision='fp32', or backend='onnx-int8' for speed ({CPU_FP16_ENV}=emulate forces emulated fp16)"
+        )
     return _DTYPES[precision]
 
 

@@ -63,8 +63,10 @@ class OpenVinoBackend:
     def embed(self, features: Features) -> torch.Tensor:
         """Sentence embeddings (B, dim) for padded token features, on this thread's infer request."""
         request = getattr(self._local, "request", None)
-        if request is None:
+        # A request belongs to one compiled model: after a rebuild (or a swap) a thread makes a new one.
+        if request is None or self._local.model is not self.compiled:
             request = self._local.request = self.compiled.create_infer_request()
+            self._local.model = self.compiled
         feed = {name: features[name].cpu().numpy() for name in self.input_names}
         request.infer(feed)
         return torch.from_numpy(np.array(request.get_output_tensor(0).data, dtype=np.float32))
