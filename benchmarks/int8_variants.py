@@ -12,7 +12,8 @@ Rows: dynamic int8 without smoothing (the graph shipped before), the shipped onn
 (LayerNorm-fed activations smoothed, calibrated on the packaged sentences), the same calibrated on
 --calibration SNLI/SST-2 sentences (no STS sentence), ONNX Runtime's static QDQ int8 (per-channel
 weights, MinMax activation ranges from those sentences, smoothed first), `MatMulNBits` 8-bit
-block-wise weights with int8 compute (needs `onnx_ir`, the `bench` extra), and the openvino-int8
+block-wise weights with int8 compute (needs `onnx_ir`, the `bench` extra), ONNX Runtime's BERT
+optimizer (fused Attention, SkipLayerNorm, BiasGelu) in fp32 and dynamic int8, and the openvino-int8
 backend (NNCF static int8) on the packaged sentences, on the SNLI/SST-2 ones and on 320 SNLI
 captions alone (needs nncf, the `openvino` extra). A last column gives the worst row's cosine to fp32.
 """
@@ -77,6 +78,27 @@ def static_graph(fp32: Path, calibration: Sequence[Feed], folder: Path) -> Path:
     return path
 
 
+def fused_graphs(model: SentenceEncoder, fp32: Path, folder: Path) -> tuple[Path, Path]:
+    """ONNX Runtime's BERT optimizer on the fp32 graph (fused Attention, SkipLayerNorm, BiasGelu), and its int8.
+
+    The int8 one is dynamic and per-channel like onnx-int8, with the fused Attention quantized as
+    QAttention (unsmoothed: the LayerNorms are fused away).
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    config = model.transformer.auto_model.config
+    fused, fused_int8 = folder / "fused.onnx", folder / "fused_int8.onnx"
+    optimize_model(str(fp32), model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size,
+                   opt_level=0, use_gpu=False).save_model_to_file(str(fused))  # fmt: skip
+    logging.disable(logging.WARNING)
+    # Contrib ops defeat the quantizer's shape inference; every tensor it cannot type is float.
+    quantize_dynamic(str(fused), str(fused_int8), weight_type=QuantType.QInt8, per_channel=True,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
+    logging.disable(logging.NOTSET)
+    return fused, fused_int8
+
+
 def user_feeds(model: SentenceEncoder, count: int) -> list[Feed]:
     """`count` random SNLI/SST-2 sentences (no STS sentence), as graph inputs."""
     sample = random.Random(0).sample(non_sts_corpus(), count)
@@ -131,6 +153,9 @@ def graphs(
     quantize_int8(fp32, folder / "user.onnx", user)
     out[f"dynamic, smoothed, {args.calibration} SNLI/SST-2 sentences"] = folder / "user.onnx"
     out[f"static QDQ, smoothed, {args.calibration} SNLI/SST-2 sentences"] = static_graph(fp32, user, folder)
+    fused, fused_int8 = fused_graphs(model, fp32, folder)
+    out["ORT BERT optimizer, fp32 (fused Attention, SkipLayerNorm, BiasGelu)"] = fused
+    out["ORT BERT optimizer, dynamic int8 (QAttention), not smoothed"] = fused_int8
     for block in map(int, filter(None, args.blocks.split(","))):
         out[f"MatMulNBits 8-bit, block {block}, int8 compute"] = nbits_graph(fp32, block, folder)
     return out
