@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder, device
-from sbert.device import autocast_dtype, cpu_bf16_flags, cpu_half_flags, encode_dtype, resolve_device
+from sbert.device import autocast_dtype, cpu_bf16_flags, cpu_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
@@ -79,11 +79,11 @@ def test_cpu_bf16_flags_are_read_from_cpuinfo():
 
 def test_cpu_fp16_flags_are_read_from_cpuinfo():
     sapphire_rapids = "flags\t: fpu avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile\n"
-    assert cpu_half_flags(sapphire_rapids, "x86_64", "fp16") == ["avx512_fp16"]
-    assert cpu_half_flags(sapphire_rapids, "x86_64", "bf16") == ["avx512_bf16", "amx_bf16"]
-    assert cpu_half_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64", "fp16") == []
-    assert cpu_half_flags("Features\t: fp asimd fphp asimdhp\n", "aarch64", "fp16") == ["asimdhp", "fphp"]
-    assert cpu_half_flags("Features\t: fp asimd bf16\n", "aarch64", "fp16") == []
+    assert cpu_flags(sapphire_rapids, "x86_64", "fp16") == ["avx512_fp16"]
+    assert cpu_flags(sapphire_rapids, "x86_64", "bf16") == ["avx512_bf16", "amx_bf16"]
+    assert cpu_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64", "fp16") == []
+    assert cpu_flags("Features\t: fp asimd fphp asimdhp\n", "aarch64", "fp16") == ["asimdhp", "fphp"]
+    assert cpu_flags("Features\t: fp asimd bf16\n", "aarch64", "fp16") == []
 
 
 def test_fp16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dirs, monkeypatch):
@@ -104,6 +104,29 @@ def test_fp16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dir
     fp32 = model.encode(CORPUS)
     cosine = (fp32 * fp16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(fp16, axis=1)
     assert fp16.dtype == np.float32 and cosine.min() >= 0.99
+
+
+def test_cpu_int8_flags_are_read_from_cpuinfo():
+    assert cpu_flags("flags\t: fpu avx2 avx512f avx512_vnni\n", "x86_64", "int8") == ["avx512_vnni", "avx2"]
+    assert cpu_flags("flags\t: fpu sse4_2 avx\n", "x86_64", "int8") == []  # no AVX2: no fast int8 path
+    assert cpu_flags("Features\t: fp asimd asimddp i8mm\n", "aarch64", "int8") == ["asimddp", "i8mm"]
+    assert cpu_flags("Features\t: fp asimd crc32\n", "aarch64", "int8") == []
+
+
+def test_int8_on_a_cpu_without_the_instructions_is_refused_before_any_export(tiny_dirs, tmp_path, monkeypatch):
+    monkeypatch.delenv("SBERT_CPU_INT8", raising=False)
+    monkeypatch.setattr(device, "cpu_int8_native", lambda: False)
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    refusal = r"backend 'onnx-int8': this CPU has no int8 instructions \(avx512_vnni.*use backend='onnx'"
+    with pytest.raises(DeviceError, match=refusal):
+        model.encode(CORPUS, backend="onnx-int8")
+    with pytest.raises(DeviceError, match="use backend='openvino'"):
+        model.encode(CORPUS, backend="openvino-int8")
+    assert not (tmp_path / "m" / "onnx").exists()  # refused before anything was exported
+    model.encode(CORPUS, backend="onnx")  # fp32 graphs need nothing special
+    monkeypatch.setenv("SBERT_CPU_INT8", "force")
+    assert model.encode(CORPUS, backend="onnx-int8").shape == (len(CORPUS), model.embedding_dimension)
 
 
 def test_bf16_on_a_cpu_without_the_instructions_is_one_line_naming_them(tiny_dirs, monkeypatch):

@@ -19,18 +19,24 @@ from sbert.errors import DeviceError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# /proc/cpuinfo words for half-precision arithmetic: x86 flags (AVX512-BF16 / AVX512-FP16 vector
-# instructions, AMX tiles), Arm features ("bf16"; "asimdhp"/"fphp" for fp16 SIMD / scalar), and the
-# macOS sysctl that says the same on Apple silicon.
+# /proc/cpuinfo words for the arithmetic a precision needs: x86 flags, Arm features, and the macOS
+# sysctl that says the same on Apple silicon. bf16 / fp16: AVX512-BF16 / AVX512-FP16 vector
+# instructions or AMX tiles; Arm "bf16", "asimdhp"/"fphp". int8: a byte dot product (VNNI, AMX,
+# Arm dotprod/i8mm) or at least AVX2's multiply-add of bytes, which ONNX Runtime and OpenVINO fall
+# back to; below that their int8 kernels are scalar-ish and slower than fp32.
 X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 X86_FP16_FLAGS = ("avx512_fp16", "amx_fp16")
-_HALF = {
+X86_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "avx2")
+_FEATURES = {
     "bf16": (X86_BF16_FLAGS, ("bf16",), "hw.optional.arm.FEAT_BF16"),
     "fp16": (X86_FP16_FLAGS, ("asimdhp", "fphp"), "hw.optional.arm.FEAT_FP16"),
+    "int8": (X86_INT8_FLAGS, ("asimddp", "i8mm"), "hw.optional.arm.FEAT_DotProd"),
 }
-# "emulate" lets bf16 / fp16 run on a CPU without those instructions (slowly: tests of the numerics).
+# "emulate" lets bf16 / fp16 run on a CPU without those instructions (slowly: tests of the numerics);
+# SBERT_CPU_INT8=force does the same for the int8 backends.
 CPU_BF16_ENV = "SBERT_CPU_BF16"
 CPU_FP16_ENV = "SBERT_CPU_FP16"
+CPU_INT8_ENV = "SBERT_CPU_INT8"
 
 
 def default_device(local_rank: bool = False) -> torch.device:
@@ -77,32 +83,32 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def cpu_half_flags(cpuinfo: str, machine: str, half: str = "bf16") -> list[str]:
-    """The `half` ("bf16" or "fp16") instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
+def cpu_flags(cpuinfo: str, machine: str, kind: str = "bf16") -> list[str]:
+    """The `kind` ("bf16", "fp16" or "int8") instruction sets named in a /proc/cpuinfo text (x86 flags or Arm)."""
     words: set[str] = set()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
             words.update(value.split())
-    x86, arm, _ = _HALF[half]
+    x86, arm, _ = _FEATURES[kind]
     wanted = arm if machine.lower() in ("aarch64", "arm64") else x86
     return [flag for flag in wanted if flag in words]
 
 
 def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
     """The bf16 instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
-    return cpu_half_flags(cpuinfo, machine, "bf16")
+    return cpu_flags(cpuinfo, machine, "bf16")
 
 
 @functools.cache
-def _cpu_has(half: str) -> bool:
+def _cpu_has(kind: str) -> bool:
     if platform.system() == "Darwin":
         # Apple silicon reports its features through sysctl, not /proc.
-        probe = subprocess.run(["sysctl", "-n", _HALF[half][2]], capture_output=True, text=True)
+        probe = subprocess.run(["sysctl", "-n", _FEATURES[kind][2]], capture_output=True, text=True)
         return probe.stdout.strip() == "1"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return bool(cpu_half_flags(f.read(), platform.machine(), half))
+            return bool(cpu_flags(f.read(), platform.machine(), kind))
     except OSError:
         return False
 
@@ -115,6 +121,22 @@ def cpu_bf16_native() -> bool:
 def cpu_fp16_native() -> bool:
     """Whether this CPU has fp16 arithmetic (AVX512-FP16, AMX-FP16 or Arm FP16); without it torch emulates fp16."""
     return _cpu_has("fp16")
+
+
+def cpu_int8_native() -> bool:
+    """Whether this CPU has int8 GEMM instructions (VNNI, AMX-INT8, AVX2, Arm dotprod / i8mm)."""
+    return _cpu_has("int8")
+
+
+def check_cpu_int8(backend: str) -> None:
+    """A one-line error for an int8 backend on a CPU without int8 instructions (SBERT_CPU_INT8=force skips it)."""
+    if os.environ.get(CPU_INT8_ENV, "").lower() == "force" or cpu_int8_native():
+        return
+    raise DeviceError(
+        f"backend {backend!r}: this CPU has no int8 instructions ({', '.join(X86_INT8_FLAGS)} or Arm "
+        f"dotprod/i8mm), so int8 would run slower than fp32; use backend={backend.removesuffix('-int8')!r} "
+        f"({CPU_INT8_ENV}=force runs it anyway)"
+    )
 
 
 def bf16_supported(device: torch.device) -> bool:

@@ -12,6 +12,7 @@ from typing import Literal
 import torch
 
 from sbert.backends.base import Backend, Chain, Rows
+from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
 
 BackendName = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
@@ -63,6 +64,8 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
     factory = BACKENDS.get(name)
     if factory is None:
         raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    if name.endswith("-int8"):  # both runtimes run their int8 kernels on the CPU, whatever `device` is
+        check_cpu_int8(name)
     return factory(chain, name, device, dtype)
 
 
