@@ -22,8 +22,8 @@ _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # /proc/cpuinfo words for the arithmetic a precision needs: x86 flags, Arm features, and the macOS
 # sysctl that says the same on Apple silicon. bf16 / fp16: AVX512-BF16 / AVX512-FP16 vector
 # instructions or AMX tiles; Arm "bf16", "asimdhp"/"fphp". int8: a byte dot product (VNNI, AMX,
-# Arm dotprod/i8mm) or at least AVX2's multiply-add of bytes, which ONNX Runtime and OpenVINO fall
-# back to; below that their int8 kernels are scalar-ish and slower than fp32.
+# Arm dotprod/i8mm) or at least AVX2's multiply-add of bytes, the oldest x86 int8 GEMM kernels of
+# ONNX Runtime and OpenVINO; below that they fall back to generic code (unmeasured here).
 X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 X86_FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 X86_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "avx2")
@@ -89,10 +89,11 @@ def cpu_flags(cpuinfo: str, machine: str, kind: str = "bf16") -> list[str]:
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
-            words.update(value.split())
+            # Compared without case or underscores: macOS on Intel spells avx512_vnni "AVX512VNNI".
+            words.update(word.lower().replace("_", "") for word in value.split())
     x86, arm, _ = _FEATURES[kind]
     wanted = arm if machine.lower() in ("aarch64", "arm64") else x86
-    return [flag for flag in wanted if flag in words]
+    return [flag for flag in wanted if flag.replace("_", "") in words]
 
 
 def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
@@ -102,10 +103,13 @@ def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
 
 @functools.cache
 def _cpu_has(kind: str) -> bool:
-    if platform.system() == "Darwin":
-        # Apple silicon reports its features through sysctl, not /proc.
-        probe = subprocess.run(["sysctl", "-n", _FEATURES[kind][2]], capture_output=True, text=True)
-        return probe.stdout.strip() == "1"
+    if platform.system() == "Darwin":  # macOS reports CPU features through sysctl, not /proc
+        if platform.machine() == "arm64":
+            probe = subprocess.run(["sysctl", "-n", _FEATURES[kind][2]], capture_output=True, text=True)
+            return probe.stdout.strip() == "1"
+        keys = ["machdep.cpu.features", "machdep.cpu.leaf7_features"]
+        probe = subprocess.run(["sysctl", "-n", *keys], capture_output=True, text=True)
+        return bool(cpu_flags("flags: " + probe.stdout.replace("\n", " "), "x86_64", kind))
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             return bool(cpu_flags(f.read(), platform.machine(), kind))
@@ -133,9 +137,9 @@ def check_cpu_int8(backend: str) -> None:
     if os.environ.get(CPU_INT8_ENV, "").lower() == "force" or cpu_int8_native():
         return
     raise DeviceError(
-        f"backend {backend!r}: this CPU has no int8 instructions ({', '.join(X86_INT8_FLAGS)} or Arm "
-        f"dotprod/i8mm), so int8 would run slower than fp32; use backend={backend.removesuffix('-int8')!r} "
-        f"({CPU_INT8_ENV}=force runs it anyway)"
+        f"backend {backend!r}: this CPU has none of the int8 instructions its kernels are built for "
+        f"({', '.join(X86_INT8_FLAGS)} or Arm dotprod/i8mm); use backend={backend.removesuffix('-int8')!r} "
+        f"(fp32), or {CPU_INT8_ENV}=force to run it anyway"
     )
 
 
