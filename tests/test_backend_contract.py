@@ -14,6 +14,7 @@ import pytest
 
 from sbert import SentenceEncoder
 from sbert.encoding.streaming import encode_to_disk, load_shards
+from sbert.errors import SbertError
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 TEXTS = [f"{s} ({i})" for i, s in enumerate(CORPUS * 4)] + EDGE_SENTENCES
@@ -81,3 +82,12 @@ def test_streaming_to_disk_gives_the_rows_of_encode(model, backend, atol, tmp_pa
     assert rows == len(TEXTS)
     # normalize=False is encode_to_disk's default; the model normalizes in its own chain either way.
     assert_same_rows(load_shards(tmp_path / "out"), model.encode(TEXTS, backend=backend, on_truncation="ignore"), atol)
+
+
+@pytest.mark.skipif(not OPENVINO, reason="openvino extra")
+def test_shards_record_the_precision_that_ran(model, tmp_path, emulated_cpu_bf16):
+    # openvino runs bf16 when asked; its shards must not be resumed by an fp32 run, nor the reverse.
+    out = tmp_path / "out"
+    encode_to_disk(model, TEXTS, out, shard_size=16, backend="openvino", precision="bf16", show_progress=False)
+    with pytest.raises(SbertError, match="precision='bf16', this run has 'fp32'"):
+        encode_to_disk(model, TEXTS, out, shard_size=16, backend="openvino", show_progress=False)

@@ -23,7 +23,7 @@ from torch import nn
 
 from sbert import layout
 from sbert.backends import Backend, Chain, open_backend
-from sbert.device import encode_dtype, resolve_device
+from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError
 from sbert.loading import resolve_model_dir
@@ -153,7 +153,7 @@ class CrossEncoder(nn.Module):
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
-        dtype = torch.float32 if name != "torch" and precision == "auto" else encode_dtype(precision, self.device)
+        dtype = backend_dtype(name, precision, self.device)
         key, state = (name, str(self.device), dtype), weights_key(self, self._generation)
         cached = self._backends.get(key)
         if cached is None or cached[0] != state:

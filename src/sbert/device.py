@@ -178,6 +178,15 @@ def encode_dtype(precision: str, device: torch.device) -> torch.dtype:
     return _DTYPES[precision]
 
 
+def backend_dtype(backend: str, precision: str, device: torch.device) -> torch.dtype:
+    """The dtype `backend` computes in, as encode and the shard settings record it.
+
+    "auto" is fp32 for the graph backends (their own fp32 or int8 graphs) and `encode_dtype` for
+    torch; a precision named explicitly is checked and kept by all.
+    """
+    return torch.float32 if backend != "torch" and precision == "auto" else encode_dtype(precision, device)
+
+
 def _no_bf16(device: torch.device) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)

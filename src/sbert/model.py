@@ -17,7 +17,7 @@ from torch import nn
 from sbert import layout
 from sbert.aliases import DEFAULT_MODEL
 from sbert.backends import Backend, Chain, open_backend
-from sbert.device import encode_dtype, resolve_device
+from sbert.device import backend_dtype, resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.batching import check_sentences
 from sbert.encoding.engine import check_batch_sizes, embed_rows
@@ -310,7 +310,7 @@ class SentenceEncoder(nn.Sequential):
         ONNX backends export (or load the cached graph) and check it against torch on first use;
         the CUDA backend casts its copy of the weights once.
         """
-        dtype = torch.float32 if name != "torch" and precision == "auto" else encode_dtype(precision, self.device)
+        dtype = backend_dtype(name, precision, self.device)
         key = (name, str(self.device), dtype)
         state = self.weights_key()
         cached = self._backends.get(key)

@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from sbert import layout
-from sbert.device import encode_dtype, precision_name
+from sbert.device import backend_dtype, precision_name
 from sbert.errors import ModelFormatError, SbertError
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ def encode_to_disk(
         backend = "static"  # its one path; the settings record it so a torch run cannot resume its shards
         dtype = torch.float32
     else:
-        dtype = torch.float32 if backend != "torch" else encode_dtype(precision, model.device)
+        # what runs, recorded: openvino in bf16 must not resume into its fp32 shards
+        dtype = backend_dtype(backend, precision, model.device)
     settings = ShardSettings(
         model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend, precision_name(dtype)
     )
