@@ -1,4 +1,4 @@
-"""The encode contract on every CPU graph backend (issue 23): order, batch-invariance, truncation, streaming.
+"""The encode contract on every CPU graph backend (issue 23): order, batching, truncation, streaming, server.
 
 Each backend is held to its own precision's tolerance: the fp32 graphs and OpenVINO's static int8
 (fixed activation ranges) give the same row whatever the batch; onnx-int8 quantizes its
@@ -9,12 +9,14 @@ import importlib.util
 import random
 import warnings
 
+import httpx
 import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
 from sbert.encoding.streaming import encode_to_disk, load_shards
 from sbert.errors import SbertError
+from tests.serve_helpers import start_server
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 TEXTS = [f"{s} ({i})" for i, s in enumerate(CORPUS * 4)] + EDGE_SENTENCES
@@ -91,3 +93,16 @@ def test_shards_record_the_precision_that_ran(model, tmp_path, emulated_cpu_bf16
     encode_to_disk(model, TEXTS, out, shard_size=16, backend="openvino", precision="bf16", show_progress=False)
     with pytest.raises(SbertError, match="precision='bf16', this run has 'fp32'"):
         encode_to_disk(model, TEXTS, out, shard_size=16, backend="openvino", show_progress=False)
+
+
+@pytest.mark.parametrize(("backend", "atol"), BACKENDS[:2])  # the openvino ones: tests/test_openvino*.py
+def test_a_real_server_on_the_backend_gives_the_rows_of_encode(model, backend, atol, tmp_path):
+    server = start_server(tmp_path, "--model", str(model.source_dir), "--backend", backend)
+    try:
+        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": TEXTS[:5], "model": "model"}, timeout=60)
+        body = response.json()
+        assert response.status_code == 200, body
+        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        assert_same_rows(got, model.encode(TEXTS[:5], backend=backend), atol)
+    finally:
+        assert server.stop()
