@@ -10,7 +10,10 @@ over peak / linear-layer FLOPs per sentence (at this set's mean token count), so
 within one run only: the peaks of this shared machine move by up to 30% between runs. Peers come
 from the `bench` extra (`make bench-peers`); a peer that is not installed is listed as not run,
 with the reason. `--static DIR` adds a model written by
-`sbert distill --static` (benchmarks/static_tier.py makes one).
+`sbert distill --static` (benchmarks/static_tier.py makes one). bf16 rows (torch, openvino) appear
+by themselves on a CPU with bf16 instructions, and a torch fp16 row on one with fp16 instructions;
+`--emulated-bf16` / `--emulated-fp16` time torch in that precision where the CPU only emulates it
+(the measurements behind refusing it there).
 """
 
 from __future__ import annotations
