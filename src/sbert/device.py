@@ -37,6 +37,7 @@ _FEATURES = {
 CPU_BF16_ENV = "SBERT_CPU_BF16"
 CPU_FP16_ENV = "SBERT_CPU_FP16"
 CPU_INT8_ENV = "SBERT_CPU_INT8"
+_EMULATE_ENV = {"bf16": CPU_BF16_ENV, "fp16": CPU_FP16_ENV}
 
 
 def default_device(local_rank: bool = False) -> torch.device:
@@ -83,7 +84,7 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def cpu_flags(cpuinfo: str, machine: str, kind: str = "bf16") -> list[str]:
+def cpu_flags(cpuinfo: str, machine: str, kind: str) -> list[str]:
     """The `kind` ("bf16", "fp16" or "int8") instruction sets named in a /proc/cpuinfo text (x86 flags or Arm)."""
     words: set[str] = set()
     for line in cpuinfo.splitlines():
@@ -143,18 +144,22 @@ def check_cpu_int8(backend: str) -> None:
     )
 
 
+def _cpu_half_allowed(half: str) -> bool:
+    """Whether `half` ("bf16"/"fp16") may run on this CPU: its instructions, or SBERT_CPU_<HALF>=emulate."""
+    native = cpu_bf16_native() if half == "bf16" else cpu_fp16_native()  # looked up here: tests patch them
+    return os.environ.get(_EMULATE_ENV[half], "").lower() == "emulate" or native
+
+
 def bf16_supported(device: torch.device) -> bool:
     """Whether bf16 runs natively on `device` (a CPU needs bf16 instructions, or SBERT_CPU_BF16=emulate)."""
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
-    return os.environ.get(CPU_BF16_ENV, "").lower() == "emulate" or cpu_bf16_native()
+    return _cpu_half_allowed("bf16")
 
 
 def fp16_supported(device: torch.device) -> bool:
     """Whether fp16 runs natively on `device`: every GPU; a CPU needs fp16 instructions (or SBERT_CPU_FP16=emulate)."""
-    if device.type != "cpu":
-        return True
-    return os.environ.get(CPU_FP16_ENV, "").lower() == "emulate" or cpu_fp16_native()
+    return device.type != "cpu" or _cpu_half_allowed("fp16")
 
 
 def half_dtype(device: torch.device) -> torch.dtype:
@@ -170,11 +175,7 @@ def encode_dtype(precision: str, device: torch.device) -> torch.dtype:
     if precision == "bf16" and not bf16_supported(device):
         raise DeviceError(_no_bf16(device))
     if precision == "fp16" and not fp16_supported(device):
-        # Emulated fp16 was slower than fp32 on a CPU without avx512_fp16 (cpu_peers.py --emulated-fp16).
-        raise DeviceError(
-            f"precision 'fp16': this CPU has no fp16 instructions ({', '.join(X86_FP16_FLAGS)} or Arm fp16); "
-            f"use precision='fp32', or backend='onnx-int8' for speed ({CPU_FP16_ENV}=emulate forces emulated fp16)"
-        )
+        raise DeviceError(_no_cpu_half("fp16"))
     return _DTYPES[precision]
 
 
@@ -191,10 +192,16 @@ def _no_bf16(device: torch.device) -> str:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         return f"precision 'bf16': {device} ({name}) has no bf16 support; use fp16 or fp32"
-    # Emulated bf16 ran 4.1x slower than fp32 on a CPU without avx512_bf16 (cpu_peers.py --emulated-bf16).
+    return _no_cpu_half("bf16")
+
+
+def _no_cpu_half(half: str) -> str:
+    # Emulated, bf16 ran 4.1x and fp16 9.5x slower than fp32 on a CPU without their instructions
+    # (cpu_peers.py --emulated-bf16 / --emulated-fp16): refusing beats a silent slowdown.
+    flags = ", ".join(_FEATURES[half][0])
     return (
-        f"precision 'bf16': this CPU has no bf16 instructions ({', '.join(X86_BF16_FLAGS)} or Arm bf16); "
-        f"use precision='fp32', or backend='onnx-int8' for speed ({CPU_BF16_ENV}=emulate forces emulated bf16)"
+        f"precision '{half}': this CPU has no {half} instructions ({flags} or Arm {half}); use precision='fp32', "
+        f"or backend='onnx-int8' for speed ({_EMULATE_ENV[half]}=emulate forces emulated {half})"
     )
 
 
