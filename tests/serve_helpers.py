@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -42,6 +43,14 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         return self.process.wait() in (0, -signal.SIGTERM)
+
+
+def served_vectors(server: Server, texts: list[str], model: str) -> np.ndarray:
+    """The float32 rows `POST /v1/embeddings` returns for `texts`, after asserting it answered 200."""
+    response = httpx.post(f"{server.url}/v1/embeddings", json={"input": texts, "model": model}, timeout=60)
+    body = response.json()
+    assert response.status_code == 200, body
+    return np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
 
 
 def start_server(log_dir: Path, *flags: str, timeout: float = 120.0) -> Server:

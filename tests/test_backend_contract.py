@@ -9,14 +9,13 @@ import importlib.util
 import random
 import warnings
 
-import httpx
 import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
 from sbert.encoding.streaming import encode_to_disk, load_shards
 from sbert.errors import SbertError
-from tests.serve_helpers import start_server
+from tests.serve_helpers import served_vectors, start_server
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 TEXTS = [f"{s} ({i})" for i, s in enumerate(CORPUS * 4)] + EDGE_SENTENCES
@@ -99,10 +98,7 @@ def test_shards_record_the_precision_that_ran(model, tmp_path, emulated_cpu_bf16
 def test_a_real_server_on_the_backend_gives_the_rows_of_encode(model, backend, atol, tmp_path):
     server = start_server(tmp_path, "--model", str(model.source_dir), "--backend", backend)
     try:
-        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": TEXTS[:5], "model": "model"}, timeout=60)
-        body = response.json()
-        assert response.status_code == 200, body
-        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        got = served_vectors(server, TEXTS[:5], "model")
         assert_same_rows(got, model.encode(TEXTS[:5], backend=backend), atol)
     finally:
         assert server.stop()

@@ -1,6 +1,5 @@
 """The OpenVINO backend: parity with torch, the shared graph cache and its rebuild, refusals, CLI and server."""
 
-import httpx
 import numpy as np
 import pytest
 import torch
@@ -8,7 +7,7 @@ import torch
 from sbert import SentenceEncoder, device
 from sbert.backends import BackendError
 from sbert.errors import DeviceError
-from tests.serve_helpers import start_server
+from tests.serve_helpers import served_vectors, start_server
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 pytest.importorskip("openvino")
@@ -84,10 +83,7 @@ def test_cli_encode_and_a_real_server_on_openvino(tiny_dirs, tmp_path):
     assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
     server = start_server(tmp_path, "--model", str(tmp_path / "m"), "--backend", "openvino")
     try:
-        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": CORPUS[:3], "model": "m"}, timeout=60)
-        body = response.json()
-        assert response.status_code == 200, body
-        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        got = served_vectors(server, CORPUS[:3], "m")
         assert np.abs(got - expected[:3]).max() <= 1e-5
     finally:
         assert server.stop()

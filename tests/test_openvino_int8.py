@@ -2,14 +2,13 @@
 
 import json
 
-import httpx
 import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
 from sbert.backends import BackendError
 from sbert.backends.calibration import digest
-from tests.serve_helpers import start_server
+from tests.serve_helpers import served_vectors, start_server
 from tests.tiny_models import CORPUS, EDGE_SENTENCES, row_cosines
 
 pytest.importorskip("openvino")
@@ -70,10 +69,7 @@ def test_cli_export_encode_and_a_real_server(tiny_dirs, tmp_path, capsys):
     assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
     server = start_server(tmp_path, *model_args, "--backend", "openvino-int8")
     try:
-        response = httpx.post(f"{server.url}/v1/embeddings", json={"input": CORPUS[:3], "model": "m"}, timeout=60)
-        body = response.json()
-        assert response.status_code == 200, body
-        got = np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
+        got = served_vectors(server, CORPUS[:3], "m")
         assert np.abs(got - expected[:3]).max() <= 1e-4
     finally:
         assert server.stop()
