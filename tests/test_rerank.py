@@ -13,7 +13,7 @@ from sbert.cross_encoder import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import read_beir, write_beir
 from sbert.data.beir_build import beir_from_nli
-from sbert.evaluation.retrieval import evaluate_ir, ranked_ids, search
+from sbert.evaluation.retrieval import evaluate_ir, ranked_ids, rerank_hits, search
 from sbert.search import semantic_search
 from tests.conftest import SHARED_DATA
 from tests.tiny_models import save_tiny_reranker
@@ -73,14 +73,17 @@ def test_ir_evaluator_scores_the_reranked_order(reranker_dir, snli_small):
     scores, rows = search(q, [encoder.encode(collection.corpus)])
     hits = ranked_ids(scores, rows, collection.corpus_ids)
     text = dict(zip(collection.corpus_ids, collection.corpus, strict=True))
-    first = dict(zip(hits[0][:20], reranker.predict([(collection.queries[0], text[d]) for d in hits[0][:20]]).tolist(),
-                     strict=True))  # fmt: skip
-    from sbert.evaluation.retrieval import rerank_hits
-
-    reordered = rerank_hits(reranker, collection, hits, 20, None)[0]
-    assert reordered[20:] == hits[0][20:] and sorted(reordered[:20]) == sorted(hits[0][:20])
-    along = [first[d] for d in reordered[:20]]  # best first, up to the last bits of near-equal scores
-    assert np.all(np.diff(along) <= 1e-5) and np.ptp(along) > 1e-3
+    reordered = rerank_hits(reranker, collection, hits, 20, None)
+    spreads = []
+    for query, before, after in zip(collection.queries, hits, reordered, strict=True):
+        assert after[20:] == before[20:] and sorted(after[:20]) == sorted(before[:20])
+        # Scored again in another batch: best first, up to the last bits of near-equal scores.
+        along = reranker.predict([(query, text[d]) for d in after[:20]])
+        assert np.all(np.diff(along) <= 1e-5)
+        spreads.append(np.ptp(along))
+    # The order check means something only where scores differ by far more than its tolerance (a
+    # random head spreads them by ~1e-3, and by how much shifts with the CPU's rounding).
+    assert np.median(spreads) > 1e-4
 
 
 def test_cli_search_and_eval_with_a_reranker(reranker_dir, tiny_dirs, snli_small, tmp_path, capsys):
