@@ -96,19 +96,29 @@ def onnx_operator_profile(path: Path, feeds: list[Feed]) -> dict[str, float]:
     return by_op
 
 
-def openvino_operator_profile(path: Path, feeds: list[Feed]) -> dict[str, float]:
-    """Seconds per node type over one single-threaded pass, from OpenVINO's performance counters."""
+def openvino_operator_profile(backend: Any, feeds: list[Feed]) -> dict[str, float]:
+    """Seconds per node type over one single-threaded pass, from OpenVINO's performance counters.
+
+    Each feed runs on the compile the backend gives its width (snippets off for short batches).
+    """
     import openvino
 
     config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "1",
               "PERF_COUNT": "YES"}  # fmt: skip
-    request = openvino.Core().compile_model(str(path), "CPU", config).create_infer_request()
+    core = openvino.Core()
+    modes: dict[bool, dict[str, str]] = {True: config, False: config | {"SNIPPETS_MODE": "DISABLE"}}
+    requests = {on: core.compile_model(str(backend.path), "CPU", c).create_infer_request() for on, c in modes.items()}
+
+    def request(feed: Feed) -> Any:
+        return requests[feed["input_ids"].shape[1] > backend.short_width]
+
     for feed in feeds[:3]:  # the first runs of a shape build its kernels
-        request.infer(feed)
+        request(feed).infer(feed)
     by_op: dict[str, float] = collections.defaultdict(float)
     for feed in feeds:
-        request.infer(feed)
-        for node in request.profiling_info:
+        run = request(feed)
+        run.infer(feed)
+        for node in run.profiling_info:
             by_op[node.node_type] += node.real_time.total_seconds()
     return by_op
 
@@ -117,14 +127,7 @@ def graph_runner(backend: Any) -> Callable[[Feed], object]:
     """One single-threaded graph run of a padded feed, as the backend's workers make it."""
     if hasattr(backend, "session"):  # ONNX Runtime: one session, single-threaded, shared by the workers
         return lambda feed: backend.session.run(None, feed)
-    local = threading.local()  # OpenVINO: one infer request per thread, each on its own stream
-
-    def infer(feed: Feed) -> object:
-        if not hasattr(local, "request"):
-            local.request = backend.compiled.create_infer_request()
-        return local.request.infer(feed)
-
-    return infer
+    return backend.infer  # OpenVINO: each thread's own request, on the compile for the feed's width
 
 
 def all_cores(run: Callable[[Feed], object], feeds: list[Feed], workers: int) -> Callable[[], None]:
@@ -173,8 +176,11 @@ def stage_view(model: SentenceEncoder, name: str, sentences: list[str], repeats:
 
 def operator_view(backend: Any, feeds: list[Feed]) -> dict[str, float]:
     """View 3: the graph's single-threaded pass by operator type; returns seconds per type."""
-    profile = openvino_operator_profile if backend.name.startswith("openvino") else onnx_operator_profile
-    ops = dict(sorted(profile(backend.path, feeds).items(), key=lambda kv: -kv[1]))
+    if backend.name.startswith("openvino"):
+        ops = openvino_operator_profile(backend, feeds)
+    else:
+        ops = onnx_operator_profile(backend.path, feeds)
+    ops = dict(sorted(ops.items(), key=lambda kv: -kv[1]))
     total = sum(ops.values())
     for op, seconds in list(ops.items())[:12]:
         emit(view="graph operators, 1 thread", op=op, seconds=round(seconds, 3),

@@ -23,6 +23,36 @@ def test_openvino_matches_torch_and_is_batch_invariant(saved_tiny):
     assert (saved_tiny.source_dir / "onnx" / "model.onnx").is_file()  # the onnx backend's cached graph
 
 
+def layer_types(compiled: object) -> set[str]:
+    """The node kinds OpenVINO compiled a model into ("Subgraph" marks its snippets)."""
+    return {op.get_rt_info()["layerType"].astype(str) for op in compiled.get_runtime_model().get_ops()}  # type: ignore[attr-defined]
+
+
+def test_short_batches_run_on_the_compile_without_snippets(tiny_dirs, tmp_path, monkeypatch):
+    from sbert.backends import openvino_runtime
+
+    checked = []
+    check = openvino_runtime.check_against_torch
+    monkeypatch.setattr(openvino_runtime, "check_against_torch",
+                        lambda chain, engine, embed: checked.append(embed) or check(chain, engine, embed))  # fmt: skip
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    engine = model.backend("openvino")
+    assert len(checked) == 2  # both compiles meet the torch check
+    assert "Subgraph" in layer_types(engine.compiled) and "Subgraph" not in layer_types(engine.short)
+    # OpenVINO's cache key leaves SNIPPETS_MODE out: one shared folder would give both the first blob.
+    assert all(any((tmp_path / "m" / "onnx" / folder).iterdir()) for folder in ("openvino", "openvino_no_snippets"))
+    assert engine.model_for(engine.short_width) is engine.short
+    assert engine.model_for(engine.short_width + 1) is engine.compiled
+    engine.short_width = 8  # so that the tiny model's batches fall on both sides
+    ran = []
+    infer = engine._infer_on
+    monkeypatch.setattr(engine, "_infer_on", lambda compiled, feed: ran.append(compiled) or infer(compiled, feed))
+    got = model.encode(EDGE_SENTENCES, backend="openvino", on_truncation="ignore", batch_size=2)
+    assert {id(engine.short), id(engine.compiled)} == set(map(id, ran))
+    assert np.abs(got - model.encode(EDGE_SENTENCES, on_truncation="ignore")).max() <= 1e-5
+
+
 def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino")
@@ -66,7 +96,7 @@ def test_bf16_hint_where_the_cpu_has_it_stays_close(tiny_dirs, monkeypatch):
     monkeypatch.setattr(device, "cpu_bf16_native", lambda: True)
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], normalize=True, device="cpu")
     engine = model.backend("openvino", "bf16")
-    assert engine.precision == "bf16"
+    assert engine.precision == "bf16" and engine.short is engine.compiled  # one compile: bf16 is unmeasured
     got = model.encode(CORPUS, backend="openvino", precision="bf16")
     assert got.dtype == np.float32 and ((got * model.encode(CORPUS)).sum(1)).min() >= 0.99
     assert model.backend("openvino", "auto").precision == "f32"  # never bf16 unless asked

@@ -163,15 +163,18 @@ def make_session(path: Path, device: torch.device, threads: int | None = None) -
         raise BackendError(f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]})") from None
 
 
-def check_against_torch(chain: Chain, backend: OnnxBackend | OpenVinoBackend) -> None:
+def check_against_torch(
+    chain: Chain, backend: OnnxBackend | OpenVinoBackend, embed: Callable[[Features], torch.Tensor] | None = None
+) -> None:
     """Embed a few probe sentences both ways; a graph that disagrees is refused.
 
-    fp32 graphs must agree to rounding; int8 (and OpenVINO's bf16) are held to direction.
+    The graph's side runs through `embed` (default: the backend's own). fp32 graphs must agree to
+    rounding; int8 (and OpenVINO's bf16) are held to direction.
     """
     features = chain.pad(chain.transformer.token_ids(PROBES)[0])
     with torch.inference_mode():
         torch_rows = embed_padded(chain.modules, features, chain.device).float().cpu()
-    onnx_rows = backend.embed(features)
+    onnx_rows = (embed or backend.embed)(features)
     if backend.exact:
         diff = float((torch_rows - onnx_rows).abs().max())
         if not np.isfinite(diff) or diff > FP32_MAX_ABS_DIFF:

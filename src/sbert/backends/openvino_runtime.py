@@ -10,10 +10,17 @@ the same sentences as `onnx-int8` (backends/calibration.py) with NNCF's transfor
 The precision hint is always explicit: OpenVINO alone picks bf16 on a CPU that has it, which
 would change outputs silently. On the CPU, one single-threaded stream per core, fed from threads,
 as the other CPU backends.
+
+In fp32 and int8 the graph is compiled twice: batches up to SHORT_WIDTHS tokens wide run on a
+compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) costs about a
+microsecond per sentence and head and runs ragged widths slowly, so short batches ran 5-14% faster
+without it; wide ones need it (a 512-token sentence took 1.5x as long without).
+`benchmarks/openvino_widths.py` measures both by width and the encode each way.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -31,6 +38,10 @@ from sbert.errors import BackendError, first_line
 from sbert.modules import Features
 
 HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
+# The widest batch (in tokens) that runs on the compile without snippets: the crossovers measured
+# on a 2-core AVX512-VNNI Xeon (int8 faster without up to 24 tokens, slower from 32; fp32 faster
+# up to 64, slower from 96).
+SHORT_WIDTHS = {"openvino": 64, "openvino-int8": 24}
 
 
 class OpenVinoBackend:
@@ -49,27 +60,53 @@ class OpenVinoBackend:
         self.name, self.chain, self.precision = name, chain, HINTS[dtype]
         self.exact = name == "openvino" and self.precision == "f32"  # bf16 and int8 are held to direction
         self.workers = torch.get_num_threads()
+        self.short_width = SHORT_WIDTHS[name]
         self._local = threading.local()
 
         def start(path: Path) -> None:
             self.path = path
             self.compiled = compile_graph(path, self.precision, self.workers)
+            # bf16 (unmeasured on a bf16 CPU) keeps the one compile OpenVINO would make by itself.
+            short = self.precision == "f32"
+            self.short = compile_graph(path, self.precision, self.workers, snippets=False) if short else self.compiled
             self.input_names = [port.get_any_name() for port in self.compiled.inputs]
-            check_against_torch(chain, self)
+            for model in dict.fromkeys((self.short, self.compiled)):  # both compiles meet the check
+                check_against_torch(chain, self, functools.partial(self._embed_on, model))
 
         # The onnx backend's fp32 graph (or the int8 model made from it), rebuilt once if it fails.
         open_checked(chain, "onnx" if name == "openvino" else name, start)
 
+    def model_for(self, width: int) -> Any:
+        """The compiled model that runs batches `width` tokens wide."""
+        return self.short if width <= self.short_width else self.compiled
+
+    def infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The graph's output for one feed of input arrays, on this thread's request of the right compile."""
+        return self._infer_on(self.model_for(int(feed["input_ids"].shape[1])), feed)
+
     def embed(self, features: Features) -> torch.Tensor:
         """Sentence embeddings (B, dim) for padded token features, on this thread's infer request."""
-        request = getattr(self._local, "request", None)
-        # A request belongs to one compiled model: after a rebuild (or a swap) a thread makes a new one.
-        if request is None or self._local.model is not self.compiled:
-            request = self._local.request = self.compiled.create_infer_request()
-            self._local.model = self.compiled
+        return self._embed_on(self.model_for(features["input_ids"].shape[1]), features)
+
+    def _embed_on(self, model: Any, features: Features) -> torch.Tensor:
         feed = {name: features[name].cpu().numpy() for name in self.input_names}
+        return torch.from_numpy(self._infer_on(model, feed))
+
+    def _infer_on(self, model: Any, feed: dict[str, np.ndarray]) -> np.ndarray:
+        request = self._request(model)
         request.infer(feed)
-        return torch.from_numpy(np.array(request.get_output_tensor(0).data, dtype=np.float32))
+        return np.array(request.get_output_tensor(0).data, dtype=np.float32)
+
+    def _request(self, model: Any) -> Any:
+        """This thread's infer request on `model`; requests on models since replaced are dropped."""
+        # A request belongs to one compiled model: after a rebuild (or a swap) a thread makes a new one.
+        pairs = [(m, r) for m, r in getattr(self._local, "pairs", []) if m is self.compiled or m is self.short]
+        for owner, request in pairs:
+            if owner is model:
+                return request
+        request = model.create_infer_request()
+        self._local.pairs = [*pairs, (model, request)]
+        return request
 
     def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]]) -> Iterator[Rows]:
         """(batch, vectors) in batch order, one batch per stream at a time."""
@@ -80,14 +117,20 @@ class OpenVinoBackend:
         yield from run_threaded(batches, job, self.workers)
 
 
-def compile_graph(path: Path, precision: str, streams: int) -> Any:
-    """The graph at `path` compiled for the CPU: `streams` single-threaded streams, `precision` explicit."""
+def compile_graph(path: Path, precision: str, streams: int, snippets: bool = True, **extra: str) -> Any:
+    """The graph at `path` compiled for the CPU: `streams` single-threaded streams, `precision` explicit.
+
+    `snippets=False` turns off OpenVINO's own fused kernels (attention among them); `extra` adds
+    plugin properties (PERF_COUNT="YES" for the profiler).
+    """
     import openvino
 
     core = openvino.Core()
-    core.set_property({"CACHE_DIR": str(path.parent / "openvino")})
+    # OpenVINO's cache key leaves SNIPPETS_MODE out: each mode keeps its blobs in its own folder.
+    core.set_property({"CACHE_DIR": str(path.parent / ("openvino" if snippets else "openvino_no_snippets"))})
     config = {"INFERENCE_PRECISION_HINT": precision, "NUM_STREAMS": str(streams),
-              "INFERENCE_NUM_THREADS": str(streams)}  # fmt: skip
+              "INFERENCE_NUM_THREADS": str(streams), **({} if snippets else {"SNIPPETS_MODE": "DISABLE"}),
+              **extra}  # fmt: skip
     try:
         return core.compile_model(core.read_model(str(path)), "CPU", config)
     except Exception as e:  # OpenVINO raises its own RuntimeError subclasses
