@@ -8,6 +8,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.backends import BackendError
 from sbert.backends.calibration import digest
+from sbert.backends.onnx_runtime import INT8_RECIPES
 from tests.serve_helpers import served_vectors, start_server
 from tests.tiny_models import CORPUS, EDGE_SENTENCES, row_cosines
 
@@ -30,7 +31,47 @@ def test_openvino_int8_stays_close_and_does_not_depend_on_the_batch(saved_tiny):
     assert np.array_equal(saved_tiny.encode(EDGE_SENTENCES[2], backend="openvino-int8"), got[2])
     folder = saved_tiny.source_dir / "onnx"
     assert (folder / "openvino_int8" / "model.xml").is_file()
-    assert manifest(folder)["calibration"]["openvino-int8"]["recipe"] == "nncf-static-transformer"
+    assert manifest(folder)["calibration"]["openvino-int8"]["recipe"] == INT8_RECIPES["openvino-int8"]
+
+
+def quantized_linear(low: float, high: float) -> object:
+    """x -> 8-bit quantizer [low, high] -> MatMul on int8 weights (NNCF's pattern), and a quantizer into an Add."""
+    import openvino
+    from openvino import opset13 as ops
+
+    x = ops.parameter([-1, 64], np.float32, name="x")
+
+    def quantizer() -> object:
+        return ops.fake_quantize(x, *[ops.constant(np.float32(v)) for v in (low, high, low, high)], 256)
+
+    weights = ops.constant(np.random.default_rng(0).integers(-127, 128, (32, 64)).astype(np.int8))
+    dequantized = ops.multiply(ops.convert(weights, "f32"), ops.constant(np.full((32, 1), 0.01, np.float32)))
+    linear = ops.matmul(quantizer(), dequantized, False, True)
+    other = ops.add(quantizer(), x)
+    return openvino.Model([linear, other], [x])
+
+
+def kernels(model: object) -> list[str]:
+    """The linear layer's kernel, from OpenVINO's counters on one run."""
+    import openvino
+
+    compiled = openvino.Core().compile_model(model, "CPU", {"PERF_COUNT": "YES", "INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    request.infer({"x": np.linspace(-1, 1, 16 * 64, dtype=np.float32).reshape(16, 64)})
+    return [node.node_type for node in request.profiling_info if node.node_type.startswith("FullyConnected")]
+
+
+def test_linear_inputs_quantized_with_zero_at_level_128_are_moved_off_the_legacy_kernel():
+    from sbert.backends.openvino_runtime import keep_inputs_unsigned
+
+    model = quantized_linear(-1.28, 1.27)  # zero at level 128: read as signed int8
+    assert kernels(model) == ["FullyConnectedQuantizedLegacy"]
+    assert keep_inputs_unsigned(model) == 1  # the linear layer's quantizer, not the one into the Add
+    assert kernels(model) == ["FullyConnected"]
+    highs = sorted(float(n.input_value(2).get_node().get_data()) for n in model.get_ops()  # type: ignore[attr-defined]
+                   if n.get_type_name() == "FakeQuantize")  # fmt: skip
+    assert highs == pytest.approx([1.27, 1.28 * 128 / 127])
+    assert keep_inputs_unsigned(quantized_linear(-1.0, 1.2)) == 0  # zero elsewhere: left alone
 
 
 def test_new_calibration_and_a_damaged_model_are_quantized_again(tiny_dirs, tmp_path):

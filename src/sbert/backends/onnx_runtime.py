@@ -27,7 +27,10 @@ GRAPH_FILES = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx", "openvino-i
 # How each int8 graph is made from the fp32 one and the calibration sentences; a cached graph made
 # another way is quantized again. onnx-int8: export.quantize_int8 (backends/smoothing.py);
 # openvino-int8: openvino_runtime.quantize_openvino (NNCF).
-INT8_RECIPES = {"onnx-int8": "dynamic-per-channel+smooth-layernorm-0.5", "openvino-int8": "nncf-static-transformer"}
+INT8_RECIPES = {
+    "onnx-int8": "dynamic-per-channel+smooth-layernorm-0.5",
+    "openvino-int8": "nncf-static-transformer+unsigned-fc-inputs",
+}
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 # Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
 ONNX_BATCH_TOKENS = 512
