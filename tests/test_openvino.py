@@ -53,6 +53,17 @@ def test_short_batches_run_on_the_compile_without_snippets(tiny_dirs, tmp_path, 
     assert np.abs(got - model.encode(EDGE_SENTENCES, on_truncation="ignore")).max() <= 1e-5
 
 
+def test_the_short_width_can_be_set_or_turned_off(tiny_dirs, monkeypatch):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    monkeypatch.setenv("SBERT_OPENVINO_SHORT_WIDTH", "0")  # one compile: the second copy of the weights saved
+    engine = model.backend("openvino")
+    assert engine.short is engine.compiled and engine.model_for(1) is engine.compiled
+    np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
+    monkeypatch.setenv("SBERT_OPENVINO_SHORT_WIDTH", "lots")
+    with pytest.raises(BackendError, match="SBERT_OPENVINO_SHORT_WIDTH='lots': expected a whole number"):
+        SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").encode(CORPUS, backend="openvino")
+
+
 def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino")

@@ -15,13 +15,16 @@ In fp32 and int8 the graph is compiled twice: batches up to SHORT_WIDTHS tokens 
 compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) costs about a
 microsecond per sentence and head and runs ragged widths slowly, so short batches ran 5-14% faster
 without it; wide ones need it (a 512-token sentence took 1.5x as long without).
-`benchmarks/openvino_widths.py` measures both by width and the encode each way.
+`benchmarks/openvino_widths.py` measures both by width and the encode each way. The second
+compile holds its own copy of the weights (MiniLM: +138 MB fp32, +91 MB int8), so
+SBERT_OPENVINO_SHORT_WIDTH sets the width (0: one compile, snippets everywhere).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -42,6 +45,7 @@ HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
 # on a 2-core AVX512-VNNI Xeon (int8 faster without up to 24 tokens, slower from 32; fp32 faster
 # up to 64, slower from 96).
 SHORT_WIDTHS = {"openvino": 64, "openvino-int8": 24}
+SHORT_WIDTH_ENV = "SBERT_OPENVINO_SHORT_WIDTH"
 
 
 class OpenVinoBackend:
@@ -60,15 +64,15 @@ class OpenVinoBackend:
         self.name, self.chain, self.precision = name, chain, HINTS[dtype]
         self.exact = name == "openvino" and self.precision == "f32"  # bf16 and int8 are held to direction
         self.workers = torch.get_num_threads()
-        self.short_width = SHORT_WIDTHS[name]
+        self.short_width = short_width(name)
         self._local = threading.local()
 
         def start(path: Path) -> None:
             self.path = path
             self.compiled = compile_graph(path, self.precision, self.workers)
             # bf16 (unmeasured on a bf16 CPU) keeps the one compile OpenVINO would make by itself.
-            short = self.precision == "f32"
-            self.short = compile_graph(path, self.precision, self.workers, snippets=False) if short else self.compiled
+            two = self.precision == "f32" and self.short_width > 0
+            self.short = compile_graph(path, self.precision, self.workers, snippets=False) if two else self.compiled
             self.input_names = [port.get_any_name() for port in self.compiled.inputs]
             for model in dict.fromkeys((self.short, self.compiled)):  # both compiles meet the check
                 check_against_torch(chain, self, functools.partial(self._embed_on, model))
@@ -115,6 +119,16 @@ class OpenVinoBackend:
             return batch, self.embed(self.chain.pad([ids[i] for i in batch])).numpy()
 
         yield from run_threaded(batches, job, self.workers)
+
+
+def short_width(name: str) -> int:
+    """The widest batch that runs without snippets: SBERT_OPENVINO_SHORT_WIDTH, else the measured default."""
+    value = os.environ.get(SHORT_WIDTH_ENV, "").strip()
+    if not value:
+        return SHORT_WIDTHS[name]
+    if not value.isdigit():
+        raise BackendError(f"{SHORT_WIDTH_ENV}={value!r}: expected a whole number of tokens (0: one compile)")
+    return int(value)
 
 
 def compile_graph(path: Path, precision: str, streams: int, snippets: bool = True, **extra: str) -> Any:
