@@ -11,12 +11,16 @@ The openvino backends compile their graph twice and run batches up to SHORT_WIDT
 2. encode() of three text sets, each compile for every batch and the shipped choice by width,
    alternated, median of --repeats: the 2,758 STSb test sentences (STSb Spearman beside each), the
    same joined 4 at a time (about 55 tokens) and 16 at a time (about 220).
+3. Memory: resident MB of a fresh process after loading the model and one encode, with one
+   compile (SBERT_OPENVINO_SHORT_WIDTH=0) and with the shipped two.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -84,6 +88,29 @@ def encode_view(model: SentenceEncoder, backend: OpenVinoBackend, repeats: int) 
     backend.compiled, backend.short = on, off
 
 
+# Run in a fresh process per setting: resident memory after the model is loaded and has encoded.
+RSS_PROBE = """
+import sys
+from sbert import SentenceEncoder
+model = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
+model.encode(["a short one", "word " * 100], backend=sys.argv[1], show_progress=False)
+print(int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024)
+"""
+
+
+def memory_view(name: str) -> None:
+    """Resident MB with one compile and with two, each in a fresh process (Linux: /proc/self/status)."""
+    resident = {}
+    for label, width in (("one compile (SBERT_OPENVINO_SHORT_WIDTH=0)", "0"), ("two compiles (shipped)", "")):
+        env = os.environ | {"SBERT_OPENVINO_SHORT_WIDTH": width}
+        probe = [sys.executable, "-c", RSS_PROBE, name]
+        done = subprocess.run(probe, env=env, capture_output=True, text=True, check=True)
+        resident[label] = int(done.stdout.split()[-1])
+    print("\n| compiles | resident MB after load + one encode |\n|---|---|")
+    for label, mb in resident.items():
+        print(f"| {label} | {mb:,} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", default="openvino-int8", choices=["openvino", "openvino-int8"])
@@ -96,6 +123,7 @@ def main() -> None:
     print(f"{args.backend}, all-MiniLM-L6-v2; snippets off up to {backend.short_width} tokens\n")
     width_view(backend, args.budget, args.repeats)
     encode_view(model, backend, args.repeats)
+    memory_view(args.backend)
 
 
 if __name__ == "__main__":
