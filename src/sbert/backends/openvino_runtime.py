@@ -205,8 +205,9 @@ def _symmetric_bounds(node: Any) -> np.ndarray | None:
     ends = [node.input_value(port).get_node() for port in (1, 2, 3, 4)]
     if any(end.get_type_name() != "Constant" or end.get_data().size != 1 for end in ends):
         return None
-    low, high = (float(end.get_data().ravel()[0]) for end in ends[:2])
-    if low >= 0 or abs(-low / (high - low) * 255 - 128) > 1e-3:
+    low, high, out_low, out_high = (float(end.get_data().ravel()[0]) for end in ends)
+    # Only a quantizer that passes its range through (NNCF's activations): the fix moves both tops.
+    if (low, high) != (out_low, out_high) or low >= 0 or abs(-low / (high - low) * 255 - 128) > 1e-3:
         return None
     return np.asarray(ends[0].get_data(), dtype=np.float32)
 
