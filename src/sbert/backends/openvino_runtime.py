@@ -12,9 +12,9 @@ would change outputs silently. On the CPU, one single-threaded stream per core, 
 as the other CPU backends.
 
 In fp32 and int8 the graph is compiled twice: batches up to SHORT_WIDTHS tokens wide run on a
-compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) costs about a
-microsecond per sentence and head and runs ragged widths slowly, so short batches ran 5-14% faster
-without it; wide ones need it (a 512-token sentence took 1.5x as long without).
+compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) costs by sentence and
+head more than by token and runs ragged widths slowly, so short batches ran 5-13% faster without
+it; wide ones need it (a 512-token sentence took 1.5x as long without).
 `benchmarks/openvino_widths.py` measures both by width and the encode each way. The second
 compile holds its own copy of the weights (MiniLM: +138 MB fp32, +91 MB int8), so
 SBERT_OPENVINO_SHORT_WIDTH sets the width (0: one compile, snippets everywhere).
