@@ -181,7 +181,7 @@ def keep_inputs_unsigned(model: Any) -> int:
 
     OpenVINO reads an 8-bit activation quantizer whose zero sits at level 128 (a range NNCF made
     nearly symmetric) as signed, and its int8 FullyConnected kernel takes unsigned inputs: such a
-    layer fell back to a legacy kernel (6 of MiniLM's 36, about 20% slower each). Raising the top of
+    layer fell back to a slower legacy kernel (6 of MiniLM's 36 layers). Raising the top of
     the range by 1/127 puts zero at level 127, still exact; the step grows by under 1%.
     """
     from openvino import opset13
