@@ -101,16 +101,13 @@ def openvino_operator_profile(backend: Any, feeds: list[Feed]) -> dict[str, floa
 
     Each feed runs on the compile the backend gives its width (snippets off for short batches).
     """
-    import openvino
+    from sbert.backends.openvino_runtime import compile_graph
 
-    config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "1",
-              "PERF_COUNT": "YES"}  # fmt: skip
-    core = openvino.Core()
-    modes: dict[bool, dict[str, str]] = {True: config, False: config | {"SNIPPETS_MODE": "DISABLE"}}
-    requests = {on: core.compile_model(str(backend.path), "CPU", c).create_infer_request() for on, c in modes.items()}
+    compiles = {on: compile_graph(backend.path, "f32", 1, snippets=on, PERF_COUNT="YES") for on in (True, False)}
+    requests = {on: model.create_infer_request() for on, model in compiles.items()}
 
     def request(feed: Feed) -> Any:
-        return requests[feed["input_ids"].shape[1] > backend.short_width]
+        return requests[not backend.runs_without_snippets(feed["input_ids"].shape[1])]
 
     for feed in feeds[:3]:  # the first runs of a shape build its kernels
         request(feed).infer(feed)

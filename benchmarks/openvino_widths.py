@@ -53,7 +53,7 @@ def width_view(backend: OpenVinoBackend, budget: int, repeats: int) -> None:
                 if run >= 2:
                     seconds[on].append(time.perf_counter() - start)
         on, off = median(seconds[True]), median(seconds[False])
-        picked = "off" if width <= backend.short_width else "on"
+        picked = "off" if backend.runs_without_snippets(width) else "on"
         print(f"| {width} | {rows} | {1e3 * on:.2f} | {1e3 * off:.2f} | {on / off:.3f} | {picked} |")
 
 

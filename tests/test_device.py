@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder, device
-from sbert.device import autocast_dtype, cpu_bf16_flags, cpu_flags, encode_dtype, resolve_device
+from sbert.device import autocast_dtype, cpu_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
@@ -70,13 +70,13 @@ def test_half_precision_on_cpu_is_close_to_fp32(tiny_dirs, monkeypatch, half):
 
 
 def test_cpu_bf16_flags_are_read_from_cpuinfo():
-    assert cpu_bf16_flags("flags\t: fpu avx512f avx512_vnni avx512_bf16 amx_bf16\n", "x86_64") == [
+    assert cpu_flags("flags\t: fpu avx512f avx512_vnni avx512_bf16 amx_bf16\n", "x86_64", "bf16") == [
         "avx512_bf16",
         "amx_bf16",
     ]
-    assert cpu_bf16_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64") == []
-    assert cpu_bf16_flags("Features\t: fp asimd bf16 i8mm\n", "aarch64") == ["bf16"]
-    assert cpu_bf16_flags("Features\t: fp asimd\n", "aarch64") == []
+    assert cpu_flags("flags\t: fpu avx512f avx512_vnni\n", "x86_64", "bf16") == []
+    assert cpu_flags("Features\t: fp asimd bf16 i8mm\n", "aarch64", "bf16") == ["bf16"]
+    assert cpu_flags("Features\t: fp asimd\n", "aarch64", "bf16") == []
 
 
 def test_cpu_fp16_flags_are_read_from_cpuinfo():

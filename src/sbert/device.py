@@ -97,11 +97,6 @@ def cpu_flags(cpuinfo: str, machine: str, kind: str) -> list[str]:
     return [flag for flag in wanted if flag.replace("_", "") in words]
 
 
-def cpu_bf16_flags(cpuinfo: str, machine: str) -> list[str]:
-    """The bf16 instruction sets named in a /proc/cpuinfo text (x86 flags or Arm features)."""
-    return cpu_flags(cpuinfo, machine, "bf16")
-
-
 @functools.cache
 def _cpu_has(kind: str) -> bool:
     if platform.system() == "Darwin":  # macOS reports CPU features through sysctl, not /proc

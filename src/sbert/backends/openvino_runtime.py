@@ -80,9 +80,13 @@ class OpenVinoBackend:
         # The onnx backend's fp32 graph (or the int8 model made from it), rebuilt once if it fails.
         open_checked(chain, "onnx" if name == "openvino" else name, start)
 
+    def runs_without_snippets(self, width: int) -> bool:
+        """Whether batches `width` tokens wide run on the compile without snippets (fp32 and int8)."""
+        return width <= self.short_width
+
     def model_for(self, width: int) -> Any:
         """The compiled model that runs batches `width` tokens wide."""
-        return self.short if width <= self.short_width else self.compiled
+        return self.short if self.runs_without_snippets(width) else self.compiled
 
     def infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         """The graph's output for one feed of input arrays, on this thread's request of the right compile."""
