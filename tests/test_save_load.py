@@ -73,9 +73,9 @@ def test_unknown_module_type_lists_known(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"]).save(tmp_path / "m")
     path = tmp_path / "m/modules.json"
     rows = json.loads(path.read_text())
-    rows[1]["type"] = "somewhere.Router"
+    rows[1]["type"] = "somewhere.Mystery"
     path.write_text(json.dumps(rows))
-    with pytest.raises(ModelFormatError, match=r"unsupported module type .somewhere\.Router.; known: Transformer"):
+    with pytest.raises(ModelFormatError, match=r"unsupported module type .somewhere\.Mystery.; known: Transformer"):
         SentenceEncoder.load(tmp_path / "m")
 
 

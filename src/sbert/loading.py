@@ -13,7 +13,7 @@ import torch
 from sbert.aliases import ALIASES
 from sbert.errors import ModelFormatError, ModelNotFoundError, first_line
 from sbert.layout import MODULES_FILE, read_modules
-from sbert.modules import Module, Pooling, Transformer, module_class
+from sbert.modules import Module, Pooling, Router, Transformer, module_class
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +62,16 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
         transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
-    from sbert.static.model import is_static_dir
 
-    if is_static_dir(root):
-        raise ModelFormatError(f"{root}: a static-embedding model; load it with sbert.StaticEncoder.load")
-    modules: list[Module] = []
-    for entry in read_modules(root):
-        cls = module_class(entry.type)
-        folder = root / entry.path
+    def load_one(type_name: str, folder: Path) -> Module:
+        cls = module_class(type_name)
         if cls is Transformer:
-            modules.append(Transformer.load(folder, trust_remote_code=trust_remote_code, dtype=dtype))
-        else:
-            modules.append(cls.load(folder))
+            return Transformer.load(folder, trust_remote_code=trust_remote_code, dtype=dtype)
+        if cls is Router:  # its routes' modules load by the same rules (remote code, dtype)
+            return Router.load_routes(folder, load_one)
+        return cls.load(folder)
+
+    modules = [load_one(entry.type, root / entry.path) for entry in read_modules(root)]
     if not modules:
         raise ModelFormatError(f"{root / MODULES_FILE}: lists no modules")
     return modules

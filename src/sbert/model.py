@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, cast, overload
@@ -21,19 +20,29 @@ from sbert.device import backend_dtype, resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.batching import check_sentences
 from sbert.encoding.engine import check_batch_sizes, embed_rows
-from sbert.encoding.long_text import LongText
+from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
-from sbert.errors import BackendError, TruncationError
+from sbert.errors import BackendError, ModelFormatError
 from sbert.loading import load_modules, resolve_model_dir
 from sbert.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
-from sbert.modules import Dense, Features, Module, Normalize, Transformer, build_pooler, chain_widths
-from sbert.modules.dense import parse_dense
+from sbert.modules import (
+    Features,
+    InputModule,
+    Module,
+    Normalize,
+    Router,
+    StaticEmbedding,
+    Transformer,
+    build_pooler,
+    chain_widths,
+    check_chain,
+)  # fmt: skip
+from sbert.modules.chain import dense_heads
 from sbert.modules.normalize import l2_normalize
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.weights_state import WeightsKey, placement, weights_key
 
 log = logging.getLogger(__name__)
-OnTruncation = Literal["warn", "error", "ignore"]
 
 
 class SentenceEncoder(nn.Sequential):
@@ -41,9 +50,9 @@ class SentenceEncoder(nn.Sequential):
 
     def __init__(self, modules: Sequence[Module], device: str | torch.device | None = None) -> None:
         super().__init__(*modules)
-        if not modules or not isinstance(modules[0], Transformer):
-            raise ValueError("the first module of a SentenceEncoder must be a Transformer")
-        chain_widths(list(modules))  # refuses a head that does not fit the module before it
+        check_chain(list(modules))
+        # One SentenceEncoder per Router route (route modules + the modules after the Router), sharing weights.
+        self._routes: dict[str, SentenceEncoder] = {}
         # Advanced by every writer torch does not track itself (weights_state.py says which).
         self._generation = 0
         self.register_load_state_dict_post_hook(_weights_loaded)
@@ -111,10 +120,42 @@ class SentenceEncoder(nn.Sequential):
         return cls(modules, device=device)
 
     @property
-    def transformer(self) -> Transformer:
-        """The encoder at the head of the chain."""
+    def router(self) -> Router | None:
+        """The Router the chain starts with, if any."""
         first = self[0]
-        assert isinstance(first, Transformer)
+        return first if isinstance(first, Router) else None
+
+    def routed(self, task: str | None = None) -> SentenceEncoder:
+        """The model `task` runs: itself, or for a Router model its route for `task` (None: the default route).
+
+        A route is a SentenceEncoder of the route's modules and the ones after the Router, sharing their
+        weights, settings and source folder; it is built once, so its backends are cached like any model's.
+        """
+        router = self.router
+        if router is None:
+            return self
+        name = router.route_name(task)
+        view = self._routes.get(name)
+        if view is None:
+            view = SentenceEncoder([*router.modules_of(name), *self.chain()[1:]], device=self.device)
+            view.train(self.training)
+            view.settings, view.source_dir, view._loaded_key = self.settings, self.source_dir, None
+            self._routes[name] = view
+        return view
+
+    @property
+    def input_module(self) -> InputModule:
+        """What turns texts into token ids: the first module (of the default route, for a Router model)."""
+        first = self.routed()[0]
+        assert isinstance(first, (Transformer, StaticEmbedding))
+        return first
+
+    @property
+    def transformer(self) -> Transformer:
+        """The encoder at the head of the chain (of the default route, for a Router model)."""
+        first = self.input_module
+        if not isinstance(first, Transformer):
+            raise ModelFormatError(f"this model starts with {type(first).__name__}, not a Transformer")
         return first
 
     @property
@@ -125,11 +166,15 @@ class SentenceEncoder(nn.Sequential):
     @property
     def max_seq_length(self) -> int:
         """Token limit per input (inputs are truncated beyond it)."""
-        return self.transformer.max_seq_length
+        return self.input_module.max_seq_length
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        self.transformer.max_seq_length = value
+        # Every Transformer that starts a route takes it, as sentence-transformers' Router does.
+        router = self.router
+        for route in router.route_lists().values() if router else [self.chain()]:
+            if isinstance(route[0], Transformer):
+                route[0].max_seq_length = value
 
     @property
     def embedding_dimension(self) -> int:
@@ -153,7 +198,7 @@ class SentenceEncoder(nn.Sequential):
 
     def tokenize(self, texts: Sequence[str]) -> Features:
         """Padded token features for `forward` (on the model's device)."""
-        return {k: v.to(self.device) for k, v in self.transformer.tokenize(texts).items()}
+        return {k: v.to(self.device) for k, v in self.input_module.tokenize(texts).items()}
 
     @overload
     def encode(
@@ -229,6 +274,9 @@ class SentenceEncoder(nn.Sequential):
         default prompt applies (encoding/prompted.py decides, for every caller). `truncate_dim` keeps the
         leading dimensions (the model's own truncate_dim by default); `normalize` applies after it.
         """
+        if self.router is not None:  # the route's own model encodes: its chain, tokenizer and backends
+            options = {k: v for k, v in locals().items() if k not in ("self", "sentences", "__class__")}
+            return self.routed(task).encode(sentences, **options)
         texts, single = check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
         width = check_truncate_dim(truncate_dim, self.chain_dimension) or self.settings.truncate_dim
@@ -299,7 +347,7 @@ class SentenceEncoder(nn.Sequential):
         self, texts: list[str], plan: PromptPlan, on_truncation: OnTruncation, long_text: LongText
     ) -> tuple[list[list[int]], list[int]]:
         """Token ids per row, prompt in front, and the input each row belongs to (long inputs may span rows)."""
-        ids, cut = self.transformer.token_ids(plan.apply(texts))
+        ids, cut = self.input_module.token_ids(plan.apply(texts))
         if long_text not in long_text_policy.LONG_TEXT_POLICIES:
             raise ValueError(f"long_text must be one of {long_text_policy.LONG_TEXT_POLICIES}, got {long_text!r}")
         if long_text == "truncate" or not cut:
@@ -313,7 +361,9 @@ class SentenceEncoder(nn.Sequential):
         return any(isinstance(m, Normalize) for m in self.chain())
 
     def as_chain(self) -> Chain:
-        """What a backend sees of this model: its modules and facts about them."""
+        """What a backend sees of this model: its modules and facts about them (the default route's, for a Router)."""
+        if self.router is not None:
+            return self.routed().as_chain()
         return Chain(tuple(self.chain()), self.chain_dimension, self.device, self.weights_digest, self.source_dir)
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
@@ -322,6 +372,8 @@ class SentenceEncoder(nn.Sequential):
         ONNX backends export (or load the cached graph) and check it against torch on first use;
         the CUDA backend casts its copy of the weights once.
         """
+        if self.router is not None:
+            return self.routed().backend(name, precision)
         dtype = backend_dtype(name, precision, self.device)
         key = (name, str(self.device), dtype)
         state = self.weights_key()
@@ -366,6 +418,8 @@ class SentenceEncoder(nn.Sequential):
         Optimizer steps (fused included), `load_state_dict`, `to()` and casts are noticed without it.
         """
         self._generation = getattr(self, "_generation", 0) + 1
+        for view in getattr(self, "_routes", {}).values():  # routes share these weights
+            view.mark_weights_changed()
 
     def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
         # to(), cuda(), half(), float(), ...: a cast may round the weights and a move may land
@@ -394,30 +448,6 @@ class SentenceEncoder(nn.Sequential):
                 extras(tmp)
 
 
-def dense_heads(modules: list[Module], specs: Sequence[str]) -> list[Module]:
-    """Dense modules for `OUT[:ACTIVATION]` specs, each taking the width the one before it gives."""
-    heads: list[Module] = []
-    size = chain_widths(modules)[-1]
-    for spec in specs:
-        out, activation = parse_dense(spec)
-        heads.append(Dense(size, out, activation_function=activation))
-        size = out
-    return heads
-
-
 def _weights_loaded(model: SentenceEncoder, keys: object) -> None:
     # A module-level function, not a lambda: the model stays picklable (deepcopy, worker processes).
     model.mark_weights_changed()
-
-
-def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncation) -> None:
-    """Warn once per call (or raise) when inputs were longer than the model's token limit."""
-    if not cut or policy == "ignore":
-        return
-    message = (
-        f"{len(cut)} of {total} inputs exceeded max_seq_length={limit} tokens and were truncated "
-        f"(first at index {cut[0]})"
-    )
-    if policy == "error":
-        raise TruncationError(message.replace("and were truncated", "(truncation refused)"))
-    warnings.warn(message, stacklevel=3)

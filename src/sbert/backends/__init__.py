@@ -14,12 +14,13 @@ import torch
 from sbert.backends.base import Backend, Chain, Rows
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
+from sbert.modules import Transformer
 
 BackendName = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
 
 def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
-    if device.type == "cuda":
+    if device.type == "cuda" and isinstance(chain.modules[0], Transformer):  # the packed engine packs encoders
         from sbert.backends.torch_cuda import CudaBackend
 
         return CudaBackend(chain, device, dtype)
@@ -64,6 +65,11 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
     factory = BACKENDS.get(name)
     if factory is None:
         raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    if name != "torch" and not isinstance(chain.modules[0], Transformer):
+        raise BackendError(
+            f"backend {name!r} exports a Transformer chain; this model starts with {type(chain.modules[0]).__name__}: "
+            "use backend='torch' (or sbert.StaticEncoder, the numpy path of a static table)"
+        )
     if name.endswith("-int8"):  # both runtimes run their int8 kernels on the CPU, whatever `device` is
         check_cpu_int8(name)
     return factory(chain, name, device, dtype)

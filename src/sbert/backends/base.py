@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from sbert.errors import BackendError
-from sbert.modules import Features, Module, Transformer
+from sbert.modules import Features, Module, StaticEmbedding, Transformer
 
 # Row ids of a batch and their float32 vectors, (len(rows), dim).
 Rows = tuple[list[int], np.ndarray]
@@ -30,7 +30,7 @@ Rows = tuple[list[int], np.ndarray]
 class Chain:
     """What a backend needs of a model: its modules in order and facts about them."""
 
-    modules: tuple[Module, ...]  # a Transformer first, then pooling and heads
+    modules: tuple[Module, ...]  # a Transformer (or StaticEmbedding) first, then pooling and heads
     dimension: int  # size of the sentence vector
     device: torch.device  # where the modules' weights live
     digest: Callable[[], str]  # sha256 of weights and configs (cached by the model)
@@ -44,8 +44,10 @@ class Chain:
         return first
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
-        """Padded token features for a batch of id lists (on the host)."""
-        return self.transformer.pad(rows)
+        """Padded token features for a batch of id lists (on the host), by the module that starts the chain."""
+        first = self.modules[0]
+        assert isinstance(first, (Transformer, StaticEmbedding))
+        return first.pad(rows)
 
 
 def run_chain(modules: Sequence[Module], features: Features) -> Features:

@@ -7,16 +7,19 @@ wrapped in the model's special tokens, and averaging the window embeddings.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 
+from sbert.errors import TruncationError
 from sbert.modules.normalize import l2_normalize
 from sbert.modules.transformer import Transformer
 
 LongText = Literal["truncate", "chunk"]
 LONG_TEXT_POLICIES = ("truncate", "chunk")
+OnTruncation = Literal["warn", "error", "ignore"]
 
 
 def special_tokens(transformer: Transformer) -> tuple[list[int], list[int]]:
@@ -76,3 +79,16 @@ def merge(vectors: torch.Tensor, owners: Sequence[int], count: int, renormalize:
     sizes = torch.bincount(index, minlength=count).clamp(min=1).unsqueeze(1).to(vectors.dtype)
     means = sums / sizes
     return l2_normalize(means) if renormalize else means
+
+
+def report_truncation(cut: list[int], total: int, limit: int, policy: OnTruncation) -> None:
+    """Warn once per call (or raise) when inputs were longer than the model's token limit."""
+    if not cut or policy == "ignore":
+        return
+    message = (
+        f"{len(cut)} of {total} inputs exceeded max_seq_length={limit} tokens and were truncated "
+        f"(first at index {cut[0]})"
+    )
+    if policy == "error":
+        raise TruncationError(message.replace("and were truncated", "(truncation refused)"))
+    warnings.warn(message, stacklevel=3)

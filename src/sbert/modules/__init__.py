@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module
+from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
 from sbert.modules.dense import Dense
 from sbert.modules.layer_norm import LayerNorm
@@ -11,6 +12,8 @@ from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
 from sbert.modules.poolers import POOLERS, build_pooler
 from sbert.modules.pooling import Pooling
+from sbert.modules.router import RouteError, Router
+from sbert.modules.static_embedding import StaticEmbedding
 from sbert.modules.transformer import Transformer
 
 # Keyed by class name: modules.json may say `sentence_transformers.models.Pooling`,
@@ -23,27 +26,26 @@ MODULES: dict[str, type[Module]] = {
     "NGramCNN": NGramCNN,
     "Dense": Dense,
     "LayerNorm": LayerNorm,
+    "StaticEmbedding": StaticEmbedding,
+    "Router": Router,
+    "Asym": Router,  # sentence-transformers' name for the Router before v5, same layout
 }
 
+# What may start a chain: it turns texts into token ids (`token_ids`, `pad`) and its forward reads them.
+InputModule = Transformer | StaticEmbedding
 
-def chain_widths(modules: list[Module] | tuple[Module, ...]) -> list[int]:
-    """The width of the vector after each module: the one it gives, else the one before it (Normalize).
 
-    A module that takes a fixed width (Dense, LayerNorm: `input_dimension`) must get it; a one-line
-    ModelFormatError names both modules and both sizes otherwise.
-    """
-    widths: list[int] = []
-    for index, module in enumerate(modules):
-        wanted = getattr(module, "input_dimension", None)
-        if wanted is not None and widths and wanted != widths[-1]:
-            before = f"module {index - 1} ({type(modules[index - 1]).__name__})"
-            raise ModelFormatError(
-                f"module {index} ({type(module).__name__}) takes {wanted}-wide vectors, but {before} gives {widths[-1]}"
+def check_chain(modules: list[Module]) -> None:
+    """Refuse a chain that does not start with an input module (or a Router of them) or whose widths do not fit."""
+    first = modules[0] if modules else None
+    routes = list(first.route_lists().values()) if isinstance(first, Router) else [modules[:1]]
+    for route in routes:
+        if not isinstance(route[0], (Transformer, StaticEmbedding)):
+            raise ValueError(
+                "a SentenceEncoder (and each Router route) must start with a Transformer or a StaticEmbedding, "
+                f"not {type(route[0]).__name__}"
             )
-        # A Transformer gives token vectors of its embedding_dimension; every other width changer says output_dimension.
-        given = getattr(module, "output_dimension", None) or getattr(module, "embedding_dimension", None)
-        widths.append(int(given) if given else widths[-1])
-    return widths
+        chain_widths([*route, *modules[1:]])  # refuses a head that does not fit the module before it
 
 
 def module_class(type_name: str) -> type[Module]:
@@ -60,13 +62,18 @@ __all__ = [
     "CNNHead",
     "Dense",
     "Features",
+    "InputModule",
     "LayerNorm",
     "Module",
     "NGramCNN",
     "Normalize",
     "Pooling",
+    "RouteError",
+    "Router",
+    "StaticEmbedding",
     "Transformer",
     "build_pooler",
     "chain_widths",
+    "check_chain",
     "module_class",
 ]

@@ -64,7 +64,7 @@ class ServerState:
 
         if isinstance(self.model, StaticEncoder):  # no limit: nothing is ever cut
             return [len(row) for row in self.model.token_ids(prompted)], []
-        ids, cut = self.model.transformer.token_ids(prompted)
+        ids, cut = self.model.routed(task).input_module.token_ids(prompted)  # a Router's route for the task
         return [len(row) for row in ids], cut
 
     def check_limits(self, texts: Sequence[str]) -> None:

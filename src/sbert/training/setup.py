@@ -73,6 +73,11 @@ def load_dev(spec: str, load: Callable[[str], Dataset]) -> Dataset | IRCollectio
 
 def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Dataset]) -> list[Prepared]:
     """Build each objective's loss and tokenize its data once for all epochs."""
+    if model.router is not None:  # one forward per batch would train the default route alone, silently
+        raise ValueError(
+            "training a model that starts with a Router is not supported: train each route's model on its own, "
+            "then join them with sbert.modules.Router"
+        )
     prepared = []
     for objective, dataset in zip(stage.objectives, datasets, strict=True):
         options, prompt_names = loss_options(objective.options)
@@ -83,7 +88,7 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
         columns, truncated = [], 0
         plans = column_prompts(model, prompt_names, len(dataset.texts[0]))
         for c, plan in enumerate(plans):
-            ids, cut = model.transformer.token_ids(plan.apply(dataset.column(c)))
+            ids, cut = model.input_module.token_ids(plan.apply(dataset.column(c)))
             columns.append(ids)
             truncated += len(cut)
         lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]
@@ -163,6 +168,6 @@ def _unfused(columns: list[Features], splits: list[int] | None) -> list[Features
 def _freeze_unused_pooler(model: SentenceEncoder) -> None:
     # The encoder's own pooler ([CLS] dense + tanh) feeds nothing sentence embeddings use: frozen, it
     # gets no AdamW update (it would get none anyway, having no gradient) and DDP need not hunt for it.
-    pooler = getattr(model.transformer.auto_model, "pooler", None)
+    pooler = getattr(getattr(model.input_module, "auto_model", None), "pooler", None)
     if isinstance(pooler, nn.Module):
         pooler.requires_grad_(False)

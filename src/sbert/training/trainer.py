@@ -210,7 +210,7 @@ class Trainer:
         objective, indices = item
         prepared, cuda = state.prepared[objective], self.device.type == "cuda"
         # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
-        pad = state.module.model.transformer.pad
+        pad = state.module.model.input_module.pad
         return make_batch(pad, prepared.columns, prepared.labels, objective, shard(indices, self.world), cuda, cuda,
                           prepared.skips)  # fmt: skip
 
