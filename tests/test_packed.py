@@ -220,11 +220,11 @@ def test_a_rejected_kernel_is_logged_with_its_reason(monkeypatch, caplog):
     def broken(*args):
         raise RuntimeError("no kernel image for this device")
 
-    def wrong(q, k, v, cu, max_len, min_len, scale):
+    def wrong(q, k, v, cu, max_len, min_len, scale, causal=False):
         return q * 0
 
     candidates = [("flash_attn", broken), ("torch", wrong), ("nested", varlen.nested_sdpa)]
-    monkeypatch.setattr(varlen, "candidate_kernels", lambda device, dtype: candidates)
+    monkeypatch.setattr(varlen, "candidate_kernels", lambda device, dtype, causal=False: candidates)
     monkeypatch.setattr(varlen, "_LOGGED", set())
     with caplog.at_level(logging.INFO, logger="sbert.backends.varlen"):
         picked = varlen.pick_kernel(CPU, torch.float32, heads=2, head_dim=8)
@@ -243,7 +243,7 @@ def test_server_groups_follow_the_device_not_packing():
 NEIGHBOUR_TEXTS = [f"sentence {i} " * (1 + i % 20) for i in range(300)]
 
 
-def pairs_attend_together(q, k, v, cu, max_len, min_len, scale):
+def pairs_attend_together(q, k, v, cu, max_len, min_len, scale, causal=False):
     """A broken kernel for the check below: sentences 2j and 2j+1 attend to each other's tokens."""
     merged = torch.cat([cu[::2], cu[-1:]]).unique()
     lengths = merged[1:] - merged[:-1]
@@ -275,3 +275,45 @@ def test_a_prompt_left_out_of_pooling_is_left_out_by_the_packed_engine_too(tiny_
     got = embed_rows(engine, ids, model.embedding_dimension, batch_tokens=400, skip=plan.skip)
     assert plan.skip > 1 and np.abs(got - model.encode_query(SENTENCES, on_truncation="ignore")).max() <= 1e-5
     assert np.abs(got - embed_rows(engine, ids, model.embedding_dimension, batch_tokens=400)).max() > 1e-3
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_grid_kernel_equals_per_sentence_attention(causal):
+    gen = torch.Generator().manual_seed(1)
+    lengths = [6, 1, 11, 3]
+    cu = torch.tensor([0, *np.cumsum(lengths).tolist()], dtype=torch.int32)
+    q, k, v = (torch.randn(sum(lengths), 2, 8, generator=gen) for _ in range(3))
+    want = varlen.reference_attention(q, k, v, cu, max(lengths), min(lengths), None, causal)
+    got = varlen.grid_sdpa(q, k, v, cu, max(lengths), min(lengths), None, causal)
+    assert torch.allclose(got, want, atol=1e-6)
+    if causal:  # the first token of each sequence sees only itself: its own value row
+        assert torch.allclose(got[cu[:-1].long()], v[cu[:-1].long()], atol=1e-6)
+
+
+@pytest.mark.parametrize(("family", "pooling"), [("qwen2", "lasttoken"), ("qwen2", "mean"), ("gemma3", "mean"),
+                                                 ("gemma3-causal", "lasttoken")])  # fmt: skip
+def test_a_packed_decoder_equals_its_padded_batches(family, pooling, tmp_path):
+    """Causal decoders (left padding, EOS last) and a bidirectional Gemma3 pack without padding, equal to padded."""
+    from tests.tiny_models import build_gemma3, build_qwen2
+
+    folder = build_qwen2(tmp_path / "m") if family == "qwen2" else build_gemma3(tmp_path / "m", family == "gemma3")
+    model = SentenceEncoder.from_transformer(folder, pooling=pooling, device="cpu")
+    expected = model.encode(SENTENCES, on_truncation="ignore", batch_size=1)
+    engine = packed_engine(model)
+    assert engine.packed
+    got = embed_rows(engine, model.transformer.token_ids(SENTENCES)[0], model.embedding_dimension, batch_tokens=64)
+    assert np.abs(got - expected).max() <= 1e-5
+    batched = model.encode(SENTENCES, on_truncation="ignore")  # padded batches of mixed lengths agree too
+    assert np.abs(batched - expected).max() <= 1e-5
+
+
+def test_a_sliding_window_shorter_than_the_inputs_keeps_padded_batches(tmp_path, caplog):
+    from tests.tiny_models import build_gemma3
+
+    model = SentenceEncoder.from_transformer(build_gemma3(tmp_path / "m", window=16), device="cpu")
+    with caplog.at_level(logging.INFO, logger="sbert.backends.torch_cuda"):
+        engine = packed_engine(model)
+    assert not engine.packed
+    assert any("sliding-window attention" in r.getMessage() for r in caplog.records)
+    got = embed_rows(engine, model.transformer.token_ids(SENTENCES)[0], model.embedding_dimension)
+    assert np.abs(got - model.encode(SENTENCES, on_truncation="ignore", batch_size=1)).max() <= 1e-5

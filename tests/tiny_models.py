@@ -174,6 +174,24 @@ def build_qwen2(path: Path) -> Path:
     return _save(Qwen2Model(config), wrapped, path)
 
 
+def build_gemma3(path: Path, bidirectional: bool = True, window: int = 4 * MAX_LEN) -> Path:
+    """A tiny Gemma3 text backbone; bidirectional attention as EmbeddingGemma sets it; <s> ... </s>, right padding."""
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    tok = _byte_bpe()
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
+        model_max_length=MAX_LEN,
+    )  # fmt: skip
+    torch.manual_seed(5)
+    config = Gemma3TextConfig(
+        vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4 * MAX_LEN,
+        use_bidirectional_attention=bidirectional, sliding_window=window, pad_token_id=tok.token_to_id("<pad>"),
+    )  # fmt: skip
+    return _save(Gemma3TextModel(config), wrapped, path)
+
+
 def build_t5(path: Path) -> Path:
     """A tiny T5 saved whole (encoder and decoder), as sentence-t5 / GTR checkpoints are; EOS closes every input."""
     from tokenizers import processors

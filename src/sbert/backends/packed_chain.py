@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -16,20 +17,38 @@ from sbert.modules import Features, Module, Normalize, Pooling, Transformer
 # arange, ...) are not packed: the backend falls back to padded batches and says so.
 _PLAIN_POSITIONS = {"bert", "albert", "electra"}
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "camembert"}
+# Decoder backbones (rotary positions 0..L-1 per sentence): their attention layers say is_causal, and
+# the varlen kernels keep each token to its own sequence's earlier tokens.
+DECODERS = {"qwen2", "qwen3", "llama", "mistral", "gemma2", "gemma3_text"}
 
 
 def packing_blocker(transformer: Transformer) -> str | None:
     """Why this encoder cannot run packed (None when it can)."""
     auto_model = transformer.auto_model
-    model_type = getattr(auto_model.config, "model_type", "?")
-    if model_type not in _PLAIN_POSITIONS | _OFFSET_POSITIONS:
+    config = auto_model.config
+    model_type = getattr(config, "model_type", "?")
+    if model_type not in _PLAIN_POSITIONS | _OFFSET_POSITIONS | DECODERS:
         return f"model type {model_type!r} is not known to take packed position ids"
     # transformers marks the models whose attention goes through AttentionInterface
     if not getattr(auto_model, "_supports_attention_backend", False):
         return f"this transformers version does not route {model_type} attention through AttentionInterface"
-    if getattr(auto_model.config, "is_decoder", False):
-        return "decoder configurations are causal"
+    if model_type not in DECODERS and getattr(config, "is_decoder", False):
+        return "an encoder configured as a decoder (is_decoder) is causal"
+    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None
+    if window and transformer.max_seq_length > int(window):  # the kernels attend to whole sequences
+        return f"sliding-window attention ({window} tokens) is shorter than max_seq_length={transformer.max_seq_length}"
     return None
+
+
+def attention_shape(config: Any) -> tuple[int, int]:
+    """(query heads, head width) of the backbone: decoders state head_dim, encoders split hidden_size."""
+    heads = int(config.num_attention_heads)
+    return heads, int(getattr(config, "head_dim", None) or int(config.hidden_size) // heads)
+
+
+def is_causal(config: Any) -> bool:
+    """Whether the backbone's attention is causal (a decoder, unless set bidirectional as EmbeddingGemma is)."""
+    return getattr(config, "model_type", "") in DECODERS and not getattr(config, "use_bidirectional_attention", False)
 
 
 def position_offset(transformer: Transformer) -> int:

@@ -20,7 +20,13 @@ import torch
 
 from sbert.backends import varlen
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
-from sbert.backends.packed_chain import packed_chain_forward, packing_blocker, position_offset
+from sbert.backends.packed_chain import (
+    attention_shape,
+    is_causal,
+    packed_chain_forward,
+    packing_blocker,
+    position_offset,
+)  # fmt: skip
 from sbert.backends.packing import PackedBatch, pack
 from sbert.device import precision_name
 from sbert.encoding.batching import packed_batches, token_batches
@@ -76,8 +82,8 @@ class CudaBackend:
         blocker = packing_blocker(self.chain.transformer)
         config = self.chain.transformer.auto_model.config
         if blocker is None:
-            heads = int(config.num_attention_heads)
-            picked = varlen.pick_kernel(self.device, self.dtype, heads, int(config.hidden_size) // heads)
+            heads, width = attention_shape(config)
+            picked = varlen.pick_kernel(self.device, self.dtype, heads, width, causal=is_causal(config))
             if picked is None:
                 blocker = f"no varlen attention kernel runs on {self.device} in {precision_name(self.dtype)}"
         if blocker is not None:
