@@ -194,3 +194,20 @@ def test_two_workers_on_one_gpu(real_model_dir):
     texts = [f"text {i} about {w}" for i, w in enumerate(["cats", "rain", "music"] * 200)]
     got = model.encode(texts, devices=["cuda:0", "cuda:0"], precision="fp32")
     assert np.abs(got - model.encode(texts, precision="fp32")).max() <= 1e-5
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_packed_decoder_is_causal_and_matches_cpu(tmp_path):
+    """A tiny Qwen2 (causal, left padding, EOS last) on the GPU's packed engine: fp32 equal to the CPU, bf16 close."""
+    from tests.tiny_models import build_qwen2
+
+    folder = build_qwen2(tmp_path / "q")
+    texts = [*CORPUS, "a", "the cat sat on the mat " * 6]
+    expected = SentenceEncoder.from_transformer(folder, pooling="lasttoken", device="cpu").encode(texts)
+    gpu = SentenceEncoder.from_transformer(folder, pooling="lasttoken", device="cuda")
+    assert np.abs(gpu.encode(texts, precision="fp32") - expected).max() <= 1e-4
+    bf16 = gpu.encode(texts, precision="bf16")
+    cosine = (bf16 * expected).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(expected, axis=1)
+    assert cosine.min() >= 0.99
+    assert gpu.backend("torch", "bf16").packed

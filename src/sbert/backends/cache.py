@@ -16,17 +16,27 @@ from torch import nn
 
 from sbert import layout
 from sbert.errors import ModelFormatError
+from sbert.modules.base import Module
 
 MANIFEST = "export.json"
 CACHE_ENV = "SBERT_CACHE"
 
 
 def model_digest(model: nn.Sequential) -> str:
-    """sha256 over every tensor (name, shape, dtype, bytes) and every module's configuration."""
+    """sha256 over every tensor (name, shape, dtype, bytes), every module's configuration and the backbone's.
+
+    Modules inside a Router count too; the backbone's Hugging Face config counts because two models
+    with the same weights may differ there (Gemma3 with and without bidirectional attention).
+    """
     digest = hashlib.sha256()
-    for module in model:
-        config = module.get_config()  # type: ignore[operator]
+    for module in model.modules():
+        if not isinstance(module, Module):
+            continue
+        config = module.get_config()
         digest.update(f"{type(module).__name__}:{json.dumps(config, sort_keys=True)}".encode())
+        backbone = getattr(getattr(module, "auto_model", None), "config", None)
+        if backbone is not None:
+            digest.update(backbone.to_json_string().encode())
     for name, tensor in model.state_dict().items():
         digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
         # Raw bytes through a uint8 view: works for every dtype, bf16 included.

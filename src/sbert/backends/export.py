@@ -13,6 +13,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -20,6 +21,7 @@ from torch import nn
 from sbert.backends.base import Chain, run_chain
 from sbert.backends.smoothing import Feed, smooth
 from sbert.errors import BackendError, first_line
+from sbert.modules.transformer import BACKBONE_MASK
 
 OPSET = 17
 OUTPUT_NAME = "sentence_embedding"
@@ -35,8 +37,37 @@ class EncoderGraph(nn.Module):
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
         """Run the chain on named inputs and return its sentence embedding."""
-        features = dict(zip(self.input_names, tensors, strict=True))
+        features: dict[str, Any] = dict(zip(self.input_names, tensors, strict=True))
+        config = getattr(self.chain[0], "auto_model", None)
+        config = getattr(config, "config", None)
+        if getattr(config, "model_type", "") in LAYER_TYPE_MASKS:
+            features[BACKBONE_MASK] = layer_type_masks(config, features["attention_mask"])
         return run_chain(list(self.chain), features)[OUTPUT_NAME]  # type: ignore[arg-type]
+
+
+# Backbones whose own mask builder traces through torch.vmap (Gemma3's bidirectional sliding window),
+# which the TorchScript exporter cannot follow ("unordered_map::at"). They take a ready mask per layer
+# type instead, built here from plain tensor ops.
+LAYER_TYPE_MASKS = {"gemma3_text"}
+
+
+def layer_type_masks(config: Any, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Additive (B, 1, T, T) masks keyed by layer type: key padding, causal unless bidirectional, the window.
+
+    A bidirectional sliding layer sees |i - j| < window, a causal one j in (i - window, i], as transformers'
+    own mask functions for Gemma3 say.
+    """
+    keys = mask.bool()[:, None, None, :]  # (B, 1, 1, T)
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    i, j = positions[:, None], positions[None, :]  # (T, 1), (1, T)
+    bidirectional = bool(getattr(config, "use_bidirectional_attention", False))
+    full = keys if bidirectional else keys & (j <= i)
+    window = int(getattr(config, "sliding_window", 0) or 0)
+    near = (i - j).abs() < window if bidirectional else (j > i - window)
+    allowed = {"full_attention": full, "sliding_attention": full & near if window else full}
+    low = torch.finfo(torch.float32).min  # not -inf: a row with nothing allowed stays finite
+    zero = torch.zeros((), dtype=torch.float32, device=mask.device)
+    return {kind: torch.where(ok, zero, torch.full_like(zero, low)) for kind, ok in allowed.items()}
 
 
 def input_names(chain: Chain) -> tuple[str, ...]:

@@ -31,6 +31,10 @@ _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _CHARS_PER_TOKEN_BOUND = 32
 
 
+# A features key holding the attention masks the backbone gets instead of the 2-D padding mask.
+BACKBONE_MASK = "backbone_attention_mask"
+
+
 class Transformer(Module):
     """Tokenizes text and maps token ids to contextual token embeddings."""
 
@@ -230,6 +234,8 @@ class Transformer(Module):
     def forward(self, features: Features) -> Features:
         """Add `token_embeddings` (B, T, H) from the encoder's last hidden state."""
         inputs = {k: features[k] for k in self._inputs if k in features}
+        if BACKBONE_MASK in features:  # ready-made masks for the backbone (ONNX export); pooling keeps the 2-D one
+            inputs["attention_mask"] = features[BACKBONE_MASK]
         output = self.auto_model(**inputs, return_dict=True)
         features["token_embeddings"] = output.last_hidden_state
         return features
