@@ -73,7 +73,7 @@ class OpenVinoBackend:
             # bf16 (unmeasured on a bf16 CPU) keeps the one compile OpenVINO would make by itself.
             two = self.precision == "f32" and self.short_width > 0
             self.short = compile_graph(path, self.precision, self.workers, snippets=False) if two else self.compiled
-            self.input_names = [port.get_any_name() for port in self.compiled.inputs]
+            self.input_names = [feed_name(port) for port in self.compiled.inputs]
             for model in dict.fromkeys((self.short, self.compiled)):  # both compiles meet the check
                 check_against_torch(chain, self, functools.partial(self._embed_on, model))
 
@@ -225,3 +225,13 @@ def _symmetric_bounds(node: Any) -> np.ndarray | None:
 def _is_linear(node: Any) -> bool:
     """A MatMul on dequantized constant weights (NNCF's Multiply of a converted int8 constant)."""
     return bool(node.get_type_name() == "MatMul" and node.input_value(1).get_node().get_type_name() == "Multiply")
+
+
+def feed_name(port: Any) -> str:
+    """The model input a graph port takes: an input that feeds a Cast directly ([CLS] pooling's mask) carries
+    that node's output name too, and `get_any_name` may pick it."""
+    names = port.get_names()
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        if name in names:
+            return name
+    return str(port.get_any_name())
