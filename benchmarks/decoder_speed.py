@@ -70,7 +70,7 @@ def build(folder: Path) -> Path:
 
 
 def engines(path: Path, only: str | None = None) -> dict[str, object]:
-    """name -> encode(texts) callable, each model loaded once; `only`: that engine's model alone."""
+    """Each engine's encode(texts) callable by name, models loaded once; `only`: that engine's model alone."""
     from sentence_transformers import SentenceTransformer
 
     from sbert import SentenceEncoder
@@ -134,7 +134,8 @@ def main() -> None:
             })  # fmt: skip
         base = rows[0]["sentences_per_s"]
         tokens = [len(r) for r in _token_rows(path, texts)]
-    print(f"{len(texts)} STSb test sentences, mean {np.mean(tokens):.1f} tokens; torch threads {torch.get_num_threads()}")
+    threads = torch.get_num_threads()
+    print(f"{len(texts)} STSb test sentences, mean {np.mean(tokens):.1f} tokens; torch threads {threads}")
     print(f"{'engine':28} {'sent/s':>8} {'x ST':>6} {'max|d|':>9} {'peak GiB':>9}")
     for row in rows:
         print(f"{row['engine']:28} {row['sentences_per_s']:8.2f} {row['sentences_per_s'] / base:6.2f} "

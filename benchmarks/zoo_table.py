@@ -26,9 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sbert import SentenceEncoder  # noqa: E402
-from sbert.errors import BackendError  # noqa: E402
-from tests.zoo import FAMILIES, build_family  # noqa: E402
+from tests.zoo import FAMILIES, build_family
+
+from sbert import SentenceEncoder
+from sbert.errors import BackendError
 
 TEXTS = ["A man is playing a guitar.", "ok", "The quarterly report, delayed twice, shows revenue growing " * 3]
 ENGINES = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")

@@ -228,8 +228,11 @@ def _is_linear(node: Any) -> bool:
 
 
 def feed_name(port: Any) -> str:
-    """The model input a graph port takes: an input that feeds a Cast directly ([CLS] pooling's mask) carries
-    that node's output name too, and `get_any_name` may pick it."""
+    """The model input a graph port takes, by its input name.
+
+    An input that feeds a Cast directly ([CLS] pooling's mask) carries that node's output name too,
+    and `get_any_name` may pick it.
+    """
     names = port.get_names()
     for name in ("input_ids", "attention_mask", "token_type_ids"):
         if name in names:
