@@ -43,3 +43,25 @@ def test_family_loads_both_ways_and_runs_on_every_engine(family, tmp_path):
             else:
                 got = ours.encode(TEXTS, backend=backend, task=task, on_truncation="ignore")
                 assert close(got, vectors, 1e-4), (backend, task)
+
+
+def test_a_decoder_sequence_classification_reranker_scores_as_sentence_transformers(tmp_path):
+    """A Qwen2 reranker head (scores the last real token; left padding) gives CrossEncoder.predict's scores."""
+    import torch
+    from sentence_transformers import CrossEncoder as Reference
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from sbert import CrossEncoder
+    from tests.tiny_models import build_qwen2
+
+    folder = build_qwen2(tmp_path / "q")
+    torch.manual_seed(0)
+    head = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    head.config.pad_token_id = tokenizer.pad_token_id
+    head.save_pretrained(tmp_path / "rr")
+    tokenizer.save_pretrained(tmp_path / "rr")
+    pairs = [("a query", "a document about it"), ("short", "a much longer document text, with more words in it")]
+    want = Reference(str(tmp_path / "rr"), device="cpu").predict(pairs)
+    got = CrossEncoder.load(tmp_path / "rr", device="cpu").predict(pairs)
+    assert np.abs(np.asarray(got) - want).max() <= 1e-5 and abs(want[0] - want[1]) > 1e-4

@@ -152,8 +152,13 @@ def build_albert(path: Path) -> Path:
 
 def build_qwen2(path: Path) -> Path:
     """A tiny Qwen2 decoder as embedders ship it: byte-level BPE, EOS appended to every input, left padding."""
+    return build_decoder(path, "qwen2")
+
+
+def build_decoder(path: Path, family: str) -> Path:
+    """A tiny decoder (qwen2, qwen3, llama, mistral) as embedders ship it: EOS appended, left padding."""
     from tokenizers import processors
-    from transformers import Qwen2Config, Qwen2Model
+    from transformers import AutoConfig, AutoModel
 
     tok = _byte_bpe()
     eos = tok.token_to_id("</s>")
@@ -167,11 +172,12 @@ def build_qwen2(path: Path) -> Path:
         padding_side="left",
     )
     torch.manual_seed(3)
-    config = Qwen2Config(
-        vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=MAX_LEN, eos_token_id=eos,
+    config = AutoConfig.for_model(
+        family, vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=MAX_LEN,
+        eos_token_id=eos, pad_token_id=tok.token_to_id("<pad>"),
     )  # fmt: skip
-    return _save(Qwen2Model(config), wrapped, path)
+    return _save(AutoModel.from_config(config), wrapped, path)
 
 
 def build_gemma3(path: Path, bidirectional: bool = True, window: int = 4 * MAX_LEN) -> Path:

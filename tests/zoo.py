@@ -16,7 +16,7 @@ from sentence_transformers.sentence_transformer import modules as st
 from tokenizers import Tokenizer
 from torch import nn
 
-from tests.tiny_models import BUILDERS, build_gemma3, build_qwen2, build_t5
+from tests.tiny_models import BUILDERS, build_decoder, build_gemma3, build_t5
 
 Builder = Callable[[Path], SentenceTransformer]
 
@@ -48,10 +48,13 @@ def _sentence_t5(root: Path) -> SentenceTransformer:
     return SentenceTransformer(modules=[backbone, st.Pooling(width, "mean"), dense, st.Normalize()], device="cpu")
 
 
-def _qwen3_style(root: Path) -> SentenceTransformer:
-    backbone = _transformer(build_qwen2(root / "qwen2"))  # left padding, EOS appended
-    width = backbone.get_embedding_dimension()
-    return SentenceTransformer(modules=[backbone, st.Pooling(width, "lasttoken"), st.Normalize()], device="cpu")
+def _decoder(family: str) -> Builder:
+    def build(root: Path) -> SentenceTransformer:
+        backbone = _transformer(build_decoder(root / family, family))  # left padding, EOS appended
+        width = backbone.get_embedding_dimension()
+        return SentenceTransformer(modules=[backbone, st.Pooling(width, "lasttoken"), st.Normalize()], device="cpu")
+
+    return build
 
 
 def _embeddinggemma(root: Path) -> SentenceTransformer:
@@ -102,7 +105,10 @@ FAMILIES: dict[str, Builder] = {
     "weightedmean + LayerNorm": _layernorm,
     "LaBSE (cls, Dense tanh)": _labse,
     "sentence-t5 / GTR (T5 encoder, Dense)": _sentence_t5,
-    "Qwen3-Embedding style (decoder, lasttoken)": _qwen3_style,
+    "Qwen3-Embedding (qwen3 decoder, lasttoken)": _decoder("qwen3"),
+    "gte-Qwen2 (qwen2 decoder, lasttoken)": _decoder("qwen2"),
+    "e5-mistral (mistral decoder, lasttoken)": _decoder("mistral"),
+    "llama decoder, lasttoken": _decoder("llama"),
     "EmbeddingGemma (Gemma3 bidirectional, 2 Dense)": _embeddinggemma,
     "StaticEmbedding": _static,
     "Router (static query, transformer document)": _router,
