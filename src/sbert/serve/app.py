@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.routes import router
 from sbert.serve.state import ApiError, FastJSON, ServerState
+from sbert.serve.tei import tei_router
 
 log = logging.getLogger(__name__)
 # pydantic's names for the branches of a union in an error location: str, list[str], int, ...
@@ -46,6 +47,7 @@ def create_app(server: ServerState) -> FastAPI:
     app = FastAPI(title="sbert", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi)
     app.state.sbert = server
     app.include_router(router)
+    app.include_router(tei_router)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(Exception, internal_error)
@@ -59,20 +61,32 @@ def error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+def error_answer(request: Request, status: int, message: str, code: str | None, headers: Any = None) -> FastJSON:
+    """The error in the shape of the API asked: TEI's on its paths, OpenAI's everywhere else."""
+    from sbert.serve.tei import TEI_PATHS
+
+    if request.url.path not in TEI_PATHS:
+        return FastJSON(error_body(status, message, code), status, headers=headers)
+    # TEI's types; it answers an overloaded queue with 429 and an empty input as "Empty".
+    kind = "Empty" if code == "empty_input" else "Overloaded" if status == 503 else (
+        "Backend" if status >= 500 else "Validation")  # fmt: skip
+    return FastJSON({"error": message, "error_type": kind}, 429 if status == 503 else status, headers=headers)
+
+
 async def http_error(request: Request, exc: Exception) -> FastJSON:
     """ApiError and Starlette's own 404/405 as JSON errors."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 400 and not isinstance(exc, ApiError):
         # FastAPI's own 400: the body could not be parsed (invalid UTF-8, JSON nested too deep)
-        return FastJSON(error_body(422, f"body is not valid JSON ({exc.detail})", "invalid_json"), 422)
+        return error_answer(request, 422, f"body is not valid JSON ({exc.detail})", "invalid_json")
     code = exc.code if isinstance(exc, ApiError) else None
-    return FastJSON(error_body(exc.status_code, str(exc.detail), code), exc.status_code, headers=exc.headers)
+    return error_answer(request, exc.status_code, str(exc.detail), code, exc.headers)
 
 
 async def validation_error(request: Request, exc: Exception) -> FastJSON:
     """422 naming the first offending field."""
     assert isinstance(exc, RequestValidationError)
-    return FastJSON(error_body(422, describe_validation(list(exc.errors())), "invalid_request"), 422)
+    return error_answer(request, 422, describe_validation(list(exc.errors())), "invalid_request")
 
 
 def describe_validation(errors: list[Any]) -> str:
@@ -110,7 +124,7 @@ def field_path(loc: Any) -> str:
 async def internal_error(request: Request, exc: Exception) -> FastJSON:
     """Anything unexpected: logged, answered 500; the process and the other requests carry on."""
     log.exception("unhandled error on %s", request.url.path)
-    return FastJSON(error_body(500, f"internal error ({type(exc).__name__})", "internal_error"), 500)
+    return error_answer(request, 500, f"internal error ({type(exc).__name__})", "internal_error")
 
 
 class BodyTooLargeError(ApiError):

@@ -20,6 +20,7 @@ from sbert.serve.schemas import (
     RerankRequest,
     SearchRequest,
     SimilarityRequest,
+    TeiSimilarityRequest,
     as_list,
 )
 from sbert.serve.state import ApiError, FastJSON, check_texts, state
@@ -126,8 +127,15 @@ def _encode_rows(
 
 
 @router.post("/similarity", dependencies=Protected)
-async def similarity(body: SimilarityRequest, request: Request) -> FastJSON:
-    """The model's similarity (its similarity_fn_name, cosine by default) of each [a, b] pair, and which it used."""
+async def similarity(body: SimilarityRequest | TeiSimilarityRequest, request: Request) -> FastJSON:
+    """The model's similarity (its similarity_fn_name, cosine by default) of each [a, b] pair, and which it used.
+
+    TEI's body (`inputs`: a source sentence against several) answers TEI's list of scores.
+    """
+    if isinstance(body, TeiSimilarityRequest):
+        from sbert.serve.tei import similarity_scores
+
+        return FastJSON(await similarity_scores(body, request))
     st = state(request)
     for p, pair in enumerate(body.pairs):  # errors name the pair and its side, pairs[p][0 or 1]
         check_texts(pair, f"pairs[{p}]")

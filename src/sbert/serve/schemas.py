@@ -61,3 +61,51 @@ class MineRequest(BaseModel):
 def as_list(texts: str | list[str]) -> list[str]:
     """A request's input as a list of texts."""
     return [texts] if isinstance(texts, str) else texts
+
+
+class TeiEmbedRequest(BaseModel):
+    """POST /embed (and POST /): Text Embeddings Inference's request, as huggingface_hub's InferenceClient sends it."""
+
+    model_config = ConfigDict(extra="ignore")
+    inputs: Texts
+    normalize: StrictBool = True
+    truncate: StrictBool | None = None  # None: truncate, as this server does by default
+    truncation_direction: Literal["Right", "Left", "right", "left"] = "Right"
+    prompt_name: StrictStr | None = None
+    dimensions: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class TeiSimilarityInputs(BaseModel):
+    """The sentence-similarity task's inputs: one sentence against several."""
+
+    model_config = ConfigDict(extra="forbid")
+    source_sentence: StrictStr
+    sentences: Annotated[list[StrictStr], Field(min_length=1)]
+
+
+class TeiSimilarityRequest(BaseModel):
+    """POST /similarity (and POST / with these inputs): InferenceClient.sentence_similarity's body."""
+
+    model_config = ConfigDict(extra="ignore")  # `parameters`
+    inputs: TeiSimilarityInputs
+
+
+class TeiRerankRequest(BaseModel):
+    """POST /rerank: Text Embeddings Inference's rerank request."""
+
+    model_config = ConfigDict(extra="ignore")
+    query: StrictStr
+    texts: Annotated[list[StrictStr], Field(min_length=1)]
+    raw_scores: StrictBool = False
+    return_text: StrictBool = False
+    truncate: StrictBool | None = None
+    truncation_direction: Literal["Right", "Left", "right", "left"] = "Right"
+
+
+class TeiTokenizeRequest(BaseModel):
+    """POST /tokenize: the tokens of each input, with character offsets."""
+
+    model_config = ConfigDict(extra="ignore")
+    inputs: Texts
+    add_special_tokens: StrictBool = True
+    prompt_name: StrictStr | None = None

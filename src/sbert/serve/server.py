@@ -14,7 +14,7 @@ from sbert.serve.app import create_app
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import DynamicBatcher
 from sbert.serve.settings import ServeSettings
-from sbert.serve.state import Reranking, ServerState
+from sbert.serve.state import Reranking, ServerState, prompt_call
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,7 +57,7 @@ def build_server(
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
         vectors = encode_by_task(items, lambda texts, task: model.encode(
             texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore",
-            task=task,
+            task=prompt_call(task)[0], prompt_name=prompt_call(task)[1],
         ))  # fmt: skip
         if settings.max_batch_tokens is None:  # follow the engine's budget down after a GPU out-of-memory
             batcher.max_batch_tokens = budget_now()
@@ -119,7 +119,9 @@ def serve_reranker(settings: ServeSettings, reranker: CrossEncoder, reranker_id:
                          "serve a one-label cross-encoder")  # fmt: skip
 
     def score(pairs: list[tuple[str, str]]) -> np.ndarray:
-        scores = reranker.predict(pairs, backend=settings.backend, precision=settings.precision, show_progress=False)
+        scores = reranker.predict(
+            pairs, backend=settings.backend, precision=settings.precision, show_progress=False, activation=False
+        )  # logits: each route applies the activation, or not (raw)
         return scores.reshape(len(pairs), 1)
 
     score([("warm-up", "warm-up")])

@@ -59,7 +59,8 @@ class ServerState:
 
     def count_tokens(self, texts: Sequence[str], task: str | None = None) -> tuple[list[int], list[int]]:
         """Tokens per text as the model sees them (prompt and special tokens included, truncated), and the cut texts."""
-        prompted = self.model.prompt_plan(task=task).apply(texts)
+        task, prompt_name = prompt_call(task)
+        prompted = self.model.prompt_plan(task=task, prompt_name=prompt_name).apply(texts)
         from sbert.static import StaticEncoder
 
         if isinstance(self.model, StaticEncoder):  # no limit: nothing is ever cut
@@ -83,7 +84,8 @@ class ServerState:
         A client that hangs up while its texts wait in the queue takes them out of it. With
         `truncate=False` a text over the model's limit is refused instead (as TEI's truncate=false).
         `kind` ("query", "document") picks the model's prompt for it, as encode(task=kind) does (the
-        prompt policy of encoding/prompted.py, include_prompt included); None its default prompt.
+        prompt policy of encoding/prompted.py, include_prompt included); `by_name(prompt_name)` one of
+        the model's prompts by name (TEI's prompt_name); None its default prompt.
         """
         self.check_limits(texts)
         check_texts(texts, field)
@@ -116,9 +118,9 @@ class Reranking:
     batcher: DynamicBatcher
 
     async def scores(
-        self, server: ServerState, query: str, documents: list[str], request: Request
+        self, server: ServerState, query: str, documents: list[str], request: Request, raw: bool = False
     ) -> tuple[np.ndarray, int]:
-        """The score of (query, document) for each document, and the request's token count.
+        """The score of (query, document) for each document (`raw`: the logit), and the request's token count.
 
         The same limits as /v1/embeddings: inputs, characters, tokens, empty or invalid texts.
         """
@@ -132,7 +134,10 @@ class Reranking:
             raise ApiError(413, f"{tokens} tokens in one request; the limit is {server.settings.max_request_tokens} "
                            "(--max-request-tokens): send fewer documents", "too_many_tokens")  # fmt: skip
         try:
-            return (await self.batcher.submit(pairs, lengths, request.is_disconnected))[:, 0], tokens
+            logits = (await self.batcher.submit(pairs, lengths, request.is_disconnected))[:, 0]
+            from sbert.cross_encoder import ACTIVATIONS
+
+            return (logits if raw else ACTIVATIONS[self.model.activation](logits)), tokens
         except ClientGone as e:
             raise ApiError(499, str(e), "client_closed_request") from None
         except QueueFull as e:
@@ -160,3 +165,19 @@ def check_texts(texts: Sequence[str], field: str) -> None:
 def state(request: Request) -> ServerState:
     """The ServerState of the app serving `request`."""
     return request.app.state.sbert
+
+
+# A batch item's prompt key: a task ("query", "document"), None, or one of the model's prompts by name.
+_BY_NAME = "prompt_name:"
+
+
+def by_name(prompt_name: str) -> str:
+    """The prompt key that asks for the model's prompt called `prompt_name`."""
+    return _BY_NAME + prompt_name
+
+
+def prompt_call(kind: str | None) -> tuple[str | None, str | None]:
+    """(task, prompt_name) for encode / prompt_plan from a prompt key (at most one of them set)."""
+    if kind is not None and kind.startswith(_BY_NAME):
+        return None, kind[len(_BY_NAME) :]
+    return kind, None

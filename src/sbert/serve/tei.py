@@ -1,0 +1,146 @@
+"""Text Embeddings Inference's routes: /embed, POST /, /rerank, /similarity's TEI body, /info, /tokenize.
+
+Each is a thin translation onto the same embed, rerank and prompt code as /v1/embeddings and /v1/rerank,
+so a vector is the same whichever API asked for it. Errors on these paths take TEI's body,
+`{"error": ..., "error_type": ...}` (app.py picks the shape by path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from sbert.serve.routes import Protected
+from sbert.serve.schemas import TeiEmbedRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest, as_list
+from sbert.serve.state import ApiError, FastJSON, by_name, state
+from sbert.similarity import pairwise_similarity, similarity_of, unit_rows
+from sbert.version import __version__
+
+tei_router = APIRouter()
+# The paths whose errors answer in TEI's shape.
+TEI_PATHS = frozenset({"/", "/embed", "/rerank", "/info", "/tokenize"})
+
+
+def check_direction(direction: str) -> None:
+    """422 for left truncation: inputs are cut at their end here (the text's start is kept)."""
+    if direction.lower() == "left":
+        raise ApiError(422, "truncation_direction 'Left' is not supported: inputs keep their start", "invalid_request")
+
+
+def prompt_key(request: Request, prompt_name: str | None) -> str | None:
+    """The batch prompt key for TEI's prompt_name (one of the model's prompts), or None."""
+    if prompt_name is None:
+        return None
+    prompts = state(request).model.settings.prompts
+    if prompt_name not in prompts:
+        known = ", ".join(sorted(prompts)) or "none"
+        raise ApiError(
+            422, f"prompt_name {prompt_name!r} is not one of the model's prompts ({known})", "invalid_prompt"
+        )
+    return by_name(prompt_name)
+
+
+async def tei_vectors(body: TeiEmbedRequest, request: Request) -> np.ndarray:
+    """The vectors /embed answers: the model's, cut to `dimensions`, unit length when `normalize`."""
+    check_direction(body.truncation_direction)
+    st = state(request)
+    if body.dimensions is not None and body.dimensions > st.model.embedding_dimension:
+        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {st.model.embedding_dimension}",
+                       "invalid_dimensions")  # fmt: skip
+    kind = prompt_key(request, body.prompt_name)
+    truncate = body.truncate is not False
+    vectors, _, _ = await st.embed(as_list(body.inputs), request, "inputs", truncate=truncate, kind=kind)
+    vectors = vectors[:, : body.dimensions] if body.dimensions else vectors
+    return unit_rows(vectors) if body.normalize else vectors
+
+
+@tei_router.post("/embed", dependencies=Protected)
+async def embed(body: TeiEmbedRequest, request: Request) -> FastJSON:
+    """TEI's /embed: one vector per input, as a list of lists."""
+    return FastJSON(list(np.ascontiguousarray(await tei_vectors(body, request), dtype=np.float32)))
+
+
+@tei_router.post("/", dependencies=Protected)
+async def root(body: TeiEmbedRequest | TeiSimilarityRequest, request: Request) -> FastJSON:
+    """The address InferenceClient(model=URL) posts every task to: embeddings, or sentence-similarity scores."""
+    if isinstance(body, TeiSimilarityRequest):
+        return FastJSON(await similarity_scores(body, request))
+    return await embed(body, request)
+
+
+async def similarity_scores(body: TeiSimilarityRequest, request: Request) -> list[float]:
+    """The model's similarity of the source sentence with each sentence (cosine for most models)."""
+    texts = [body.inputs.source_sentence, *body.inputs.sentences]
+    vectors, _, _ = await state(request).embed(texts, request, "inputs")
+    others = vectors[1:]
+    source = np.repeat(vectors[:1], len(others), axis=0)
+    return pairwise_similarity(source, others, similarity_of(state(request).model)).astype(float).tolist()
+
+
+@tei_router.post("/rerank", dependencies=Protected)
+async def rerank(body: TeiRerankRequest, request: Request) -> FastJSON:
+    """TEI's /rerank: [{index, score, text?}] best first (sigmoid scores, or logits with raw_scores)."""
+    check_direction(body.truncation_direction)
+    served = state(request).reranker
+    if served is None:
+        raise ApiError(424, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
+    scores, _ = await served.scores(state(request), body.query, body.texts, request, raw=body.raw_scores)
+    order = np.argsort(-scores, kind="stable")
+    return FastJSON([{"index": int(i), "score": float(scores[i])} | ({"text": body.texts[i]} if body.return_text
+                     else {}) for i in order])  # fmt: skip
+
+
+@tei_router.get("/info", dependencies=Protected)
+async def info(request: Request) -> FastJSON:
+    """What TEI's /info says: the model, its type, its input limit and the batching limits."""
+    st = state(request)
+    settings = st.settings
+    model_type = {"embedding": {"pooling": pooling_name(st.model)}}  # a reranker, when loaded, rides beside it
+    return FastJSON({
+        "model_id": st.model_id, "model_sha": None, "model_dtype": settings.precision, "model_type": model_type,
+        "reranker_id": st.reranker.model_id if st.reranker is not None else None,
+        "max_concurrent_requests": settings.max_queue, "max_input_length": getattr(st.model, "max_seq_length", None),
+        "max_batch_tokens": st.batcher.max_batch_tokens, "max_batch_requests": None,
+        "max_client_batch_size": settings.max_inputs, "auto_truncate": True, "tokenization_workers": 1,
+        "version": __version__, "sha": None, "docker_label": None,
+    })  # fmt: skip
+
+
+def pooling_name(model: Any) -> str:
+    """The Pooling's mode as TEI names it (mean, cls, lasttoken, ...), or "static" for a static table."""
+    for module in getattr(model, "chain", lambda: [])():
+        modes = getattr(module, "modes", None)
+        if modes:
+            return "+".join(modes)
+    return "static" if not hasattr(model, "chain") else "none"
+
+
+@tei_router.post("/tokenize", dependencies=Protected)
+async def tokenize(body: TeiTokenizeRequest, request: Request) -> FastJSON:
+    """The tokens of each input: id, text, whether it is special, and its character span."""
+    st = state(request)
+    texts = as_list(body.inputs)
+    st.check_limits(texts)
+    if body.prompt_name is not None:
+        prompt_key(request, body.prompt_name)
+        texts = st.model.prompt_plan(prompt_name=body.prompt_name).apply(texts)
+    return FastJSON(await run_in_threadpool(token_spans, st.model, texts, body.add_special_tokens))
+
+
+def token_spans(model: Any, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:
+    """Per text, its tokens as TEI lists them, from the Rust tokenizer's offsets."""
+    rust = getattr(model, "tokenizer", None)  # a StaticEncoder holds the Rust tokenizer itself
+    if rust is None or not hasattr(rust, "encode_batch"):
+        rust = model.input_module.tokenizer
+        rust = getattr(rust, "backend_tokenizer", rust)
+    out = []
+    for text, encoding in zip(texts, rust.encode_batch(texts, add_special_tokens=special), strict=True):
+        out.append([
+            {"id": int(i), "text": text[a:b] if not m else tok, "special": bool(m), "start": int(a), "stop": int(b)}
+            for i, tok, m, (a, b) in zip(encoding.ids, encoding.tokens, encoding.special_tokens_mask,
+                                         encoding.offsets, strict=True)
+        ])  # fmt: skip
+    return out

@@ -1,0 +1,109 @@
+"""Text Embeddings Inference's routes on a real server (127.0.0.1), called by huggingface_hub's InferenceClient
+(TEI's usual client, under LangChain's and LlamaIndex's TEI integrations) and raw HTTP: the vectors and scores
+equal the library's, errors come in TEI's body."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+from sbert import CrossEncoder, SentenceEncoder
+from tests.serve_helpers import start_server
+from tests.tiny_models import save_tiny_reranker
+
+KEY = "tei-test-key"
+TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "The quarterly report shows growth."]
+PROMPTS = {"query": "query: ", "document": "passage: "}
+
+
+@pytest.fixture(scope="module")
+def served(tiny_dirs, tmp_path_factory):
+    """(server, model, reranker): a tiny model with query/document prompts and a tiny reranker."""
+    base = tmp_path_factory.mktemp("tei")
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    model.settings.prompts = dict(PROMPTS)
+    model.save(base / "m")
+    reranker = save_tiny_reranker(tiny_dirs["bert"], base / "rr")
+    server = start_server(base, "--model", str(base / "m"), "--reranker", str(reranker), "--api-key", KEY,
+                          "--max-inputs", "8")  # fmt: skip
+    yield server, SentenceEncoder.load(base / "m", device="cpu"), CrossEncoder.load(reranker, device="cpu")
+    assert server.stop()
+
+
+def post(server, path: str, body: object, key: str | None = KEY) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(server.url + path, json=body, headers=headers, timeout=60)
+
+
+def test_inference_client_feature_extraction_and_similarity(served, monkeypatch):
+    from huggingface_hub import InferenceClient, constants
+
+    # Offline mode (set for the whole suite) blocks every address, loopback included; this client talks
+    # to 127.0.0.1 only.
+    monkeypatch.setattr(constants, "is_offline_mode", lambda: False)
+    server, model, _ = served
+    client = InferenceClient(model=server.url, token=KEY)
+    got = np.asarray(client.feature_extraction(TEXTS[0]))
+    want = model.encode([TEXTS[0]], normalize=True)  # TEI normalizes by default
+    assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5
+    queries = np.asarray(client.feature_extraction(TEXTS[1], prompt_name="query"))
+    assert np.abs(queries - model.encode([TEXTS[1]], prompt_name="query", normalize=True)).max() <= 1e-5
+    scores = client.sentence_similarity(TEXTS[0], other_sentences=TEXTS[1:])
+    vectors = model.encode(TEXTS, normalize=True)
+    assert np.abs(np.asarray(scores) - vectors[1:] @ vectors[0]).max() <= 1e-5
+
+
+def test_embed_takes_lists_dimensions_and_normalize(served):
+    server, model, _ = served
+    answer = post(server, "/embed", {"inputs": TEXTS, "normalize": False, "dimensions": 8})
+    assert answer.status_code == 200, answer.text
+    assert np.abs(np.asarray(answer.json()) - model.encode(TEXTS)[:, :8]).max() <= 1e-5
+    similarity = post(server, "/similarity", {"inputs": {"source_sentence": TEXTS[0], "sentences": TEXTS[1:]}})
+    assert similarity.status_code == 200 and len(similarity.json()) == 2
+
+
+def test_rerank_equals_the_cross_encoder_best_first(served):
+    server, _, reranker = served
+    pairs = [(TEXTS[0], t) for t in TEXTS]
+    answer = post(server, "/rerank", {"query": TEXTS[0], "texts": TEXTS, "return_text": True})
+    assert answer.status_code == 200, answer.text
+    rows = answer.json()
+    want = reranker.predict(pairs)
+    assert [r["index"] for r in rows] == list(np.argsort(-want, kind="stable"))
+    assert all(abs(r["score"] - want[r["index"]]) <= 1e-5 and r["text"] == TEXTS[r["index"]] for r in rows)
+    raw = post(server, "/rerank", {"query": TEXTS[0], "texts": TEXTS, "raw_scores": True}).json()
+    logits = reranker.predict(pairs, activation=False)
+    assert all(abs(r["score"] - logits[r["index"]]) <= 1e-4 and "text" not in r for r in raw)
+
+
+def test_info_and_tokenize(served):
+    server, model, _ = served
+    info = httpx.get(server.url + "/info", headers={"Authorization": f"Bearer {KEY}"}, timeout=60).json()
+    assert info["model_type"] == {"embedding": {"pooling": "mean"}}
+    assert info["max_input_length"] == model.max_seq_length and info["max_client_batch_size"] == 8
+    tokens = post(server, "/tokenize", {"inputs": ["Hello world"]}).json()[0]
+    assert [t["id"] for t in tokens] == model.transformer.token_ids(["Hello world"])[0][0]
+    assert tokens[0]["special"] and tokens[-1]["special"] and not tokens[1]["special"]
+    assert all("Hello world"[t["start"] : t["stop"]].lower() == t["text"].lower() for t in tokens[1:-1])
+    prompted = post(server, "/tokenize", {"inputs": "Hello", "add_special_tokens": False, "prompt_name": "query"})
+    assert [t["text"] for t in prompted.json()[0]][:2] == ["query", ":"]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "kind", "words"), [
+    ("/embed", {"inputs": ["ok", ""]}, 422, "Empty", "inputs[1] is an empty string"),
+    ("/embed", {"inputs": ["a"] * 9}, 413, "Validation", "9 inputs; the limit is 8"),
+    ("/embed", {"inputs": "a", "prompt_name": "nope"}, 422, "Validation", "prompt_name 'nope'"),
+    ("/embed", {"inputs": "a", "truncation_direction": "Left"}, 422, "Validation", "truncation_direction 'Left'"),
+    ("/rerank", {"query": "q", "texts": []}, 422, "Validation", "texts"),
+    ("/", {"inputs": 3}, 422, "Validation", "inputs"),
+])  # fmt: skip
+def test_errors_come_in_tei_shape(served, path, body, status, kind, words):
+    answer = post(served[0], path, body)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error_type"] == kind and words in answer.json()["error"]
+
+
+def test_the_key_guards_the_tei_routes(served):
+    answer = post(served[0], "/embed", {"inputs": "a"}, key=None)
+    assert answer.status_code == 401 and answer.json()["error_type"] == "Validation"
