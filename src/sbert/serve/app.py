@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sbert.serve.cohere import cohere_router
 from sbert.serve.routes import router
 from sbert.serve.state import ApiError, FastJSON, ServerState
 from sbert.serve.tei import tei_router
@@ -48,6 +49,7 @@ def create_app(server: ServerState) -> FastAPI:
     app.state.sbert = server
     app.include_router(router)
     app.include_router(tei_router)
+    app.include_router(cohere_router)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(Exception, internal_error)

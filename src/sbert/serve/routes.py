@@ -76,7 +76,7 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate, kind=body.input_type)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
-    rows = _encode_rows(vectors, body.encoding_format, st.ranges, dim, similarity_of(st.model))
+    rows = encode_rows(vectors, body.encoding_format, st.ranges, dim, similarity_of(st.model))
     data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     answer: dict[str, object] = {"object": "list", "data": data, "model": st.model_id, "usage": usage}
@@ -104,7 +104,7 @@ async def rerank(body: RerankRequest, request: Request) -> FastJSON:
     return FastJSON({"model": served.model_id, "results": results, "usage": {"total_tokens": tokens}})
 
 
-def _encode_rows(
+def encode_rows(
     vectors: np.ndarray, encoding: str, ranges: np.ndarray | None, full_dim: int, similarity: str
 ) -> list[object]:
     """Each row as the format asks: float32 (a list or base64 of its bytes), int8/uint8 codes, packed bits."""

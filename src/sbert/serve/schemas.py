@@ -109,3 +109,30 @@ class TeiTokenizeRequest(BaseModel):
     inputs: Texts
     add_special_tokens: StrictBool = True
     prompt_name: StrictStr | None = None
+
+
+CohereEmbeddingType = Literal["float", "int8", "uint8", "binary", "ubinary", "base64"]
+
+
+class CohereEmbedRequest(BaseModel):
+    """POST /v2/embed and /v1/embed: Cohere's embed request (texts only; images and `inputs` are refused)."""
+
+    model_config = ConfigDict(extra="ignore")  # priority, max_tokens, ...
+    texts: Annotated[list[StrictStr], Field(min_length=1)] | None = None
+    model: StrictStr | None = None
+    input_type: Literal["search_document", "search_query", "classification", "clustering"] | None = None
+    embedding_types: Annotated[list[CohereEmbeddingType], Field(min_length=1)] | None = None
+    output_dimension: Annotated[StrictInt, Field(ge=1)] | None = None
+    truncate: Literal["NONE", "START", "END"] = "END"
+    images: list[object] | None = None
+    inputs: list[object] | None = None
+
+
+class CohereRerankRequest(BaseModel):
+    """POST /v2/rerank: Cohere's v2 rerank request (documents as strings)."""
+
+    model_config = ConfigDict(extra="ignore")  # max_tokens_per_doc, priority
+    query: StrictStr
+    documents: Annotated[list[StrictStr], Field(min_length=1)]
+    model: StrictStr | None = None
+    top_n: Annotated[StrictInt, Field(ge=1)] | None = None

@@ -1,6 +1,6 @@
-"""Text Embeddings Inference's routes on a real server (127.0.0.1), called by huggingface_hub's InferenceClient
-(TEI's usual client, under LangChain's and LlamaIndex's TEI integrations) and raw HTTP: the vectors and scores
-equal the library's, errors come in TEI's body."""
+"""The clients' own SDKs against a real server on 127.0.0.1: huggingface_hub's InferenceClient (TEI's usual client,
+under LangChain's and LlamaIndex's TEI integrations) and raw HTTP on TEI's routes, cohere's Client and ClientV2 on
+Cohere's; the vectors, codes and scores equal the library's, errors come in each API's body."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sbert import CrossEncoder, SentenceEncoder
+from sbert.search.quantize import calibration_ranges, quantize_embeddings
 from tests.serve_helpers import start_server
 from tests.tiny_models import save_tiny_reranker
 
@@ -19,15 +20,18 @@ PROMPTS = {"query": "query: ", "document": "passage: "}
 
 @pytest.fixture(scope="module")
 def served(tiny_dirs, tmp_path_factory):
-    """(server, model, reranker): a tiny model with query/document prompts and a tiny reranker."""
+    """(server, model, reranker, int8 ranges): a tiny model with query/document prompts and a tiny reranker."""
     base = tmp_path_factory.mktemp("tei")
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     model.settings.prompts = dict(PROMPTS)
     model.save(base / "m")
     reranker = save_tiny_reranker(tiny_dirs["bert"], base / "rr")
+    unit = model.encode([*TEXTS, *(t.upper() for t in TEXTS)], normalize=True)  # the server quantizes unit rows
+    ranges = calibration_ranges(unit)
+    np.save(base / "ranges.npy", ranges)
     server = start_server(base, "--model", str(base / "m"), "--reranker", str(reranker), "--api-key", KEY,
-                          "--max-inputs", "8")  # fmt: skip
-    yield server, SentenceEncoder.load(base / "m", device="cpu"), CrossEncoder.load(reranker, device="cpu")
+                          "--max-inputs", "8", "--calibration", str(base / "ranges.npy"))  # fmt: skip
+    yield server, SentenceEncoder.load(base / "m", device="cpu"), CrossEncoder.load(reranker, device="cpu"), ranges
     assert server.stop()
 
 
@@ -42,7 +46,7 @@ def test_inference_client_feature_extraction_and_similarity(served, monkeypatch)
     # Offline mode (set for the whole suite) blocks every address, loopback included; this client talks
     # to 127.0.0.1 only.
     monkeypatch.setattr(constants, "is_offline_mode", lambda: False)
-    server, model, _ = served
+    server, model, _, _ = served
     client = InferenceClient(model=server.url, token=KEY)
     got = np.asarray(client.feature_extraction(TEXTS[0]))
     want = model.encode([TEXTS[0]], normalize=True)  # TEI normalizes by default
@@ -55,7 +59,7 @@ def test_inference_client_feature_extraction_and_similarity(served, monkeypatch)
 
 
 def test_embed_takes_lists_dimensions_and_normalize(served):
-    server, model, _ = served
+    server, model, _, _ = served
     answer = post(server, "/embed", {"inputs": TEXTS, "normalize": False, "dimensions": 8})
     assert answer.status_code == 200, answer.text
     assert np.abs(np.asarray(answer.json()) - model.encode(TEXTS)[:, :8]).max() <= 1e-5
@@ -64,7 +68,7 @@ def test_embed_takes_lists_dimensions_and_normalize(served):
 
 
 def test_rerank_equals_the_cross_encoder_best_first(served):
-    server, _, reranker = served
+    server, _, reranker, _ = served
     pairs = [(TEXTS[0], t) for t in TEXTS]
     answer = post(server, "/rerank", {"query": TEXTS[0], "texts": TEXTS, "return_text": True})
     assert answer.status_code == 200, answer.text
@@ -78,7 +82,7 @@ def test_rerank_equals_the_cross_encoder_best_first(served):
 
 
 def test_info_and_tokenize(served):
-    server, model, _ = served
+    server, model, _, _ = served
     info = httpx.get(server.url + "/info", headers={"Authorization": f"Bearer {KEY}"}, timeout=60).json()
     assert info["model_type"] == {"embedding": {"pooling": "mean"}}
     assert info["max_input_length"] == model.max_seq_length and info["max_client_batch_size"] == 8
@@ -107,3 +111,36 @@ def test_errors_come_in_tei_shape(served, path, body, status, kind, words):
 def test_the_key_guards_the_tei_routes(served):
     answer = post(served[0], "/embed", {"inputs": "a"}, key=None)
     assert answer.status_code == 401 and answer.json()["error_type"] == "Validation"
+
+
+def test_cohere_v2_embed_float_and_int8_and_rerank(served):
+    import cohere
+
+    server, model, reranker, ranges = served
+    client = cohere.ClientV2(api_key=KEY, base_url=server.url)
+    answer = client.embed(texts=TEXTS, model="m", input_type="search_query", embedding_types=["float", "int8"])
+    want = model.encode_query(TEXTS)  # the vectors /v1/embeddings gives: the model's own (no Normalize here)
+    assert np.abs(np.asarray(answer.embeddings.float_) - want).max() <= 1e-5
+    codes = np.asarray(answer.embeddings.int8)
+    # int8 codes of the unit rows the ranges were calibrated on, as /v1/embeddings' encoding_format gives them
+    expected = quantize_embeddings(want / np.linalg.norm(want, axis=1, keepdims=True), "int8", ranges=ranges)
+    assert np.array_equal(codes, expected)
+    documents = client.embed(texts=TEXTS[:1], model="m", input_type="search_document", embedding_types=["float"])
+    want_documents = model.encode_document(TEXTS[:1])
+    assert np.abs(np.asarray(documents.embeddings.float_) - want_documents).max() <= 1e-5
+    ranked = client.rerank(model="rr", query=TEXTS[0], documents=TEXTS, top_n=2)
+    scores = reranker.predict([(TEXTS[0], t) for t in TEXTS])
+    assert [r.index for r in ranked.results] == list(np.argsort(-scores, kind="stable")[:2])
+    assert all(abs(r.relevance_score - scores[r.index]) <= 1e-5 for r in ranked.results)
+
+
+def test_cohere_v1_embed_floats_by_default(served):
+    import cohere
+
+    server, model, _, _ = served
+    client = cohere.Client(api_key=KEY, base_url=server.url)
+    answer = client.embed(texts=TEXTS, model="m", input_type="clustering")  # no such prompt: none
+    assert np.abs(np.asarray(answer.embeddings) - model.encode(TEXTS)).max() <= 1e-5
+    bits = client.embed(texts=TEXTS, model="m", input_type="search_document", embedding_types=["ubinary"])
+    want = quantize_embeddings(model.encode_document(TEXTS), "ubinary")
+    assert np.array_equal(np.asarray(bits.embeddings.ubinary), want)
