@@ -144,3 +144,28 @@ def test_cohere_v1_embed_floats_by_default(served):
     bits = client.embed(texts=TEXTS, model="m", input_type="search_document", embedding_types=["ubinary"])
     want = quantize_embeddings(model.encode_document(TEXTS), "ubinary")
     assert np.array_equal(np.asarray(bits.embeddings.ubinary), want)
+
+
+@pytest.mark.parametrize(("path", "body", "words"), [
+    ("/v2/embed", {"texts": ["a"], "embedding_types": ["float", "int4"]}, "embedding_types[1]"),
+    ("/v2/embed", {"texts": ["a"], "input_type": "search_queries"}, "input_type"),
+    ("/v2/embed", {"texts": []}, "texts"),
+    ("/v1/embed", {"texts": ["a"] * 9}, "9 inputs; the limit is 8"),
+    ("/v2/rerank", {"query": "q", "documents": "not a list"}, "documents"),
+])  # fmt: skip
+def test_cohere_errors_name_the_field_in_cohere_shape(served, path, body, words):
+    answer = post(served[0], path, body)
+    status = 413 if "limit" in words else 400
+    assert answer.status_code == status, answer.text
+    assert set(answer.json()) == {"message"} and words in answer.json()["message"]
+
+
+def test_tei_rerank_without_a_reranker_is_424(tiny_dirs, tmp_path):
+    model_dir = tmp_path / "m"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(model_dir)
+    server = start_server(tmp_path, "--model", str(model_dir))
+    try:
+        answer = post(server, "/rerank", {"query": "q", "texts": ["a"]}, key=None)
+        assert answer.status_code == 424 and "--reranker" in answer.json()["error"]
+    finally:
+        assert server.stop()

@@ -64,9 +64,12 @@ def error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
 
 
 def error_answer(request: Request, status: int, message: str, code: str | None, headers: Any = None) -> FastJSON:
-    """The error in the shape of the API asked: TEI's on its paths, OpenAI's everywhere else."""
+    """The error in the shape of the API asked: TEI's and Cohere's on their paths, OpenAI's everywhere else."""
+    from sbert.serve.cohere import COHERE_PATHS
     from sbert.serve.tei import TEI_PATHS
 
+    if request.url.path in COHERE_PATHS:  # Cohere answers a bad request 400 with {"message": ...}
+        return FastJSON({"message": message}, 400 if status == 422 else status, headers=headers)
     if request.url.path not in TEI_PATHS:
         return FastJSON(error_body(status, message, code), status, headers=headers)
     # TEI's types; it answers an overloaded queue with 429 and an empty input as "Empty".

@@ -19,6 +19,8 @@ from sbert.serve.state import ApiError, FastJSON, by_name, state
 from sbert.similarity import similarity_of, unit_rows
 
 cohere_router = APIRouter()
+# The paths whose errors answer in Cohere's body (app.py picks the shape by path).
+COHERE_PATHS = frozenset({"/v1/embed", "/v2/embed", "/v2/rerank"})
 TASKS = {"search_query": "query", "search_document": "document"}
 
 
