@@ -69,8 +69,9 @@ class OpenVinoBackend:
 
         def start(path: Path) -> None:
             self.path = path
-            self.compiled = compile_graph(path, self.precision, self.workers)
-            # bf16 (unmeasured on a bf16 CPU) keeps the one compile OpenVINO would make by itself.
+            # bf16 compiles without snippets: on an AMX Xeon (OpenVINO 2026.4) its fused bf16 kernels
+            # answer NaN for every row (or corrupt the heap), the unfused ones agree with torch.
+            self.compiled = compile_graph(path, self.precision, self.workers, snippets=self.precision != "bf16")
             two = self.precision == "f32" and self.short_width > 0
             self.short = compile_graph(path, self.precision, self.workers, snippets=False) if two else self.compiled
             self.input_names = [feed_name(port) for port in self.compiled.inputs]
