@@ -204,5 +204,6 @@ def check_against_torch(
     cosine = float(torch.nn.functional.cosine_similarity(torch_rows, onnx_rows).min())
     if not np.isfinite(cosine) or cosine < INT8_MIN_COSINE:
         what = "bf16" if getattr(backend, "precision", "") == "bf16" else "int8"
-        hint = "; calibrate on more varied sentences, short and long (sbert export --calibrate)" if what == "int8" else ""
+        hint = "; calibrate on more varied sentences, short and long (sbert export --calibrate)"
+        hint = hint if what == "int8" else ""
         raise BackendError(f"{backend.path}: {what} cosine to torch {cosine:.3f} < {INT8_MIN_COSINE}{hint}")
