@@ -290,13 +290,15 @@ def test_grid_kernel_equals_per_sentence_attention(causal):
         assert torch.allclose(got[cu[:-1].long()], v[cu[:-1].long()], atol=1e-6)
 
 
-@pytest.mark.parametrize(("family", "pooling"), [("qwen2", "lasttoken"), ("qwen2", "mean"), ("gemma3", "mean"),
+@pytest.mark.parametrize(("family", "pooling"), [("qwen2", "lasttoken"), ("qwen2", "mean"), ("qwen3", "lasttoken"),
+                                                 ("mistral", "lasttoken"), ("llama", "lasttoken"), ("gemma3", "mean"),
                                                  ("gemma3-causal", "lasttoken")])  # fmt: skip
 def test_a_packed_decoder_equals_its_padded_batches(family, pooling, tmp_path):
     """Causal decoders (left padding, EOS last) and a bidirectional Gemma3 pack without padding, equal to padded."""
-    from tests.tiny_models import build_gemma3, build_qwen2
+    from tests.tiny_models import build_decoder, build_gemma3
 
-    folder = build_qwen2(tmp_path / "m") if family == "qwen2" else build_gemma3(tmp_path / "m", family == "gemma3")
+    gemma = family.startswith("gemma3")
+    folder = build_gemma3(tmp_path / "m", family == "gemma3") if gemma else build_decoder(tmp_path / "m", family)
     model = SentenceEncoder.from_transformer(folder, pooling=pooling, device="cpu")
     expected = model.encode(SENTENCES, on_truncation="ignore", batch_size=1)
     engine = packed_engine(model)
