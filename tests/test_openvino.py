@@ -107,7 +107,9 @@ def test_bf16_hint_where_the_cpu_has_it_stays_close(tiny_dirs, monkeypatch):
     monkeypatch.setattr(device, "cpu_bf16_native", lambda: True)
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], normalize=True, device="cpu")
     engine = model.backend("openvino", "bf16")
-    assert engine.precision == "bf16" and engine.short is engine.compiled  # one compile: bf16 is unmeasured
+    assert engine.precision == "bf16" and engine.short is engine.compiled  # one compile, and
+    # without snippets: on an AMX Xeon their fused bf16 kernels gave NaN rows (OpenVINO 2026.4)
+    assert "Subgraph" not in layer_types(engine.compiled)
     got = model.encode(CORPUS, backend="openvino", precision="bf16")
     assert got.dtype == np.float32 and ((got * model.encode(CORPUS)).sum(1)).min() >= 0.99
     assert model.backend("openvino", "auto").precision == "f32"  # never bf16 unless asked
