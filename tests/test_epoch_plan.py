@@ -71,3 +71,22 @@ def test_in_batch_negative_batches_hold_no_text_twice(tokens):
     assert len(batches) <= 1.25 * len(plain)  # clashing examples wait, they do not get batches of their own
     plan = epoch_plan([lengths], 32, 0, 0, 0, tokens=tokens, texts=[texts])
     assert plan == epoch_plan([lengths], 32, 0, 0, 0, tokens=tokens, texts=[texts])  # a resume replays it
+
+
+def test_proportional_sampling_follows_set_sizes_and_runs_every_batch_once():
+    sizes = [LENGTHS[:800], LENGTHS[800:1000]]  # 50 and 13 batches of 16
+    plan = epoch_plan(sizes, 16, seed=3, stage=0, epoch=0, sampling="proportional")
+    robin = epoch_plan(sizes, 16, seed=3, stage=0, epoch=0)
+    for got in (plan, robin):
+        for obj, lengths in enumerate(sizes):
+            assert sorted(i for o, b in got if o == obj for i in b) == list(range(len(lengths)))
+
+    # In the first half of the epoch the small set's share is near its 13/63, where round-robin gives it 1/2.
+    def small_share(p):
+        return sum(o == 1 for o, _ in p[: len(p) // 2]) / (len(p) // 2)
+
+    assert abs(small_share(plan) - 13 / 63) < 0.12 and small_share(robin) > 0.4
+    assert plan == epoch_plan(sizes, 16, seed=3, stage=0, epoch=0, sampling="proportional")
+    assert plan != epoch_plan(sizes, 16, seed=3, stage=0, epoch=1, sampling="proportional")
+    with pytest.raises(ValueError, match="sampling='random'"):
+        epoch_plan(sizes, 16, seed=3, stage=0, epoch=0, sampling="random")

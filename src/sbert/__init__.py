@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.static import StaticEncoder
+    from sbert.training.api import train
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from sbert.cross_encoder import CrossEncoder
 
         return CrossEncoder
+    if name == "train":
+        from sbert.training.api import train
+
+        return train
     if name == "StaticEncoder":
         from sbert.static import StaticEncoder
 
@@ -29,4 +34,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sbert' has no attribute {name!r}")
 
 
-__all__ = ["CrossEncoder", "SentenceEncoder", "StaticEncoder", "__version__"]
+__all__ = ["CrossEncoder", "SentenceEncoder", "StaticEncoder", "__version__", "train"]

@@ -14,7 +14,7 @@ from sbert.names import DENSE_ACTIVATIONS, OBJECTIVES, POOLER_NAMES
 
 _STAGE_FLAGS = (
     "epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps", "batch_tokens", "grad_accum",
-    "matryoshka",
+    "matryoshka", "sampling",
 )  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "dense", "max_seq_length", "checkpoint_steps", "precision",
               "device")  # fmt: skip
@@ -34,6 +34,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"{' | '.join(OBJECTIVES)} (repeat with --train)",
     )
     p.add_argument("--train", action="append", default=[], help="FORMAT:PATH, e.g. stsb:sts-train.csv (repeatable)")
+    p.add_argument(
+        "--columns",
+        action="append",
+        default=[],
+        metavar="ROLE=COLUMN,...",
+        help="a table's column roles, e.g. anchor=q,positive=doc,score=rating (one per --train, in order; "
+        "'' infers them)",
+    )
+    p.add_argument(
+        "--sampling",
+        choices=["round-robin", "proportional"],
+        help="how several --train sets take turns: in turn (default) or each by its share of all batches",
+    )
     p.add_argument(
         "--option",
         action="append",
@@ -109,8 +122,8 @@ def build_config(args: argparse.Namespace) -> Any:
     if "dense" in flags:
         flags["dense"] = tuple(flags["dense"])
     if args.config is not None:
-        if args.train or args.objective:
-            raise SbertError("--train/--objective go in the --config file's [[stage]] tables, not both")
+        if args.train or args.objective or args.columns:
+            raise SbertError("--train/--objective/--columns go in the --config file's [[stage]] tables, not both")
         config = load_config(args.config, flags)
         # Stage flags given beside a recipe apply to each of its stages (e.g. --batch-tokens on a GPU).
         stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
@@ -122,11 +135,22 @@ def build_config(args: argparse.Namespace) -> Any:
     if not args.model or not args.output:
         raise SbertError("--model and --output are required (or use --config)")
     options = parse_options(args.option)
-    objectives = tuple(Objective(o, t, options) for o, t in zip(args.objective, args.train, strict=True))
+    objectives = tuple(Objective(o, t, options) for o, t in zip(args.objective, _with_columns(args), strict=True))
     stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
     config = TrainConfig(stages=(Stage(objectives, dev=args.dev, **stage_flags),), **flags)
     config.validate()
     return config
+
+
+def _with_columns(args: argparse.Namespace) -> list[str]:
+    """Each --train spec with its --columns roles folded into the spec's options."""
+    from sbert.data import with_option
+
+    if not args.columns:
+        return list(args.train)
+    if len(args.columns) != len(args.train):
+        raise SbertError(f"give one --columns per --train ('' to infer; got {len(args.columns)} and {len(args.train)})")
+    return [with_option(t, "columns", c) if c else t for t, c in zip(args.train, args.columns, strict=True)]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
 from sbert.data.nli import read_nli, read_nli_triplets
 from sbert.data.pairs import read_sick, read_sts_dir, read_stsb
 from sbert.data.scores import parse_options
+from sbert.data.tables import TABLE_FORMATS, from_table, read_table_spec
 from sbert.data.text import read_pairs, read_text, read_triplets
 from sbert.data.topics import read_topic_pairs
 
@@ -24,19 +25,30 @@ READERS: dict[str, Reader] = {
     "pairs": read_pairs,
     "text": read_text,
 }
+# Tables with a header (or a schema): their columns' roles come from names or `columns=` (data/tables.py).
+KNOWN_FORMATS = (*READERS, *TABLE_FORMATS)
 
 
 def load_dataset(spec: str, skip_bad: bool = False) -> Dataset:
     """Read `FORMAT:PATH` or `FORMAT[key=value;...]:PATH` (for example `stsb:data/sts-train.csv`)."""
     name, options, path = split_spec(spec)
+    if name in TABLE_FORMATS:
+        return read_table_spec(name, path, options, skip_bad, spec)
     reader = READERS.get(name)
     if reader is None:
-        raise DataFormatError(f"{spec!r}: unknown format {name!r}; known: {', '.join(READERS)}")
+        raise DataFormatError(f"{spec!r}: unknown format {name!r}; known: {', '.join(KNOWN_FORMATS)}")
     if options:
         if name != "topic-pairs":
             raise DataFormatError(f"{spec!r}: format {name!r} takes no options (topic-pairs takes scale=, labels=)")
         return read_topic_pairs(Path(path).expanduser(), skip_bad, parse_options(options, spec))
     return reader(Path(path).expanduser(), skip_bad)
+
+
+def with_option(spec: str, key: str, value: str) -> str:
+    """`csv:a.csv` + (columns, anchor=q) -> `csv[columns=anchor=q]:a.csv`, keeping options already there."""
+    name, options, path = split_spec(spec)
+    joined = f"{options};{key}={value}" if options else f"{key}={value}"
+    return f"{name}[{joined}]:{path}"
 
 
 def split_spec(spec: str) -> tuple[str, str, str]:
@@ -51,8 +63,10 @@ def split_spec(spec: str) -> tuple[str, str, str]:
         spec = head + spec[close + 1 :]
     name, sep, path = spec.partition(":")
     if not sep or not path:
-        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(READERS)}")
+        raise DataFormatError(f"{spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(KNOWN_FORMATS)}")
     return name, options, path
 
 
-__all__ = ["NLI_LABELS", "READERS", "DataFormatError", "Dataset", "load_dataset"]
+__all__ = [
+    "KNOWN_FORMATS", "NLI_LABELS", "READERS", "DataFormatError", "Dataset", "from_table", "load_dataset", "with_option",
+]  # fmt: skip

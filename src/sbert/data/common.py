@@ -31,6 +31,7 @@ class Dataset:
     label_names: tuple[str, ...] = ()
     skipped: int = 0
     groups: tuple[str, ...] = ()  # each example's topic, for leave-one-topic-out cross-validation
+    source: str = ""  # for a table: its columns and the role each plays, printed before training
 
     def subset(self, rows: list[int], name: str) -> Dataset:
         """The examples at `rows`, in that order, with their labels and topics."""
@@ -41,6 +42,7 @@ class Dataset:
             [self.labels[i] for i in rows] if self.labels is not None else None,
             self.label_names,
             groups=tuple(self.groups[i] for i in rows) if self.groups else (),
+            source=self.source,
         )
 
     def __len__(self) -> int:
@@ -61,7 +63,11 @@ class LineChecker:
 
     def bad(self, path: Path, line_no: int, reason: str) -> None:
         """Report a malformed line."""
-        message = f"{path}:{line_no}: {reason}"
+        self.bad_row(f"{path}:{line_no}", reason)
+
+    def bad_row(self, where: str, reason: str) -> None:
+        """Report a malformed row at `where` (`file:line`, or `file row N` for a columnar file)."""
+        message = f"{where}: {reason}"
         if not self.skip_bad:
             raise DataFormatError(message)
         self.skipped += 1

@@ -17,17 +17,17 @@ log = logging.getLogger(__name__)
 ScoreMap = Callable[[str], float | None]  # raw label -> target in [0, 1], None when it cannot be read
 
 
-def parse_options(text: str, spec: str) -> dict[str, str]:
-    """`key=value;key=value` from inside a spec's brackets."""
+def parse_options(text: str, spec: str, known: tuple[str, ...] = ("scale", "labels")) -> dict[str, str]:
+    """`key=value;key=value` from inside a spec's brackets; keys outside `known` are refused."""
     options = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
         key, sep, value = part.partition("=")
         if not sep or not value:
             raise DataFormatError(f"{spec!r}: option {part!r} is not key=value")
         options[key.strip()] = value.strip()
-    unknown = set(options) - {"scale", "labels"}
+    unknown = set(options) - set(known)
     if unknown:
-        raise DataFormatError(f"{spec!r}: unknown option {sorted(unknown)[0]!r}; known: scale, labels")
+        raise DataFormatError(f"{spec!r}: unknown option {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     return options
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.data import READERS, Dataset, load_dataset
+from sbert.data import KNOWN_FORMATS, Dataset, load_dataset
 from sbert.data.beir import IRCollection, read_beir, split_ir_spec
 from sbert.data.common import DataFormatError
 from sbert.data.pairs import read_sts_subset, sts_subsets
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
 
 TRANSFER_FORMATS = {name.lower(): name for name in TASK_FOLDERS}  # mr:, cr:, subj:, mpqa:, sst2:, trec:, mrpc:
-TASK_FORMATS = (*READERS, "ir", "transfer", *TRANSFER_FORMATS)
+TASK_FORMATS = (*KNOWN_FORMATS, "ir", "transfer", *TRANSFER_FORMATS)
 
 
 @dataclass
@@ -61,7 +61,7 @@ def load_tasks(spec: str, strict: bool = False) -> list[Task]:
         return [Task(spec, f"ir:{collection.name}", retrieval=collection)]
     if fmt in TRANSFER_FORMATS:
         return [Task(spec, TRANSFER_FORMATS[fmt], transfer=read_task(TRANSFER_FORMATS[fmt], Path(path).expanduser()))]
-    if fmt not in READERS:
+    if fmt.partition("[")[0] not in KNOWN_FORMATS:  # `csv[columns=...]:FILE` carries options
         raise DataFormatError(f"{spec!r}: unknown task format {fmt!r}; known: {', '.join(TASK_FORMATS)}")
     task = Task(spec, _column(fmt, Path(path)), dataset=load_dataset(spec))
     if fmt == "sts":  # per-subset scores beside the year's pooled one

@@ -25,6 +25,14 @@ LOSSES: dict[str, type[Loss]] = {
     "cosent": CoSENTLoss,
     "infomax": InfomaxLoss,
 }
+# The table columns each kind of example needs (data/tables.py decides the kind from the roles).
+KIND_ROLES = {
+    "pair-score": "anchor, positive and score columns",
+    "pair-class": "anchor, positive and label columns",
+    "triplet": "anchor, positive and negative columns",
+    "pair": "anchor and positive columns",
+    "text": "a text column",
+}
 ALIASES = {
     "softmax": "classification",
     "cosine": "regression",
@@ -41,6 +49,9 @@ def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | 
     if cls is None:
         raise SbertError(f"unknown objective {name!r}; known: {', '.join(LOSSES)}")
     if dataset.kind not in cls.kinds:
+        if dataset.source:  # a table: say which columns are missing rather than which kind
+            needed = " or ".join(KIND_ROLES[k] for k in cls.kinds)
+            raise SbertError(f"objective {key!r} needs {needed}, but {dataset.name} has {dataset.source}")
         raise SbertError(f"objective {key!r} needs {' or '.join(cls.kinds)} data, but {dataset.name} is {dataset.kind}")
     options = dict(options or {})
     try:

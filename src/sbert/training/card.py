@@ -39,7 +39,11 @@ def render(config: TrainConfig, state: StageState, steps: int, seconds: float) -
     if best is not None:
         lines += ["", f"Best dev score (last stage): **{best:.2f}** at step {state.progress.best_step}."]
     sizes = ", ".join(f"{p.dataset.name}: {len(p.dataset)} examples" for p in state.prepared)
-    lines += ["", f"Last stage data: {sizes}.", "", "Full settings:", "", "```", repr(_settings(config)), "```", ""]
+    shares = ", ".join(f"{name}: {n}" for name, n in state.batches.items())
+    lines += ["", f"Last stage data: {sizes}.", "", f"Batches per set ({state.stage.sampling}): {shares}."]
+    sources = [f"- `{p.dataset.name}`: {p.dataset.source}" for p in state.prepared if p.dataset.source]
+    lines += ["", "Table columns:", "", *sources] if sources else []
+    lines += ["", "Full settings:", "", "```", repr(_settings(config)), "```", ""]
     return "\n".join(lines)
 
 

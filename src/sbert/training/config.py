@@ -11,6 +11,8 @@ from sbert.errors import SbertError
 from sbert.modules.dense import parse_dense
 from sbert.modules.poolers import POOLERS
 
+SAMPLINGS = ("round-robin", "proportional")
+
 
 @dataclass(frozen=True)
 class Objective:
@@ -23,7 +25,7 @@ class Objective:
 
 @dataclass(frozen=True)
 class Stage:
-    """A training phase: its objectives are interleaved round-robin, batch by batch."""
+    """A training phase: its objectives take turns batch by batch (round-robin or proportional to size)."""
 
     objectives: tuple[Objective, ...]
     dev: str | None = None
@@ -40,6 +42,7 @@ class Stage:
     grad_accum: int = 1  # batches whose gradients add up to one optimizer step
     allow_duplicates: bool = False  # True: in-batch-negative objectives may see a text twice in a batch
     matryoshka: str = ""  # "384,256,128,64" (DIM[:WEIGHT],...): every objective also trained on those prefixes
+    sampling: str = "round-robin"  # or "proportional": the order objectives take turns in (training/epoch_plan.py)
 
     def validate(self) -> None:
         """Refuse settings that cannot train, before any work starts."""
@@ -61,6 +64,8 @@ class Stage:
         for name, ok in checks.items():
             if not ok:
                 raise SbertError(f"{name}={getattr(self, name)!r} is out of range")
+        if self.sampling not in SAMPLINGS:
+            raise SbertError(f"sampling={self.sampling!r}: use {' or '.join(SAMPLINGS)}")
         if self.matryoshka:
             from sbert.losses.matryoshka import parse_matryoshka
 

@@ -90,17 +90,31 @@ def epoch_plan(
     group: int = GROUP_BATCHES,
     tokens: int = 0,
     texts: Sequence[Sequence[frozenset[int]] | None] | None = None,
+    sampling: str = "round-robin",
 ) -> list[tuple[int, list[int]]]:
-    """(objective index, example indices) for every step of one epoch, objectives round-robin.
+    """(objective index, example indices) for every step of one epoch; a batch never mixes objectives.
 
-    The plan depends only on (seed, stage, epoch), so a resumed run replays it exactly. `texts`
-    gives, per objective, each example's text ids for batches without duplicates (None: any batch).
+    Every objective's batches all run once per epoch. `round-robin` takes them in turns (a small
+    set finishes early, the large ones go on alone); `proportional` shuffles the turns, so at any
+    point of the epoch each set's share of steps follows its size. The plan depends only on
+    (seed, stage, epoch), so a resumed run replays it exactly. `texts` gives, per objective, each
+    example's text ids for batches without duplicates (None: any batch).
     """
     rng = np.random.default_rng([seed, stage, epoch])
     keys = texts or [None] * len(lengths)
     queues = [
         length_grouped_batches(lens, batch_size, rng, group, tokens, k) for lens, k in zip(lengths, keys, strict=True)
     ]
+    if sampling == "proportional":
+        turns = rng.permutation(np.repeat(np.arange(len(queues)), [len(q) for q in queues]))
+        taken = [0] * len(queues)
+        ordered: list[tuple[int, list[int]]] = []
+        for obj in turns.tolist():
+            ordered.append((obj, queues[obj][taken[obj]]))
+            taken[obj] += 1
+        return ordered
+    if sampling != "round-robin":
+        raise ValueError(f"sampling={sampling!r}: use round-robin or proportional")
     plan: list[tuple[int, list[int]]] = []
     for step in range(max((len(q) for q in queues), default=0)):
         plan += [(obj, q[step]) for obj, q in enumerate(queues) if step < len(q)]

@@ -29,6 +29,7 @@ class StageState:
     total: int
     dtype: torch.dtype | None
     progress: Progress
+    batches: dict[str, int] = field(default_factory=dict)  # training set -> batches it gets in this stage
     scaler: torch.amp.GradScaler = field(init=False)
 
     def __post_init__(self) -> None:

@@ -64,6 +64,12 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
     return loaded
 
 
+def describe_data(data: list[StageData]) -> list[str]:
+    """One line per table read: its examples and the role each column plays (printed before training)."""
+    seen = {d.name: d for stage in data for d in stage.train if d.source}
+    return [f"{name}: {len(d)} {d.kind} examples; {d.source}" for name, d in seen.items()]
+
+
 def load_dev(spec: str, load: Callable[[str], Dataset]) -> Dataset | IRCollection:
     """A dev set: `ir:DIR[:split]` is a retrieval collection (best model by nDCG@10), anything else a dataset."""
     if spec.startswith("ir:"):

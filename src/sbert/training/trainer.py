@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -28,7 +30,7 @@ from sbert.training.loop_state import StageState
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
 from sbert.training.runlog import RunLog
 from sbert.training.schedule import warmup_linear, warmup_steps
-from sbert.training.setup import StageData, TrainModule, preflight, prepare_objectives
+from sbert.training.setup import StageData, TrainModule, describe_data, preflight, prepare_objectives
 from sbert.training.step import StepRunner, build_optimizer, retarget_optimizer
 
 Step = list[tuple[int, list[int]]]  # the (objective, example indices) batches of one optimizer step
@@ -48,11 +50,16 @@ class Trainer:
     """Runs a TrainConfig: one stage after another, then writes the model and its card."""
 
     def __init__(
-        self, config: TrainConfig, show_progress: bool = True, datasets: Mapping[str, Dataset] | None = None
+        self,
+        config: TrainConfig,
+        show_progress: bool = True,
+        datasets: Mapping[str, Dataset] | None = None,
+        model: SentenceEncoder | None = None,
     ) -> None:
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk
+        self.given_model = model  # trained in place instead of loading config.model
         self.output = Path(config.output)
         self.run_dir = Path(f"{config.output}.run")
         self.device = resolve_device(config.device, local_rank=True)
@@ -68,6 +75,9 @@ class Trainer:
         checkpoint = self._resume_point(resume)
         start_stage = _stage_of(checkpoint)
         data = preflight(self.config.stages, self.config.skip_bad, self.datasets)
+        if self.world.main:
+            for line in describe_data(data):
+                print(line, file=sys.stderr)
         model = self._load_model()
         self.started = time.monotonic()
         state: StageState | None = None
@@ -96,7 +106,9 @@ class Trainer:
 
     def _load_model(self) -> SentenceEncoder:
         _seed_everything(self.config.seed)
-        if self.config.pooling is not None:  # a new pooling head on the encoder, as for the paper's ablation
+        if self.given_model is not None:
+            model = self.given_model.to(self.device)
+        elif self.config.pooling is not None:  # a new pooling head on the encoder, as for the paper's ablation
             model = SentenceEncoder.from_transformer(self.config.model, self.config.pooling, device=self.device,
                                                      dense=tuple(self.config.dense))  # fmt: skip
         else:
@@ -119,6 +131,7 @@ class Trainer:
         self._plan_texts = [p.texts for p in prepared]  # in-batch-negative objectives: no text twice in a batch
         total = sum(len(self._steps(plan_lengths, stage, index, e)) for e in range(stage.epochs))
         total = min(total, stage.max_steps) if stage.max_steps else total
+        batches = self._batches_per_set(plan_lengths, stage, index, total, [p.dataset.name for p in prepared])
         fused = self.device.type == "cuda"
         optimizer = build_optimizer(module, stage.lr, stage.weight_decay, fused=fused)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -126,7 +139,8 @@ class Trainer:
         )
         dtype = autocast_dtype(self.config.precision, self.device)
         progress = Progress(index, 0, 0, self.global_step, 0)
-        state = StageState(index, stage, prepared, data.dev, module, optimizer, scheduler, total, dtype, progress)
+        state = StageState(index, stage, prepared, data.dev, module, optimizer, scheduler, total, dtype, progress,
+                           batches)  # fmt: skip
         if checkpoint is not None:
             state.restore(*load_checkpoint(checkpoint))
             retarget_optimizer(optimizer, fused)  # the checkpoint may come from the other kind of device
@@ -141,6 +155,8 @@ class Trainer:
             world=self.world.size,
             data={p.dataset.name: len(p.dataset) for p in prepared},
             truncated=sum(p.truncated for p in prepared),
+            sampling=stage.sampling,
+            batches=batches,
         )
         self._epochs(state, plan_lengths)
         if state.dev is not None and state.progress.best_score is not None:
@@ -148,10 +164,24 @@ class Trainer:
             model.load_state_dict(SentenceEncoder.load(self.output, device=self.device).state_dict())
         return state
 
+    def _batches_per_set(
+        self, plan_lengths: list[list[int]], stage: Stage, index: int, total: int, names: list[str]
+    ) -> dict[str, int]:
+        """How many batches each training set gets in this stage's `total` steps (the plan is deterministic)."""
+        counts = [0] * len(names)
+        steps = (step for epoch in range(stage.epochs) for step in self._steps(plan_lengths, stage, index, epoch))
+        for step in itertools.islice(steps, total):
+            for objective, _ in step:
+                counts[objective] += 1
+        out: dict[str, int] = {}
+        for name, count in zip(names, counts, strict=True):  # one set may feed two objectives
+            out[name] = out.get(name, 0) + count
+        return out
+
     def _steps(self, plan_lengths: list[list[int]], stage: Stage, index: int, epoch: int) -> list[Step]:
         plan = epoch_plan(
             plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens,
-            self._plan_texts,
+            self._plan_texts, stage.sampling,
         )  # fmt: skip
         return [plan[i : i + stage.grad_accum] for i in range(0, len(plan), stage.grad_accum)]
 

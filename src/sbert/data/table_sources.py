@@ -1,0 +1,189 @@
+"""Reading a table whole into named columns, from any of the sources people keep tables in.
+
+CSV/TSV with a header, JSON lines, Parquet, a `datasets` folder written by `save_to_disk`, or a
+table already in memory (pandas, `datasets.Dataset`, Arrow).
+
+Every source gives the same `Table`, so role inference and row checks (data/tables.py) are written once.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sbert.data.common import DataFormatError, LineChecker, read_lines
+
+
+@dataclass
+class Table:
+    """Named columns of equal length; `lines[i]` is row i's line in its file (None: row numbers)."""
+
+    where: str
+    columns: dict[str, list[Any]]
+    types: dict[str, str] = field(default_factory=dict)  # Arrow type names, where the source has a schema
+    lines: list[int] | None = None
+    skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()), []))
+
+    def row(self, i: int) -> str:
+        """Where row i came from: `file:line` or `file row N`."""
+        return f"{self.where}:{self.lines[i]}" if self.lines is not None else f"{self.where} row {i + 1}"
+
+
+def read_delimited(path: Path, delimiter: str, skip_bad: bool) -> Table:
+    """CSV (or TSV) with a header line; quoted fields may span lines (rows keep their first line's number)."""
+    check = LineChecker(skip_bad)
+    _exists(path)
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        try:
+            header = next(reader, None)
+            if not header or not any(h.strip() for h in header):
+                raise DataFormatError(f"{path}:1: expected a header line naming the columns")
+            _unique(header, path)
+            values: list[list[str]] = [[] for _ in header]
+            lines: list[int] = []
+            start = reader.line_num + 1
+            for row in reader:
+                if row and len(row) != len(header):
+                    check.bad(path, start, f"expected {len(header)} fields as the header has, found {len(row)}")
+                elif row:
+                    for column, value in zip(values, row, strict=True):
+                        column.append(value)
+                    lines.append(start)
+                start = reader.line_num + 1
+        except (UnicodeDecodeError, csv.Error) as e:
+            raise DataFormatError(f"{path}:{reader.line_num + 1}: {e}") from None
+    return Table(str(path), dict(zip(header, values, strict=True)), lines=lines, skipped=check.skipped)
+
+
+def read_jsonl(path: Path, skip_bad: bool) -> Table:
+    """JSON lines, one object per line; the first object's keys are the columns."""
+    check = LineChecker(skip_bad)
+    columns: dict[str, list[Any]] = {}
+    lines: list[int] = []
+    for line_no, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            check.bad(path, line_no, f"not JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict):
+            check.bad(path, line_no, "expected a JSON object")
+            continue
+        if not columns and not lines:
+            columns = {k: [] for k in row}
+        missing = [k for k in columns if k not in row]
+        if missing:
+            check.bad(path, line_no, f"no {missing[0]!r} key, which the first row has")
+            continue
+        for key, values in columns.items():
+            values.append(row[key])
+        lines.append(line_no)
+    return Table(str(path), columns, lines=lines, skipped=check.skipped)
+
+
+def read_parquet(path: Path) -> Table:
+    """A Parquet file (or a folder of them), with its schema's types."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _exists(path, folder_ok=True)
+    try:
+        return arrow_table(pq.read_table(path), str(path))
+    except (OSError, pa.ArrowInvalid) as e:  # what pyarrow raises for a file that is not Parquet
+        raise DataFormatError(f"{path}: not a Parquet file ({str(e).splitlines()[0]})") from None
+
+
+def read_saved_dataset(path: Path, split: str | None) -> Table:
+    """A folder written by `datasets`' `save_to_disk`: a Dataset, or one split of a DatasetDict."""
+    import pyarrow as pa
+
+    if not path.is_dir():
+        raise DataFormatError(f"{path}: no such folder (hf: takes a folder written by datasets' save_to_disk)")
+    if (path / "dataset_dict.json").is_file():
+        splits = _json(path / "dataset_dict.json").get("splits", [])
+        if split is None or split not in splits:
+            got = f"split {split!r} is not among" if split else "a DatasetDict: name a split of"
+            raise DataFormatError(f"{path}: {got} {', '.join(map(str, splits))} (hf:{path}:SPLIT)")
+        path = path / split
+    elif split is not None:
+        raise DataFormatError(f"{path}: a single Dataset has no split {split!r}")
+    state = path / "state.json"
+    if not state.is_file():
+        raise DataFormatError(f"{path}: not a datasets save_to_disk folder (no state.json or dataset_dict.json)")
+    files = [path / f["filename"] for f in _json(state).get("_data_files", [])]
+    if not files or not all(f.is_file() for f in files):
+        raise DataFormatError(f"{state}: lists no Arrow data files, or names missing ones")
+    try:
+        batches = [b for f in files for b in _arrow_stream(pa, f)]
+        table = pa.Table.from_batches(batches) if batches else None
+    except pa.ArrowInvalid as e:
+        raise DataFormatError(f"{path}: not Arrow data as save_to_disk writes it ({e})") from None
+    if table is None:
+        raise DataFormatError(f"{path}: no rows")
+    return arrow_table(table, str(path))
+
+
+def _arrow_stream(pa: Any, file: Path) -> Iterator[Any]:
+    with pa.memory_map(str(file)) as source:
+        yield from pa.ipc.open_stream(source)
+
+
+def arrow_table(table: Any, where: str) -> Table:
+    """A pyarrow Table as columns, keeping each column's type name for the type checks."""
+    names = list(table.column_names)
+    _unique(names, where)
+    columns = {name: table.column(name).to_pylist() for name in names}
+    types = {name: str(table.schema.field(name).type) for name in names}
+    return Table(where, columns, types)
+
+
+def in_memory(data: Any, where: str) -> Table:
+    """A pandas DataFrame, a `datasets.Dataset`, a pyarrow Table or a dict of equal-length lists."""
+    kind = type(data).__module__.split(".")[0]
+    convert: dict[str, Callable[[Any], Table]] = {
+        "pandas": lambda d: Table(where, {str(c): d[c].tolist() for c in d.columns}),
+        "datasets": lambda d: Table(where, d.to_dict()),
+        "pyarrow": lambda d: arrow_table(d, where),
+    }
+    if kind in convert:
+        return convert[kind](data)
+    if isinstance(data, dict) and all(isinstance(v, list | tuple) for v in data.values()):
+        lengths = {len(v) for v in data.values()}
+        if len(lengths) > 1:
+            raise DataFormatError(f"{where}: columns of different lengths {sorted(lengths)}")
+        return Table(where, {str(k): list(v) for k, v in data.items()})
+    raise DataFormatError(
+        f"{where}: a {type(data).__name__} is not a table; give a pandas DataFrame, a datasets.Dataset, "
+        "a pyarrow Table or a dict of equal-length lists"
+    )
+
+
+def _exists(path: Path, folder_ok: bool = False) -> None:
+    if not (path.is_file() or (folder_ok and path.is_dir())):
+        raise DataFormatError(f"{path}: no such file")
+
+
+def _unique(names: list[str], where: Any) -> None:
+    seen = {n for n in names if names.count(n) > 1}
+    if seen:
+        raise DataFormatError(f"{where}: column {sorted(seen)[0]!r} appears twice in the header")
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataFormatError(f"{path}: unreadable ({e})") from None
+    if not isinstance(value, dict):
+        raise DataFormatError(f"{path}: expected a JSON object")
+    return value

@@ -1,0 +1,202 @@
+"""Tables as training data: `csv:`, `tsv:`, `jsonl:`, `parquet:`, `hf:` files and in-memory tables.
+
+A table's columns get roles (data/roles.py); the roles decide the kind of examples:
+anchor+positive+negatives are triplets, anchor+positive+score scored pairs (scores in [0, 1], or
+`scale=LOW-HIGH`), anchor+positive+label classified pairs, anchor+positive plain pairs, an anchor
+alone single texts. Options ride in the spec: `csv[columns=anchor=q,positive=doc;scale=0-5]:FILE`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sbert.data.common import NLI_LABELS, DataFormatError, Dataset, Kind, LineChecker, parse_float, require
+from sbert.data.roles import Roles, infer_roles, missing_role
+from sbert.data.scores import parse_options, scale_bounds
+from sbert.data.table_sources import (
+    Table,
+    in_memory,
+    read_delimited,
+    read_jsonl,
+    read_parquet,
+    read_saved_dataset,
+)
+
+log = logging.getLogger(__name__)
+TABLE_FORMATS = ("csv", "tsv", "jsonl", "parquet", "hf")
+TABLE_OPTIONS = ("columns", "scale", "split")
+_TEXT_TYPES = {"string", "large_string"}
+_NUMERIC_TYPES = ("int", "uint", "float", "double", "halffloat", "decimal")
+
+
+def read_table_spec(fmt: str, path: str, options_text: str, skip_bad: bool, spec: str) -> Dataset:
+    """The dataset of one table spec (`csv:FILE`, `hf:DIR:SPLIT`, `parquet[columns=...]:FILE`, ...)."""
+    options = parse_options(options_text, spec, TABLE_OPTIONS)
+    file = Path(path).expanduser()
+    if fmt == "hf":
+        file, split = _hf_split(file, options.get("split"))
+        table = read_saved_dataset(file, split)
+    elif fmt == "parquet":
+        table = read_parquet(file)
+    elif fmt == "jsonl":
+        table = read_jsonl(file, skip_bad)
+    else:
+        table = read_delimited(file, "," if fmt == "csv" else "\t", skip_bad)
+    return table_dataset(table, f"{fmt}:{path}", options.get("columns", ""), options.get("scale"), skip_bad)
+
+
+def from_table(
+    data: Any, name: str = "table", columns: str = "", scale: str | None = None, skip_bad: bool = False
+) -> Dataset:
+    """Training data from a pandas DataFrame, a `datasets.Dataset`, a pyarrow Table or a dict of lists.
+
+    `columns` sets roles explicitly (`anchor=q,positive=doc,score=rating`); `scale` reads scores on
+    LOW-HIGH (e.g. "0-5"). Roles and kind follow the same rules as the file readers.
+    """
+    return table_dataset(in_memory(data, name), name, columns, scale, skip_bad)
+
+
+def table_dataset(table: Table, name: str, columns: str, scale: str | None, skip_bad: bool) -> Dataset:
+    """Infer roles, check types, and turn a table's rows into examples of the kind its roles give."""
+    if not table.columns:
+        raise DataFormatError(f"{table.where}: no columns")
+    names = list(table.columns)
+    text_columns = [c for c in names if _is_text(table, c)]
+    roles = infer_roles(names, text_columns, columns, table.where)
+    if roles.anchor is None:
+        raise missing_role(roles, "anchor", names, table.where)
+    if roles.positive is None and (roles.negatives or roles.score or roles.label):
+        raise missing_role(roles, "positive", names, table.where)
+    for column in roles.texts:
+        _check_type(table, column, "text", lambda t: t in _TEXT_TYPES)
+    if roles.score:
+        _check_type(table, roles.score, "numbers", lambda t: t.startswith(_NUMERIC_TYPES))
+    kind = _kind(roles)
+    if scale and kind != "pair-score":
+        raise DataFormatError(f"{table.where}: scale={scale} given, but no score column ({roles.describe()})")
+    check = LineChecker(skip_bad)
+    bounds = scale_bounds(scale) if scale else (0.0, 1.0)
+    texts, targets, rows = _rows(table, roles, kind, bounds, check)
+    labels, label_names = _labels(table, roles, rows) if kind == "pair-class" else (targets, ())
+    source = f"roles: {roles.describe()}; columns: {', '.join(names)}"
+    dataset = Dataset(name, kind, texts, labels if kind in ("pair-score", "pair-class") else None, label_names,
+                      skipped=table.skipped + check.skipped, source=source)  # fmt: skip
+    return require(dataset)
+
+
+def _kind(roles: Roles) -> Kind:
+    if roles.positive is None:
+        return "text"
+    if roles.negatives:
+        return "triplet"
+    if roles.score:
+        return "pair-score"
+    return "pair-class" if roles.label else "pair"
+
+
+def _is_text(table: Table, column: str) -> bool:
+    if column in table.types:
+        return table.types[column] in _TEXT_TYPES
+    values = table.columns[column]
+    return all(isinstance(v, str) for v in values) and not all(parse_float(v) is not None for v in values[:100])
+
+
+def _check_type(table: Table, column: str, what: str, allowed: Callable[[str], bool]) -> None:
+    kind = table.types.get(column)
+    if kind is not None and not allowed(kind):
+        raise DataFormatError(f"{table.where}: column {column!r} holds {kind}, expected {what}")
+
+
+def _rows(
+    table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], check: LineChecker
+) -> tuple[list[tuple[str, ...]], list[float], list[int]]:
+    """Each good row's texts and (for scored pairs) its score mapped to [0, 1]; bad rows raise or are counted."""
+    columns = [table.columns[c] for c in roles.texts]
+    texts: list[tuple[str, ...]] = []
+    targets: list[float] = []
+    rows: list[int] = []
+    lo, hi = bounds
+    for i in range(len(table)):
+        problem, value = _check_row(table, roles, kind, bounds, i)
+        if problem:
+            check.bad_row(table.row(i), problem)
+            continue
+        if value is not None:
+            targets.append((value - lo) / (hi - lo))
+        texts.append(tuple(col[i] for col in columns))
+        rows.append(i)
+    return texts, targets, rows
+
+
+def _check_row(table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], i: int) -> tuple[str, float | None]:
+    """What is wrong with row i ("" if nothing), and its raw score when the kind has one."""
+    for column in roles.texts:
+        value = table.columns[column][i]
+        if not isinstance(value, str) or not value.strip():
+            return f"column {column!r} is {_shown(value)}, expected text", None
+    if kind == "pair-class" and roles.label:
+        label = table.columns[roles.label][i]
+        ok = _is_class(label)
+        return (
+            "" if ok else f"label {_shown(label)} in column {roles.label!r} is not a class (an integer >= 0 or a name)"
+        ), None
+    if kind != "pair-score" or not roles.score:
+        return "", None
+    raw = table.columns[roles.score][i]
+    score, (lo, hi) = _number(raw), bounds
+    if score is None or not lo <= score <= hi:
+        hint = "; give scale=LOW-HIGH (e.g. scale=0-5)" if score is not None and (lo, hi) == (0.0, 1.0) else ""
+        return f"score {_shown(raw)} in column {roles.score!r} is not a number in [{lo:g}, {hi:g}]{hint}", None
+    return "", score
+
+
+def _labels(table: Table, roles: Roles, rows: list[int]) -> tuple[list[float], tuple[str, ...]]:
+    """Class ids for the kept rows: integers as given, names numbered (NLI's order when they are NLI labels)."""
+    assert roles.label is not None
+    raw = [table.columns[roles.label][i] for i in rows]
+    if all(isinstance(v, str) for v in raw):
+        found = {v.strip() for v in raw}
+        names = NLI_LABELS if found <= set(NLI_LABELS) else tuple(sorted(found))
+        index = {n: k for k, n in enumerate(names)}
+        return [float(index[v.strip()]) for v in raw], names
+    named = next((k for k, v in enumerate(raw) if isinstance(v, str)), None)
+    if named is not None:
+        raise DataFormatError(f"{table.row(rows[named])}: label {raw[named]!r} in column {roles.label!r} is a name "
+                              "where other rows hold numbers; use one or the other")  # fmt: skip
+    ids = [_class_id(v) or 0 for v in raw]
+    return [float(v) for v in ids], tuple(str(k) for k in range(max(ids, default=0) + 1))
+
+
+def _is_class(value: Any) -> bool:
+    return (isinstance(value, str) and bool(value.strip())) or _class_id(value) is not None
+
+
+def _class_id(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    number = _number(value)
+    return int(number) if number is not None and number >= 0 and number == int(number) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return parse_float(str(value))
+    return parse_float(value) if isinstance(value, str) else None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _hf_split(path: Path, split: str | None) -> tuple[Path, str | None]:
+    # `hf:DIR:train` names a DatasetDict's split after the folder (a folder name may itself hold ':').
+    if split is None and not path.exists() and ":" in path.name:
+        folder, _, split = str(path).rpartition(":")
+        return Path(folder), split
+    return path, split
