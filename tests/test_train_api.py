@@ -90,3 +90,29 @@ def test_recipe_takes_sampling_and_table_specs(tables, tmp_path):
     recipe.write_text(recipe.read_text().replace('"proportional"', '"shuffled"'), encoding="utf-8")
     with pytest.raises(SbertError, match="sampling='shuffled': use round-robin or proportional"):
         load_config(recipe)
+
+
+def test_several_dev_sets_pick_the_best_by_their_mean_or_a_named_metric(tiny_dirs, tables, tmp_path):
+    lines = (STSB / "sts-dev.csv").read_text(encoding="utf-8").splitlines()
+    devs = []
+    for name, part in (("a", lines[:40]), ("b", lines[40:80])):
+        (tmp_path / f"{name}.csv").write_text("\n".join(part) + "\n", encoding="utf-8")
+        devs.append(f"stsb:{tmp_path / name}.csv")
+    common = dict(datasets={"faq": f"csv:{tables['faq']}"}, objectives={"faq": "mnrl"},
+                  columns={"faq": "anchor=q,positive=doc"}, batch_size=16, eval_steps=2, device="cpu",
+                  show_progress=False)  # fmt: skip
+    sbert.train(str(tiny_dirs["bert"]), str(tmp_path / "mean"), dev=tuple(devs), **common)
+    evals = [r for r in records(tmp_path / "mean") if r["event"] == "eval"]
+    assert evals and all(r["metric"] == "mean" for r in evals)
+    for r in evals:
+        spearman = [r["scores"][f"{d}:spearman"] for d in devs]
+        assert r["score"] == pytest.approx(sum(spearman) / 2, abs=2e-4)
+    select = f"{devs[1]}:pearson"
+    result = sbert.train(str(tiny_dirs["bert"]), str(tmp_path / "sel"), dev=tuple(devs), select=select, **common)
+    evals = [r for r in records(tmp_path / "sel") if r["event"] == "eval"]
+    assert all(r["metric"] == select and r["score"] == r["scores"][select] for r in evals)
+    assert result.best_score == pytest.approx(max(r["score"] for r in evals), abs=1e-3)
+    with pytest.raises(SbertError, match=r"select='stsb:x\.csv:pearson': expected DEV-SPEC:METRIC with DEV-SPEC one of"):
+        sbert.train(str(tiny_dirs["bert"]), str(tmp_path / "x"), dev=tuple(devs), select="stsb:x.csv:pearson", **common)
+    with pytest.raises(SbertError, match=r"that dev set has no such metric \(it has cosine_spearman, cosine_pearson"):
+        sbert.train(str(tiny_dirs["bert"]), str(tmp_path / "y"), dev=tuple(devs), select=f"{devs[0]}:ndcg", **common)

@@ -14,7 +14,7 @@ from sbert.names import DENSE_ACTIVATIONS, OBJECTIVES, POOLER_NAMES
 
 _STAGE_FLAGS = (
     "epochs", "batch_size", "lr", "warmup", "weight_decay", "eval_steps", "max_steps", "batch_tokens", "grad_accum",
-    "matryoshka", "sampling",
+    "matryoshka", "sampling", "select",
 )  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "dense", "max_seq_length", "checkpoint_steps", "precision",
               "device")  # fmt: skip
@@ -55,8 +55,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="objective option: concat=u,v,|u-v| margin=1 distance=euclidean scale=20",
     )
     p.add_argument(
-        "--dev", help="FORMAT:PATH scored during training, the best model kept (ir:BEIR-DIR[:split]: by nDCG@10)"
+        "--dev",
+        action="append",
+        default=[],
+        help="FORMAT:PATH scored during training, the best model kept (ir:BEIR-DIR[:split]: by nDCG@10); "
+        "repeatable: the mean of their headline metrics decides, or --select",
     )
+    p.add_argument("--select", help="with several --dev: DEV-SPEC:METRIC that picks the best model, e.g. "
+                   "ir:data/snli-ir:ndcg@10")  # fmt: skip
     p.add_argument("--output", "-o", help="output model folder (checkpoints go to OUTPUT.run/)")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
@@ -137,7 +143,8 @@ def build_config(args: argparse.Namespace) -> Any:
     options = parse_options(args.option)
     objectives = tuple(Objective(o, t, options) for o, t in zip(args.objective, _with_columns(args), strict=True))
     stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
-    config = TrainConfig(stages=(Stage(objectives, dev=args.dev, **stage_flags),), **flags)
+    dev = tuple(args.dev) if len(args.dev) > 1 else (args.dev[0] if args.dev else None)
+    config = TrainConfig(stages=(Stage(objectives, dev=dev, **stage_flags),), **flags)
     config.validate()
     return config
 

@@ -33,7 +33,7 @@ def train(
     output: str,
     datasets: Mapping[str, Any],
     objectives: Mapping[str, ObjectiveSpec],
-    dev: str | Dataset | Any | None = None,
+    dev: str | Dataset | Any | tuple[Any, ...] | list[Any] | None = None,
     columns: Mapping[str, str] | None = None,
     resume: bool = False,
     show_progress: bool = True,
@@ -41,6 +41,7 @@ def train(
 ) -> TrainResult:
     """Fine-tune `model` on several named sets at once, each with its objective; returns the run's result.
 
+    `dev` is one dev set (a spec or a table) or several (a tuple: their mean decides, or `select=SPEC:METRIC`).
     `columns` gives an in-memory table's roles by set name (`{"faq": "anchor=q,positive=a"}`);
     `settings` are Stage fields (epochs, batch_size, lr, sampling, matryoshka, ...) and run fields
     (seed, precision, max_seq_length, checkpoint_steps, ...). `model` may be a loaded SentenceEncoder.
@@ -53,7 +54,9 @@ def train(
         raise SbertError(f"train(): set {missing[0]!r} needs both a dataset and an objective")
     given: dict[str, Dataset] = {}
     specs = {name: _spec(name, data, (columns or {}).get(name, ""), given) for name, data in datasets.items()}
-    dev_spec = None if dev is None else _spec("dev", dev, "", given)
+    devs = list(dev) if isinstance(dev, tuple | list) else [] if dev is None else [dev]
+    dev_specs = tuple(_spec(f"dev{i}" if len(devs) > 1 else "dev", d, "", given) for i, d in enumerate(devs))
+    dev_spec = dev_specs[0] if len(dev_specs) == 1 else (dev_specs or None)
     stage = Stage(
         tuple(_objective(objectives[name], specs[name]) for name in datasets),
         dev=dev_spec,

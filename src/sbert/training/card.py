@@ -33,7 +33,7 @@ def render(config: TrainConfig, state: StageState, steps: int, seconds: float) -
             options = f" {o.options}" if o.options else ""
             lines.append(
                 f"| {i} | {o.name}{options} | `{o.train}` | {stage.epochs} | {stage.batch_size} | {stage.lr:g} "
-                f"| {stage.warmup:g} | {f'`{stage.dev}`' if stage.dev else '-'} |"
+                f"| {stage.warmup:g} | {_devs(stage.dev)} |"
             )
     best = state.progress.best_score
     if best is not None:
@@ -45,6 +45,11 @@ def render(config: TrainConfig, state: StageState, steps: int, seconds: float) -
     lines += ["", "Table columns:", "", *sources] if sources else []
     lines += ["", "Full settings:", "", "```", repr(_settings(config)), "```", ""]
     return "\n".join(lines)
+
+
+def _devs(dev: str | tuple[str, ...] | None) -> str:
+    specs = [dev] if isinstance(dev, str) else list(dev or ())
+    return ", ".join(f"`{d}`" for d in specs) or "-"
 
 
 def _settings(config: TrainConfig) -> dict[str, object]:

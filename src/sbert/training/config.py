@@ -28,7 +28,8 @@ class Stage:
     """A training phase: its objectives take turns batch by batch (round-robin or proportional to size)."""
 
     objectives: tuple[Objective, ...]
-    dev: str | None = None
+    dev: str | tuple[str, ...] | None = None  # one spec, or several (training/dev_sets.py)
+    select: str = ""  # with several dev sets: "SPEC:METRIC" picks the best checkpoint ("" = mean of headlines)
     epochs: int = 1
     batch_size: int = 16
     lr: float = 2e-5
@@ -64,6 +65,7 @@ class Stage:
         for name, ok in checks.items():
             if not ok:
                 raise SbertError(f"{name}={getattr(self, name)!r} is out of range")
+        check_select(self.select, self.dev)
         if self.sampling not in SAMPLINGS:
             raise SbertError(f"sampling={self.sampling!r}: use {' or '.join(SAMPLINGS)}")
         if self.matryoshka:
@@ -111,6 +113,25 @@ class TrainConfig:
             raise SbertError("checkpoint_steps must be >= 0 and keep_checkpoints >= 1")
 
 
+def dev_specs(dev: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """A stage's dev setting as a tuple of specs (one string is one spec)."""
+    if dev is None:
+        return ()
+    return (dev,) if isinstance(dev, str) else tuple(dev)
+
+
+def check_select(select: str, dev: str | tuple[str, ...] | None) -> None:
+    """Refuse a `select` that names no dev set, before training starts."""
+    if not select:
+        return
+    specs = dev_specs(dev)
+    if not specs:
+        raise SbertError(f"select={select!r} needs dev sets (--dev)")
+    spec, sep, metric = select.rpartition(":")
+    if not sep or not metric or spec not in specs:
+        raise SbertError(f"select={select!r}: expected DEV-SPEC:METRIC with DEV-SPEC one of {', '.join(specs)}")
+
+
 _STAGE_KEYS = {f.name for f in fields(Stage)} - {"objectives"}
 _RUN_KEYS = {f.name for f in fields(TrainConfig)} - {"stages"}
 
@@ -135,6 +156,8 @@ def stage_from_table(table: dict[str, Any], where: str) -> Stage:
     unknown = set(table) - _STAGE_KEYS
     if unknown:
         raise SbertError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_STAGE_KEYS)}")
+    if isinstance(table.get("dev"), list):
+        table["dev"] = tuple(str(d) for d in table["dev"])
     return Stage(objectives=objectives, **table)
 
 
@@ -171,8 +194,8 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> TrainCon
 
 def _relative_stage(stage: Stage, base: Path) -> Stage:
     objectives = tuple(replace(o, train=relative_spec(o.train, base)) for o in stage.objectives)
-    dev = relative_spec(stage.dev, base) if stage.dev else None
-    return replace(stage, objectives=objectives, dev=dev)
+    devs = tuple(relative_spec(d, base) for d in dev_specs(stage.dev))
+    return replace(stage, objectives=objectives, dev=devs[0] if len(devs) == 1 else devs or None)
 
 
 def relative_spec(spec: str, base: Path) -> str:

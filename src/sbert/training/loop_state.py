@@ -8,10 +8,9 @@ from typing import Any
 
 import torch
 
-from sbert.data import Dataset
-from sbert.data.beir import IRCollection
 from sbert.training.checkpoint import Progress
 from sbert.training.config import Stage
+from sbert.training.dev_sets import DevSet
 from sbert.training.setup import Prepared, TrainModule
 
 
@@ -22,7 +21,7 @@ class StageState:
     index: int
     stage: Stage
     prepared: list[Prepared]
-    dev: Dataset | IRCollection | None
+    dev: list[DevSet]
     module: TrainModule
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR

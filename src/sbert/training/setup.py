@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,12 +10,12 @@ import torch
 from torch import Tensor, nn
 
 from sbert.data import Dataset, load_dataset
-from sbert.data.beir import IRCollection, read_beir, split_ir_spec
 from sbert.encoding.prompted import PromptPlan
 from sbert.losses import Loss, build_loss
 from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
 from sbert.modules import Features
 from sbert.training.config import Stage
+from sbert.training.dev_sets import DevSet, load_devs
 from sbert.training.prefetch import split_features
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class StageData:
     """A stage's datasets, read and checked before any training starts."""
 
     train: list[Dataset]
-    dev: Dataset | IRCollection | None
+    dev: list[DevSet]
 
 
 def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dataset] | None = None) -> list[StageData]:
@@ -60,7 +60,7 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
         train = [load(o.train) for o in stage.objectives]
         for objective, dataset in zip(stage.objectives, train, strict=True):
             build_loss(objective.name, 8, dataset, loss_options(objective.options)[0])  # raises on a mismatch
-        loaded.append(StageData(train, load_dev(stage.dev, load) if stage.dev else None))
+        loaded.append(StageData(train, load_devs(stage.dev, load)))
     return loaded
 
 
@@ -68,13 +68,6 @@ def describe_data(data: list[StageData]) -> list[str]:
     """One line per table read: its examples and the role each column plays (printed before training)."""
     seen = {d.name: d for stage in data for d in stage.train if d.source}
     return [f"{name}: {len(d)} {d.kind} examples; {d.source}" for name, d in seen.items()]
-
-
-def load_dev(spec: str, load: Callable[[str], Dataset]) -> Dataset | IRCollection:
-    """A dev set: `ir:DIR[:split]` is a retrieval collection (best model by nDCG@10), anything else a dataset."""
-    if spec.startswith("ir:"):
-        return read_beir(*split_ir_spec(spec.removeprefix("ir:")))
-    return load(spec)
 
 
 def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Dataset]) -> list[Prepared]:

@@ -19,12 +19,12 @@ from tqdm.auto import tqdm
 from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
-from sbert.evaluation import evaluate
 from sbert.model import SentenceEncoder
 from sbert.training import card
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
 from sbert.training.config import Stage, TrainConfig
 from sbert.training.ddp import World, barrier, close, init_world, shard
+from sbert.training.dev_sets import score_devs
 from sbert.training.epoch_plan import epoch_plan
 from sbert.training.loop_state import StageState
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
@@ -159,7 +159,7 @@ class Trainer:
             batches=batches,
         )
         self._epochs(state, plan_lengths)
-        if state.dev is not None and state.progress.best_score is not None:
+        if state.dev and state.progress.best_score is not None:
             barrier(self.world)
             model.load_state_dict(SentenceEncoder.load(self.output, device=self.device).state_dict())
         return state
@@ -230,7 +230,7 @@ class Trainer:
                     self._after_step(state, runner, bar, steps[i][-1][0], loss, rate)
             runner.check()
             # Each epoch (or a --max-steps cut) ends with a dev score, unless its last step just had one.
-            if state.dev is not None and not (stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0):
+            if state.dev and not (stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0):
                 self._evaluate(state)
             if state.progress.stage_step >= state.total:
                 break
@@ -265,7 +265,7 @@ class Trainer:
                 lr=state.scheduler.get_last_lr()[0],
                 examples_per_s=round(rate, 1),
             )
-        if state.dev is not None and stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0:
+        if state.dev and stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0:
             runner.check()
             self._evaluate(state)
         if self.config.checkpoint_steps and step % self.config.checkpoint_steps == 0:
@@ -275,10 +275,10 @@ class Trainer:
             barrier(self.world)
 
     def _evaluate(self, state: StageState) -> None:
-        assert state.dev is not None
+        assert state.dev
         if self.world.main:
-            metric, scores = evaluate(state.module.model, state.dev)
-            score = scores[metric]
+            result = score_devs(state.module.model, state.dev, state.stage.select)
+            metric, score, scores = result.metric, result.score, result.scores
             best = state.progress.best_score
             improved = best is None or score > best
             if improved:
@@ -309,7 +309,7 @@ class Trainer:
             event="done", step=self.global_step, seconds=round(seconds, 1), best_score=state.progress.best_score
         )
         text = card.render(self.config, state, self.global_step, seconds)
-        if state.dev is not None and state.progress.best_score is not None:
+        if state.dev and state.progress.best_score is not None:
             card.write_beside(self.output, text, self.log.path)  # the best model is already in place
         else:
             model.save(self.output, extras=lambda path: card.write_into(path, text, self.log.path, state))
