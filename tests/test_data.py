@@ -110,7 +110,7 @@ def test_text_skips_blank_lines(tmp_path):
 @pytest.mark.parametrize(
     "spec,message",
     [
-        ("csv:x", "unknown format 'csv'; known: stsb"),
+        ("xlsx:x", "unknown format 'xlsx'; known: stsb, .*, csv, tsv, jsonl, parquet, hf"),
         ("stsb", "expected FORMAT:PATH"),
         ("stsb:/no/such/file.csv", "no such file"),
     ],

@@ -107,6 +107,12 @@ def test_several_dev_sets_pick_the_best_by_their_mean_or_a_named_metric(tiny_dir
     for r in evals:
         spearman = [r["scores"][f"{d}:spearman"] for d in devs]
         assert r["score"] == pytest.approx(sum(spearman) / 2, abs=2e-4)
+    table = (tmp_path / "mean.run" / "dev_curves.csv").read_text().splitlines()
+    assert (
+        table[0] == f'step,"selected (mean)","{devs[0]}:spearman","{devs[1]}:spearman"' and len(table) == len(evals) + 1
+    )
+    main(["report", "--train-log", str(tmp_path / "mean" / "train_log.jsonl"), "--output", str(tmp_path / "rep")])
+    assert (tmp_path / "rep" / "dev_curves.png").stat().st_size > 1000
     select = f"{devs[1]}:pearson"
     result = sbert.train(str(tiny_dirs["bert"]), str(tmp_path / "sel"), dev=tuple(devs), select=select, **common)
     evals = [r for r in records(tmp_path / "sel") if r["event"] == "eval"]

@@ -54,3 +54,19 @@ def bars(runs: Sequence[Run], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def curves(series: dict[str, list[tuple[int, float]]], path: Path, title: str) -> None:
+    """Dev metrics over training steps, one line each (from a run log's eval records)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    for name, points in series.items():
+        steps, values = zip(*points, strict=True) if points else ((), ())
+        ax.plot(steps, values, marker="o", markersize=3, label=name)
+    ax.set_xlabel("step")
+    ax.set_ylabel("score x100")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -28,7 +28,7 @@ from sbert.training.dev_sets import score_devs
 from sbert.training.epoch_plan import epoch_plan
 from sbert.training.loop_state import StageState
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
-from sbert.training.runlog import RunLog
+from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
 from sbert.training.schedule import warmup_linear, warmup_steps
 from sbert.training.setup import StageData, TrainModule, describe_data, preflight, prepare_objectives
 from sbert.training.step import StepRunner, build_optimizer, retarget_optimizer
@@ -308,6 +308,8 @@ class Trainer:
         self.log.write(
             event="done", step=self.global_step, seconds=round(seconds, 1), best_score=state.progress.best_score
         )
+        if self.log.path.is_file() and dev_curves(self.log.path):  # the curves beside the log, as a table
+            write_curves_csv(dev_curves(self.log.path), self.run_dir / "dev_curves.csv")
         text = card.render(self.config, state, self.global_step, seconds)
         if state.dev and state.progress.best_score is not None:
             card.write_beside(self.output, text, self.log.path)  # the best model is already in place
