@@ -115,8 +115,8 @@ def infer_roles(columns: Sequence[str], text_columns: Sequence[str], explicit: s
 
 
 def _one(found: dict[str, list[str]], role: str) -> str | None:
-    names = found.get(role) or [None]
-    return names[0]
+    names = found.get(role)
+    return names[0] if names else None
 
 
 def _list(columns: Sequence[str]) -> str:
