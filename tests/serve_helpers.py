@@ -53,8 +53,12 @@ def served_vectors(server: Server, texts: list[str], model: str) -> np.ndarray:
     return np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
 
 
-def start_server(log_dir: Path, *flags: str, timeout: float = 120.0) -> Server:
-    """Start `sbert serve` on a free loopback port and wait for /health."""
+def start_server(log_dir: Path, *flags: str, timeout: float = 600.0) -> Server:
+    """Start `sbert serve` on a free loopback port and wait for /health.
+
+    The wait is long because a loaded 2-core CI machine has taken minutes to import torch and load
+    a model; a server that dies says so at once (its exit is checked on every poll).
+    """
     port = free_port()
     log = log_dir / f"server-{port}.log"
     cmd = [sys.executable, "-m", "sbert.cli.main", "serve", "--port", str(port), "--device", "cpu", *flags]
