@@ -23,11 +23,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import STS_DIR
+from common import STS_DIR, ir_set
 from sbert import SentenceEncoder
 from sbert.data import Dataset, load_dataset
-from sbert.data.beir import read_beir, write_beir
-from sbert.data.beir_build import beir_from_nli
 from sbert.evaluation import evaluate_sts
 from sbert.evaluation.retrieval import evaluate_ir
 from sbert.search.negatives import anchor_positive_pairs
@@ -90,11 +88,8 @@ def main() -> None:
         "stsb": load_dataset(f"stsb:{STS_DIR / 'sts-train.csv'}"),
     }  # fmt: skip
     results = []
+    collection = ir_set("snli")
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "snli-test"
-        corpus, queries, rows = beir_from_nli(load_dataset(f"nli:{SNLI}:test"))
-        write_beir(folder, corpus, queries, {"test": rows})
-        collection = read_beir(folder)
         for name in args.runs:
             for seed in args.seeds:
                 out = Path(tmp) / f"{name}-{seed}"
