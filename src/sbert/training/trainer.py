@@ -308,8 +308,9 @@ class Trainer:
         self.log.write(
             event="done", step=self.global_step, seconds=round(seconds, 1), best_score=state.progress.best_score
         )
-        if self.log.path.is_file() and dev_curves(self.log.path):  # the curves beside the log, as a table
-            write_curves_csv(dev_curves(self.log.path), self.run_dir / "dev_curves.csv")
+        curves = dev_curves(self.log.path) if self.log.path.is_file() else {}
+        if curves:  # the dev curves beside the log, as a table (`sbert report --train-log` plots them)
+            write_curves_csv(curves, self.run_dir / "dev_curves.csv")
         text = card.render(self.config, state, self.global_step, seconds)
         if state.dev and state.progress.best_score is not None:
             card.write_beside(self.output, text, self.log.path)  # the best model is already in place
