@@ -133,8 +133,6 @@ async def similarity(body: SimilarityRequest | TeiSimilarityRequest, request: Re
     TEI's body (`inputs`: a source sentence against several) answers TEI's list of scores.
     """
     if isinstance(body, TeiSimilarityRequest):
-        from sbert.serve.tei import similarity_scores
-
         return FastJSON(await similarity_scores(body, request))
     st = state(request)
     for p, pair in enumerate(body.pairs):  # errors name the pair and its side, pairs[p][0 or 1]
@@ -144,6 +142,15 @@ async def similarity(body: SimilarityRequest | TeiSimilarityRequest, request: Re
     scores = pairwise_similarity(vectors[0::2], vectors[1::2], name)
     return FastJSON({"scores": scores.astype(float).tolist(), "similarity_fn_name": name,
                      "usage": {"prompt_tokens": tokens}})  # fmt: skip
+
+
+async def similarity_scores(body: TeiSimilarityRequest, request: Request) -> list[float]:
+    """TEI's /similarity: the similarity of the source sentence with each sentence (serve/tei.py uses it too)."""
+    texts = [body.inputs.source_sentence, *body.inputs.sentences]
+    vectors, _, _ = await state(request).embed(texts, request, "inputs")
+    others = vectors[1:]
+    source = np.repeat(vectors[:1], len(others), axis=0)
+    return pairwise_similarity(source, others, similarity_of(state(request).model)).astype(float).tolist()
 
 
 @router.post("/search", dependencies=Protected)

@@ -13,10 +13,10 @@ import numpy as np
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from sbert.serve.routes import Protected
+from sbert.serve.routes import Protected, similarity_scores
 from sbert.serve.schemas import TeiEmbedRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest, as_list
 from sbert.serve.state import ApiError, FastJSON, by_name, state
-from sbert.similarity import pairwise_similarity, similarity_of, unit_rows
+from sbert.similarity import unit_rows
 from sbert.version import __version__
 
 tei_router = APIRouter()
@@ -69,15 +69,6 @@ async def root(body: TeiEmbedRequest | TeiSimilarityRequest, request: Request) -
     if isinstance(body, TeiSimilarityRequest):
         return FastJSON(await similarity_scores(body, request))
     return await embed(body, request)
-
-
-async def similarity_scores(body: TeiSimilarityRequest, request: Request) -> list[float]:
-    """The model's similarity of the source sentence with each sentence (cosine for most models)."""
-    texts = [body.inputs.source_sentence, *body.inputs.sentences]
-    vectors, _, _ = await state(request).embed(texts, request, "inputs")
-    others = vectors[1:]
-    source = np.repeat(vectors[:1], len(others), axis=0)
-    return pairwise_similarity(source, others, similarity_of(state(request).model)).astype(float).tolist()
 
 
 @tei_router.post("/rerank", dependencies=Protected)
