@@ -21,7 +21,7 @@ def sbert(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess
         capture_output=True,
         text=True,
         env=ENV,
-        timeout=300,
+        timeout=900,
     )
     return proc
 

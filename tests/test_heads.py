@@ -128,7 +128,7 @@ def test_cli_trains_isbert_on_plain_text(tiny_dirs, tmp_path):
     cmd = [sys.executable, "-m", "sbert.cli.main", "train", "--model", str(tiny_dirs["bert"]), "--pooling",
            "ngram-cnn", "--objective", "infomax", "--train", f"text:{text}", "--output", str(out),
            "--batch-size", "8", "--no-progress", "--device", "cpu"]  # fmt: skip
-    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     model = SentenceEncoder.load(out, device="cpu")
     assert isinstance(model[1], NGramCNN) and model.encode(["a cat"]).shape == (1, 768)

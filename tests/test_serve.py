@@ -45,7 +45,7 @@ def server(model, corpus, tmp_path_factory):
 
 def post(server, path: str, body: dict, key: str | None = KEY) -> httpx.Response:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.post(server.url + path, json=body, headers=headers, timeout=60)
+    return httpx.post(server.url + path, json=body, headers=headers, timeout=300)
 
 
 def test_openai_client_gets_the_offline_vectors(server, model, corpus):
@@ -179,14 +179,25 @@ def test_metrics_are_prometheus_text(server):
         assert name in text
 
 
+def wait_for_queue(url: str, texts: int, timeout: float = 60.0) -> None:
+    """Until the server's queue gauge shows `texts` waiting (a fixed sleep lost the race on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        metrics = httpx.get(url + "/metrics", timeout=10).text
+        if f"sbert_queue_texts {float(texts)}" in metrics:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the queue never held {texts} texts")
+
+
 def test_full_queue_gives_503_with_retry_after(tmp_path):
-    srv = start_server(tmp_path, "--model", MODEL, "--max-queue", "4", "--max-wait-ms", "3000")
+    srv = start_server(tmp_path, "--model", MODEL, "--max-queue", "4", "--max-wait-ms", "10000")
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             first = pool.submit(
                 httpx.post, srv.url + "/v1/embeddings", json={"input": ["a"] * 4, "model": MODEL}, timeout=60
             )
-            time.sleep(1.0)  # the first waits 3 s for company, holding the whole queue
+            wait_for_queue(srv.url, 4)  # the first waits 10 s for company, holding the whole queue
             second = httpx.post(srv.url + "/v1/embeddings", json={"input": ["b"], "model": MODEL}, timeout=60)
             assert second.status_code == 503 and second.headers["retry-after"] == "1"
             assert first.result().status_code == 200

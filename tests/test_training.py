@@ -243,7 +243,7 @@ def test_torchrun_two_processes_on_gloo(tiny_dirs, data, tmp_path):
     out = tmp_path / "ddp"
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
     cmd = [*launcher, *train_cmd(tiny_dirs["bert"], data, out, batch=8, epochs=1)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     records = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert records[0]["world"] == 2 and records[-1]["step"] == 12
