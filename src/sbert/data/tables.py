@@ -8,7 +8,6 @@ alone single texts. Options ride in the spec: `csv[columns=anchor=q,positive=doc
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from sbert.data.table_sources import (
     read_saved_dataset,
 )
 
-log = logging.getLogger(__name__)
 TABLE_FORMATS = ("csv", "tsv", "jsonl", "parquet", "hf")
 TABLE_OPTIONS = ("columns", "scale", "split")
 _TEXT_TYPES = {"string", "large_string"}
@@ -153,7 +151,7 @@ def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: d
     try:
         values = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):  # some cell is not a number: find which, one by one
-        values = np.array([_number(v) if _number(v) is not None else np.nan for v in raw], dtype=np.float64)
+        values = np.array([np.nan if (n := _number(v)) is None else n for v in raw], dtype=np.float64)
     lo, hi = bounds
     bad = ~(np.isfinite(values) & (values >= lo) & (values <= hi))
     hint = "; give scale=LOW-HIGH (e.g. scale=0-5)" if (lo, hi) == (0.0, 1.0) else ""
@@ -176,7 +174,8 @@ def _labels(table: Table, roles: Roles, rows: list[int]) -> tuple[list[float], t
     if named is not None:
         raise DataFormatError(f"{table.row(rows[named])}: label {raw[named]!r} in column {roles.label!r} is a name "
                               "where other rows hold numbers; use one or the other")  # fmt: skip
-    ids = [_class_id(v) or 0 for v in raw]
+    ids = [v for v in map(_class_id, raw) if v is not None]
+    assert len(ids) == len(raw)  # every kept row holds a class id: _rows dropped the others
     return [float(v) for v in ids], tuple(str(k) for k in range(max(ids, default=0) + 1))
 
 

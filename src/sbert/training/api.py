@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from sbert.data import Dataset, from_table
+from sbert.data import Dataset, from_table, with_option
 from sbert.errors import SbertError
 from sbert.training.config import Objective, Stage, TrainConfig
 from sbert.training.trainer import Trainer, TrainResult
@@ -75,11 +75,7 @@ def train(
 def _spec(name: str, data: Any, columns: str, given: dict[str, Dataset]) -> str:
     """A data spec for `data`: a string is one already; a table in memory is registered under `memory:NAME`."""
     if isinstance(data, str):
-        if columns:
-            from sbert.data import with_option
-
-            return with_option(data, "columns", columns)
-        return data
+        return with_option(data, "columns", columns) if columns else data
     spec = f"memory:{name}"
     given[spec] = data if isinstance(data, Dataset) else from_table(data, name=name, columns=columns)
     return spec
