@@ -3,10 +3,13 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# --no-compile: byte-compiling every installed module (torch, ray, transformers: ~100k files) took
-# minutes on a slow CI machine; Python compiles the few it imports on first use instead.
+# --no-compile: pip would byte-compile every installed module (torch, ray, transformers, openvino:
+# ~100k files), minutes on a slow CI machine; Python compiles the few hundred a test imports on first
+# use and caches them, because PYTHONDONTWRITEBYTECODE (set on some machines) is unexported: with it,
+# every test process would compile torch and transformers from source again.
 PIP := $(PY) -m pip
 PIP_INSTALL := $(PIP) install -q --no-compile
+unexport PYTHONDONTWRITEBYTECODE
 # The CPU build that lies on these machines' disk; a bare `torch` requirement
 # would pull a multi-GB CUDA build, so it is installed first when torch is missing.
 TORCH_VERSION ?= 2.13.0

@@ -15,6 +15,9 @@ from sbert import SentenceEncoder
 from sbert.data.home import DATA_ENV, data_home, missing_sets
 from tests.tiny_models import BUILDERS
 
+# The CI deadline ($SBERT_TEST_DEADLINE, set by .ci/run): tests not started by then are skipped and counted.
+pytest_plugins = ["tests.budget"]
+
 ROOT = Path(__file__).resolve().parents[1]
 # The data home (sbert/data/home.py): $SBERT_DATA, else ../shared/data beside the checkout.
 SHARED_DATA = data_home()
