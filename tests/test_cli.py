@@ -1,32 +1,18 @@
-"""The `sbert` command through a real subprocess: outputs, exit codes, one-line errors."""
+"""The `sbert` command: outputs, exit codes, one-line errors (in this process; the entry point once as a subprocess)."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
+from tests.cli_runner import CliResult, run_cli, run_subprocess
 from tests.tiny_models import CORPUS
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+sbert = run_cli
 
 
-def sbert(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "sbert.cli.main", *args],
-        input=stdin.decode() if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=900,
-    )
-    return proc
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+def assert_one_line_error(proc: CliResult, *fragments: str) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -96,10 +82,11 @@ def test_invalid_utf8_names_the_line_and_keeps_existing_output(bert_dir, tmp_pat
     np.testing.assert_array_equal(np.load(out), np.arange(3))
 
 
-def test_unknown_model(tmp_path):
+def test_unknown_model_through_the_real_entry_point(tmp_path):
+    # The one run through a new process: `python -m sbert.cli.main` exits 2 with one line, no traceback.
     text = tmp_path / "in.txt"
     text.write_text("hello\n")
-    proc = sbert("encode", "-m", "no-such-model", "-i", str(text), "-o", str(tmp_path / "o.npy"))
+    proc = run_subprocess("encode", "-m", "no-such-model", "-i", str(text), "-o", str(tmp_path / "o.npy"))
     assert_one_line_error(proc, "no-such-model", "not found")
 
 

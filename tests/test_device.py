@@ -1,8 +1,5 @@
 """Device and precision choice (one module for encode and training), multi-device encode, CUDA-only checks."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
@@ -146,15 +143,16 @@ def test_two_cpu_workers_give_one_ordered_output(tiny_dirs, tmp_path):
 def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
-    base = [sys.executable, "-m", "sbert.cli.main", "encode", "--model", str(tmp_path / "m"),
-            "--input", str(tmp_path / "in.txt")]  # fmt: skip
-    run = subprocess.run([*base, "--output", str(tmp_path / "a.npy"), "--devices", "cpu,cpu"], capture_output=True)
-    assert run.returncode == 0, run.stderr.decode()
+    from tests.cli_runner import run_cli
+
+    base = ["encode", "--model", str(tmp_path / "m"), "--input", str(tmp_path / "in.txt")]
+    run = run_cli(*base, "--output", str(tmp_path / "a.npy"), "--devices", "cpu,cpu")
+    assert run.returncode == 0, run.stderr
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
     assert np.abs(np.load(tmp_path / "a.npy") - model.encode(CORPUS)).max() <= 1e-5
-    bad = subprocess.run([*base, "--output", str(tmp_path / "b.npy"), "--device", "cuda:7"], capture_output=True)
+    bad = run_cli(*base, "--output", str(tmp_path / "b.npy"), "--device", "cuda:7")
     assert bad.returncode == 2 and not (tmp_path / "b.npy").exists()
-    assert len(bad.stderr.decode().strip().splitlines()) == 1
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.cuda

@@ -1,8 +1,6 @@
 """CNN-SBERT and IS-BERT heads: shapes, masking, save/load, the infomax loss, ALBERT end to end."""
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,8 @@ from sbert.errors import SbertError
 from sbert.losses.infomax import jsd_mi_loss
 from sbert.modules import CNNHead, NGramCNN
 from sbert.training import Objective, Stage, TrainConfig, Trainer
-from tests.test_training import ENV, data  # noqa: F401  (the module-scoped data fixture)
+from tests.cli_runner import run_cli
+from tests.test_training import data  # noqa: F401  (the module-scoped data fixture)
 from tests.tiny_models import CORPUS
 
 
@@ -125,10 +124,9 @@ def test_cli_trains_isbert_on_plain_text(tiny_dirs, tmp_path):
     text = tmp_path / "corpus.txt"
     text.write_text("\n".join(CORPUS * 3) + "\n", encoding="utf-8")
     out = tmp_path / "isbert"
-    cmd = [sys.executable, "-m", "sbert.cli.main", "train", "--model", str(tiny_dirs["bert"]), "--pooling",
-           "ngram-cnn", "--objective", "infomax", "--train", f"text:{text}", "--output", str(out),
-           "--batch-size", "8", "--no-progress", "--device", "cpu"]  # fmt: skip
-    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
+    done = run_cli("train", "--model", str(tiny_dirs["bert"]), "--pooling", "ngram-cnn", "--objective", "infomax",
+                   "--train", f"text:{text}", "--output", str(out), "--batch-size", "8", "--no-progress",
+                   "--device", "cpu")  # fmt: skip
     assert done.returncode == 0, done.stderr
     model = SentenceEncoder.load(out, device="cpu")
     assert isinstance(model[1], NGramCNN) and model.encode(["a cat"]).shape == (1, 768)

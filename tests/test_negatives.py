@@ -2,8 +2,6 @@
 guard, resuming after a kill, the rows the triplets: reader takes, and bad settings."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -12,6 +10,7 @@ from sbert.data import load_dataset
 from sbert.errors import SbertError
 from sbert.search import negatives
 from sbert.search.negatives import MiningSettings, anchor_positive_pairs, mine_to_file, pick_negatives
+from tests.cli_runner import run_cli
 from tests.conftest import SHARED_DATA
 
 SNLI_DEV = f"nli:{SHARED_DATA / 'snli'}:dev"
@@ -76,10 +75,9 @@ def test_n_tuples_with_a_corpus_and_the_command(pairs, tmp_path):
     corpus.write_text("\n".join(h for _, h in anchor_positive_pairs(load_dataset(SNLI_DEV))[300:900]) + "\n")
     (tmp_path / "pairs.tsv").write_text("".join(f"{a}\t{p}\n" for a, p in pairs[:50]))
     out = tmp_path / "mined.jsonl"
-    run = subprocess.run(
-        [sys.executable, "-m", "sbert.cli.main", "mine-negatives", "--pairs", f"pairs:{tmp_path / 'pairs.tsv'}",
-         "--corpus", f"text:{corpus}", "--output", str(out), "--negatives", "3", "--n-tuple", "--rank-min", "2"],
-        capture_output=True, text=True,
+    run = run_cli(
+        "mine-negatives", "--pairs", f"pairs:{tmp_path / 'pairs.tsv'}", "--corpus", f"text:{corpus}",
+        "--output", str(out), "--negatives", "3", "--n-tuple", "--rank-min", "2",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "rows from 50 pairs" in run.stderr and "mining" in run.stderr  # progress and summary on stderr

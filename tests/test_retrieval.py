@@ -4,8 +4,6 @@ command, and dev-set selection by nDCG@10 during training."""
 
 import json
 import logging
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from sbert.data.beir_build import beir_from_nli, beir_from_scored_pairs
 from sbert.data.common import DataFormatError
 from sbert.evaluation.retrieval import evaluate_ir, ir_metrics, query_metrics, search
 from sbert.training import Objective, Stage, TrainConfig, Trainer
+from tests.cli_runner import run_cli
 from tests.conftest import SHARED_DATA
 
 SNLI_TEST = f"nli:{SHARED_DATA / 'snli'}:test"
@@ -101,8 +100,7 @@ def test_bad_beir_files_name_file_and_line(snli_ir, tmp_path, caplog):
     assert sum("1 judgement(s) name a query or document" in r.getMessage() for r in caplog.records) == 1
     with pytest.raises(DataFormatError, match="lacks"):
         read_beir(folder, strict=True)
-    strict = subprocess.run([sys.executable, "-m", "sbert.cli.main", "eval", "-t", f"ir:{folder}", "--strict"],
-                            capture_output=True, text=True)  # fmt: skip
+    strict = run_cli("eval", "-t", f"ir:{folder}", "--strict")
     assert strict.returncode == 2 and "1 judgement(s) name a query or document" in strict.stderr
     (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "ok"}\n{"_id": "d2"\n')
     with pytest.raises(DataFormatError, match=r"corpus.jsonl:2: expected a JSON object"):
@@ -127,18 +125,14 @@ def test_qrels_keep_the_last_row_and_refuse_a_non_integer_score(tmp_path):
 @pytest.mark.e2e
 def test_data_command_writes_a_collection_eval_scores(tmp_path):
     out = tmp_path / "sts-ir"
-    sbert = [sys.executable, "-m", "sbert.cli.main"]
-    built = subprocess.run([*sbert, "data", "beir-from-sts", "--input",
-                            f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}", "--output", str(out)],
-                           capture_output=True, text=True)  # fmt: skip
+    built = run_cli("data", "beir-from-sts", "--input", f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}",
+                    "--output", str(out))  # fmt: skip
     assert built.returncode == 0 and "queries" in built.stdout, built.stderr
     wrong = f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}"  # scored pairs, not NLI
-    bad = subprocess.run([*sbert, "data", "beir-from-nli", "--input", wrong, "--output", str(out)],
-                         capture_output=True, text=True)  # fmt: skip
+    bad = run_cli("data", "beir-from-nli", "--input", wrong, "--output", str(out))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert (out / "qrels" / "test.tsv").is_file()  # the earlier collection is intact
-    scored = subprocess.run([*sbert, "eval", "-t", f"ir:{out}", "-o", str(tmp_path / "r"), "--dims", "384,32"],
-                            capture_output=True, text=True)  # fmt: skip
+    scored = run_cli("eval", "-t", f"ir:{out}", "-o", str(tmp_path / "r"), "--dims", "384,32")
     assert scored.returncode == 0, scored.stderr
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     scores = next(iter(results["tasks"].values()))

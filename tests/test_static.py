@@ -182,7 +182,9 @@ def test_a_real_distillation_keeps_most_of_the_teachers_quality(real_static, dat
 
 
 def sbert(*args):
-    return subprocess.run([sys.executable, "-m", "sbert.cli.main", *map(str, args)], capture_output=True, text=True)
+    from tests.cli_runner import run_cli
+
+    return run_cli(*map(str, args))
 
 
 def test_cli_distill_then_encode_and_stream(tiny_dirs, tmp_path, data_dir):
@@ -223,10 +225,10 @@ def test_cli_distill_bad_corpus_is_one_line_and_writes_nothing(tiny_dirs, tmp_pa
 def test_a_real_server_serves_a_static_model(tiny_static, tmp_path):
     import httpx
 
-    from tests.serve_helpers import start_server
+    from tests.serve_helpers import serve_in_thread
 
     expected = StaticEncoder.load(tiny_static).encode([*CORPUS[:3], LONG])
-    server = start_server(tmp_path, "--model", tiny_static)
+    server = serve_in_thread("--model", tiny_static)
     try:
         body = {"input": [*CORPUS[:3], LONG], "model": "tiny"}
         response = httpx.post(f"{server.url}/v1/embeddings", json=body, timeout=60)

@@ -229,16 +229,14 @@ def test_config_errors_name_the_problem(tmp_path):
 
 
 def test_cli_train_argument_errors(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "sbert.cli.main", "train", "--model", "m", "--output", "o", "--objective", "regression"],
-        capture_output=True,
-        text=True,
-        env=ENV,
-    )
+    from tests.cli_runner import run_cli
+
+    proc = run_cli("train", "--model", "m", "--output", "o", "--objective", "regression")
     assert proc.returncode == 2 and "one --objective per --train" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.e2e  # three new processes (launcher and two ranks), each importing torch: minutes on a loaded machine
 def test_torchrun_two_processes_on_gloo(tiny_dirs, data, tmp_path):
     out = tmp_path / "ddp"
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
