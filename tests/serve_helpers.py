@@ -1,4 +1,10 @@
-"""A real `sbert serve` process on 127.0.0.1 for the server tests, and small raw-HTTP helpers."""
+"""Real `sbert serve` servers on 127.0.0.1 for the server tests, and small raw-HTTP helpers.
+
+`serve_in_thread` runs the command's own app and uvicorn settings in a thread of the test process: a
+real HTTP server on loopback, without importing torch and loading a model in a new process (seconds on a
+quiet machine, many minutes on a loaded CI one). `start_server` starts a separate `sbert serve` process,
+for what only a process shows: its exit status on SIGTERM, its memory.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +52,50 @@ class Server:
         return self.process.wait() in (0, -signal.SIGTERM)
 
 
-def served_vectors(server: Server, texts: list[str], model: str) -> np.ndarray:
+@dataclass
+class ThreadServer:
+    """`sbert serve`'s app under uvicorn in a thread of this process."""
+
+    server: object  # uvicorn.Server
+    thread: threading.Thread
+    url: str
+
+    def stop(self) -> bool:
+        """Ask uvicorn to drain and exit, then True when it did within 60 s."""
+        self.server.should_exit = True  # type: ignore[attr-defined]
+        self.thread.join(timeout=60)
+        return not self.thread.is_alive()
+
+
+def serve_in_thread(*flags: str | Path, timeout: float = 300.0) -> ThreadServer:
+    """`sbert serve FLAGS` on a free loopback port, in a thread; waits for /health.
+
+    Flags parse and check as on the command line, and a model that fails to load raises here.
+    """
+    import uvicorn
+
+    from sbert.cli.main import build_parser
+    from sbert.cli.serve import build_app, uvicorn_options
+
+    port = free_port()
+    args = build_parser().parse_args(["serve", "--port", str(port), "--device", "cpu", *map(str, flags)])
+    app, settings = build_app(args)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+    thread = threading.Thread(target=server.run, name=f"sbert-serve-{port}", daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and thread.is_alive():
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return ThreadServer(server, thread, url)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.should_exit = True
+    raise RuntimeError(f"in-thread server on port {port} not up in {timeout} s (alive: {thread.is_alive()})")
+
+
+def served_vectors(server: Server | ThreadServer, texts: list[str], model: str) -> np.ndarray:
     """The float32 rows `POST /v1/embeddings` returns for `texts`, after asserting it answered 200."""
     response = httpx.post(f"{server.url}/v1/embeddings", json={"input": texts, "model": model}, timeout=60)
     body = response.json()
@@ -53,7 +103,7 @@ def served_vectors(server: Server, texts: list[str], model: str) -> np.ndarray:
     return np.array([row["embedding"] for row in body["data"]], dtype=np.float32)
 
 
-def start_server(log_dir: Path, *flags: str, timeout: float = 600.0) -> Server:
+def start_server(log_dir: Path, *flags: str, timeout: float = 1500.0) -> Server:
     """Start `sbert serve` on a free loopback port and wait for /health.
 
     The wait is long because a loaded 2-core CI machine has taken minutes to import torch and load

@@ -15,7 +15,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.encoding.streaming import encode_to_disk, load_shards
 from sbert.errors import SbertError
-from tests.serve_helpers import served_vectors, start_server
+from tests.serve_helpers import serve_in_thread, served_vectors
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 TEXTS = [f"{s} ({i})" for i, s in enumerate(CORPUS * 4)] + EDGE_SENTENCES
@@ -96,7 +96,7 @@ def test_shards_record_the_precision_that_ran(model, tmp_path, emulated_cpu_bf16
 
 @pytest.mark.parametrize(("backend", "atol"), BACKENDS[:2])  # the openvino ones: tests/test_openvino*.py
 def test_a_real_server_on_the_backend_gives_the_rows_of_encode(model, backend, atol, tmp_path):
-    server = start_server(tmp_path, "--model", str(model.source_dir), "--backend", backend)
+    server = serve_in_thread("--model", str(model.source_dir), "--backend", backend)
     try:
         got = served_vectors(server, TEXTS[:5], "model")
         assert_same_rows(got, model.encode(TEXTS[:5], backend=backend), atol)

@@ -7,7 +7,7 @@ import torch
 from sbert import SentenceEncoder, device
 from sbert.backends import BackendError
 from sbert.errors import DeviceError
-from tests.serve_helpers import served_vectors, start_server
+from tests.serve_helpers import serve_in_thread, served_vectors
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 
 pytest.importorskip("openvino")
@@ -124,7 +124,7 @@ def test_cli_encode_and_a_real_server_on_openvino(tiny_dirs, tmp_path):
     assert main([*args, "-o", str(tmp_path / "o.npy")]) == 0
     expected = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS)
     assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
-    server = start_server(tmp_path, "--model", str(tmp_path / "m"), "--backend", "openvino")
+    server = serve_in_thread("--model", str(tmp_path / "m"), "--backend", "openvino")
     try:
         got = served_vectors(server, CORPUS[:3], "m")
         assert np.abs(got - expected[:3]).max() <= 1e-5

@@ -9,7 +9,7 @@ from sbert import SentenceEncoder
 from sbert.backends import BackendError
 from sbert.backends.calibration import digest
 from sbert.backends.onnx_runtime import INT8_RECIPES
-from tests.serve_helpers import served_vectors, start_server
+from tests.serve_helpers import serve_in_thread, served_vectors
 from tests.tiny_models import CORPUS, EDGE_SENTENCES, row_cosines
 
 pytest.importorskip("openvino")
@@ -108,7 +108,7 @@ def test_cli_export_encode_and_a_real_server(tiny_dirs, tmp_path, capsys):
     assert main([*args, "-o", str(tmp_path / "o.npy")]) == 0
     expected = SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino-int8")
     assert np.abs(np.load(tmp_path / "o.npy") - expected).max() <= 1e-5
-    server = start_server(tmp_path, *model_args, "--backend", "openvino-int8")
+    server = serve_in_thread(*model_args, "--backend", "openvino-int8")
     try:
         got = served_vectors(server, CORPUS[:3], "m")
         assert np.abs(got - expected[:3]).max() <= 1e-4

@@ -107,12 +107,12 @@ def test_serve_input_type_puts_the_prompt_first(st_with_prompts, tmp_path):
     """The served vectors equal the library's for each input type, with a pooling that leaves the prompt out."""
     import httpx
 
-    from tests.serve_helpers import start_server
+    from tests.serve_helpers import serve_in_thread
 
     model = SentenceEncoder.load(st_with_prompts[1], device="cpu")
     model[1].include_prompt = False  # the server once prepended the prompt as text and pooled over it
     model.save(tmp_path / "excl")
-    server = start_server(tmp_path, "--model", str(tmp_path / "excl"))
+    server = serve_in_thread("--model", str(tmp_path / "excl"))
     try:
 
         def embed(**extra: object) -> httpx.Response:

@@ -156,11 +156,11 @@ def test_static_encoder_files_load_as_a_sentence_encoder(tiny_dirs, tmp_path):
 def test_serve_routes_each_input_type(tiny_dirs, tmp_path):
     import httpx
 
-    from tests.serve_helpers import start_server
+    from tests.serve_helpers import serve_in_thread
 
     st_asymmetric(tiny_dirs).save(str(tmp_path / "m"))
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
-    server = start_server(tmp_path, "--model", str(tmp_path / "m"))
+    server = serve_in_thread("--model", str(tmp_path / "m"))
     try:
         texts = TEXTS[:2] + TEXTS[3:]  # the server refuses empty inputs
         for kind, want in (("query", model.encode_query(texts)), ("document", model.encode_document(texts)),

@@ -14,7 +14,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.search.index import build_index
 from tests.conftest import SHARED_DATA
-from tests.serve_helpers import raw_request, start_server
+from tests.serve_helpers import raw_request, serve_in_thread, start_server
 
 openai = pytest.importorskip("openai")
 KEY = "test-key-123"
@@ -38,7 +38,7 @@ def server(model, corpus, tmp_path_factory):
     build_index(model.encode(corpus), corpus, base / "index", "flat", MODEL, model.weights_digest())
     flags = ["--model", MODEL, "--index", str(base / "index"), "--api-key", KEY, "--max-inputs", "64",
              "--max-chars", "20000", "--max-body-bytes", "200000"]  # fmt: skip
-    srv = start_server(base, *flags)
+    srv = serve_in_thread(*flags)
     yield srv
     assert srv.stop()
 
@@ -191,7 +191,7 @@ def wait_for_queue(url: str, texts: int, timeout: float = 60.0) -> None:
 
 
 def test_full_queue_gives_503_with_retry_after(tmp_path):
-    srv = start_server(tmp_path, "--model", MODEL, "--max-queue", "4", "--max-wait-ms", "10000")
+    srv = serve_in_thread("--model", MODEL, "--max-queue", "4", "--max-wait-ms", "10000")
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             first = pool.submit(
@@ -206,6 +206,7 @@ def test_full_queue_gives_503_with_retry_after(tmp_path):
 
 
 def test_sigterm_drains_in_flight_requests(tmp_path):
+    # A separate process: what a supervisor sees (exit status on SIGTERM, no traceback in the log).
     srv = start_server(tmp_path, "--model", MODEL, "--max-wait-ms", "1500")
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pending = pool.submit(
@@ -220,22 +221,14 @@ def test_sigterm_drains_in_flight_requests(tmp_path):
 
 
 def test_serve_refuses_bad_flags(tmp_path):
-    import subprocess
-    import sys
-
-    from tests.serve_helpers import ENV
+    # Separate processes: were a bad flag accepted, the server would serve on instead of exiting.
+    from tests.cli_runner import run_subprocess
 
     for flags, fragment in [
         (["--max-inputs", "0"], "--max-inputs"),
         (["--index", str(tmp_path / "nope")], "no such folder"),
     ]:
-        done = subprocess.run(
-            [sys.executable, "-m", "sbert.cli.main", "serve", *flags],
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = run_subprocess("serve", *flags)
         assert done.returncode == 2 and fragment in done.stderr
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from sbert import CrossEncoder, SentenceEncoder
 from sbert.search.quantize import calibration_ranges, quantize_embeddings
-from tests.serve_helpers import start_server
+from tests.serve_helpers import serve_in_thread
 from tests.tiny_models import save_tiny_reranker
 
 KEY = "tei-test-key"
@@ -29,8 +29,8 @@ def served(tiny_dirs, tmp_path_factory):
     unit = model.encode([*TEXTS, *(t.upper() for t in TEXTS)], normalize=True)  # the server quantizes unit rows
     ranges = calibration_ranges(unit)
     np.save(base / "ranges.npy", ranges)
-    server = start_server(base, "--model", str(base / "m"), "--reranker", str(reranker), "--api-key", KEY,
-                          "--max-inputs", "8", "--calibration", str(base / "ranges.npy"))  # fmt: skip
+    server = serve_in_thread("--model", str(base / "m"), "--reranker", str(reranker), "--api-key", KEY,
+                             "--max-inputs", "8", "--calibration", str(base / "ranges.npy"))  # fmt: skip
     yield server, SentenceEncoder.load(base / "m", device="cpu"), CrossEncoder.load(reranker, device="cpu"), ranges
     assert server.stop()
 
@@ -163,7 +163,7 @@ def test_cohere_errors_name_the_field_in_cohere_shape(served, path, body, words)
 def test_tei_rerank_without_a_reranker_is_424(tiny_dirs, tmp_path):
     model_dir = tmp_path / "m"
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(model_dir)
-    server = start_server(tmp_path, "--model", str(model_dir))
+    server = serve_in_thread("--model", str(model_dir))
     try:
         answer = post(server, "/rerank", {"query": "q", "texts": ["a"]}, key=None)
         assert answer.status_code == 424 and "--reranker" in answer.json()["error"]

@@ -8,14 +8,14 @@ import pytest
 
 from sbert.serve.app import host_name
 from sbert.serve.settings import ServeSettings
-from tests.serve_helpers import start_server
+from tests.serve_helpers import serve_in_thread, start_server
 
 MODEL = "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = start_server(tmp_path_factory.mktemp("hardening"), "--model", MODEL)  # no key: the default
+def server():
+    srv = serve_in_thread("--model", MODEL)  # no key: the default
     yield srv
     assert srv.stop()
 

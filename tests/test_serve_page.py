@@ -8,7 +8,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.search.index import build_index
 from tests.conftest import SHARED_DATA
-from tests.serve_helpers import start_server
+from tests.serve_helpers import serve_in_thread
 
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), shutil.which("chromedriver") or "/usr/bin/chromedriver"
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install 'sbert[dev]')")
@@ -32,7 +32,7 @@ def server(tmp_path_factory):
     corpus = [*list(dict.fromkeys(line.split("\t")[5] for line in lines))[:200], "<b>a tag</b> is shown as text"]
     model = SentenceEncoder.load(MODEL, device="cpu")
     build_index(model.encode(corpus), corpus, base / "index", "flat", MODEL, model.weights_digest())
-    srv = start_server(base, "--model", MODEL, "--index", str(base / "index"))
+    srv = serve_in_thread("--model", MODEL, "--index", str(base / "index"))
     yield srv, corpus
     assert srv.stop()
 

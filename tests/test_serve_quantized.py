@@ -9,7 +9,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.cli.main import main
 from sbert.search.quantize import dequantize
-from tests.serve_helpers import start_server
+from tests.serve_helpers import serve_in_thread
 from tests.tiny_models import row_cosines
 
 
@@ -45,7 +45,7 @@ def test_int8_codes_describe_the_vectors_their_ranges_came_from(raw_model, sente
     assert np.abs(np.linalg.norm(model.encode(texts), axis=1) - 1).min() > 0.5
     build(folder, "int8", tmp_path / "idx", docs)
     ranges = np.load(tmp_path / "idx" / "ranges.npy")
-    server = start_server(tmp_path, "--model", str(folder), "--index", str(tmp_path / "idx"))
+    server = serve_in_thread("--model", str(folder), "--index", str(tmp_path / "idx"))
     try:
         for fmt in ("int8", "uint8"):
             body = {"model": "raw-minilm", "input": texts, "encoding_format": fmt}
@@ -64,7 +64,7 @@ def test_a_binary_index_without_rescoring_vectors_serves_hamming_ranked_hits(raw
     folder, _ = raw_model
     docs = sentences[0]
     build(folder, "binary", tmp_path / "bin", docs, "--no-rescore-vectors")
-    server = start_server(tmp_path, "--model", str(folder), "--index", str(tmp_path / "bin"))
+    server = serve_in_thread("--model", str(folder), "--index", str(tmp_path / "bin"))
     try:
         answer = httpx.post(server.url + "/search", json={"query": docs[:2], "top_k": 5}, timeout=60)
         assert answer.status_code == 200, answer.text

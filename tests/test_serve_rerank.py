@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sbert.cross_encoder import CrossEncoder
-from tests.serve_helpers import raw_request, start_server
+from tests.serve_helpers import raw_request, serve_in_thread
 from tests.tiny_models import save_tiny_reranker
 
 KEY = "rerank-key"
@@ -36,9 +36,9 @@ def ranges():
 def server(reranker_dir, ranges, tmp_path_factory):
     base = tmp_path_factory.mktemp("rerank")
     np.save(base / "ranges.npy", ranges)
-    srv = start_server(base, "--model", MODEL, "--reranker", str(reranker_dir), "--calibration",
-                       str(base / "ranges.npy"), "--api-key", KEY, "--max-inputs", "32",
-                       "--max-body-bytes", "100000")  # fmt: skip
+    srv = serve_in_thread("--model", MODEL, "--reranker", str(reranker_dir), "--calibration",
+                          str(base / "ranges.npy"), "--api-key", KEY, "--max-inputs", "32",
+                          "--max-body-bytes", "100000")  # fmt: skip
     yield srv
     assert srv.stop()
 

@@ -6,9 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_model_args, add_precision_arg, load_encoder
 from sbert.errors import SbertError
+
+if TYPE_CHECKING:
+    from sbert.serve.settings import ServeSettings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,11 +62,18 @@ def run(args: argparse.Namespace) -> int:
     require_serve_extra()
     import uvicorn
 
-    from sbert.serve.protocol import guarded_protocol
-    from sbert.serve.server import build_server, limit_malloc_arenas
-    from sbert.serve.settings import ServeSettings
+    from sbert.serve.server import limit_malloc_arenas
 
     limit_malloc_arenas()  # before the model load and uvicorn start their threads
+    app, settings = build_app(args)
+    uvicorn.run(app, **uvicorn_options(settings))
+    return 0
+
+
+def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
+    """The checked settings and the ASGI app with its models loaded: everything `run` does but serving."""
+    from sbert.serve.server import build_server
+    from sbert.serve.settings import ServeSettings
 
     settings = ServeSettings(
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
@@ -85,12 +96,18 @@ def run(args: argparse.Namespace) -> int:
         reranker_name = args.reranker_name or Path(str(args.reranker).rstrip("/")).name
     app = build_server(settings, load_encoder(args), name, reranker, reranker_name)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,
+    return app, settings
+
+
+def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:
+    """The uvicorn options for these serve settings: the hardened protocol, limits, a 30 s graceful drain."""
+    from sbert.serve.protocol import guarded_protocol
+
+    return dict(
+        host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,
         http=guarded_protocol(settings.read_timeout), h11_max_incomplete_event_size=settings.max_header_bytes,
         limit_concurrency=settings.max_connections,
     )  # fmt: skip
-    return 0
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
