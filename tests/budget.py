@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     root = Path(str(config.rootpath))
     rank = {name: i for i, name in enumerate(recent_test_files(root))}
-    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
+    items.sort(key=lambda item: rank.get(Path(os.path.relpath(item.path, root)).as_posix(), len(rank)))
 
 
 @pytest.hookimpl(tryfirst=True)
