@@ -1,13 +1,15 @@
 """The family x engine table of docs/models.md, measured: each family of tests/zoo.py on each engine.
 
-    python benchmarks/zoo_table.py [--markdown]
+    python benchmarks/zoo_table.py [--output FILE]
 
 Every family is built and saved by sentence-transformers 6.2 (tiny random weights), loaded by sbert,
 and encoded on each engine; a cell gives the largest difference from sentence-transformers' vectors
 (fp32 engines), or the lowest cosine to them (int8 engines), or the engine's one-line refusal.
 "packed" runs the CUDA engine's packed (padding-free) code on the CPU, the check the GPU-less
 machines can make (its kernels differ on a GPU; see docs/speed.md for what is measured there);
-"packed: no" means it fell back to padded batches, with the logged reason. "train" runs one
+"packed: no" means it fell back to padded batches, with the logged reason. "serve" starts `sbert serve`
+on the saved folder (a real server on 127.0.0.1, in a thread of this process) and compares what
+`POST /v1/embeddings` answers with sentence-transformers' vectors. "train" runs one
 forward and backward pass and checks that every trainable parameter got a gradient (the backbone's own
 [CLS] pooler is frozen, as training freezes it). A Router row's engine cells are its default route.
 """
@@ -71,6 +73,21 @@ def packed_cell(model: SentenceEncoder, want: np.ndarray) -> str:
     return f"{state} ({np.abs(got - want).max():.0e})"
 
 
+def serve_cell(saved: Path, want: np.ndarray) -> str:
+    """`sbert serve` on the saved folder: the largest difference of /v1/embeddings' rows, or why it failed."""
+    from tests.serve_helpers import serve_in_thread, served_vectors
+
+    try:
+        server = serve_in_thread("--model", str(saved))
+    except Exception as e:
+        return f"refused: {str(e).splitlines()[0]}"
+    try:
+        got = served_vectors(server, TEXTS, saved.name)
+    finally:
+        server.stop()
+    return f"yes ({np.abs(got - want).max():.0e})"
+
+
 def train_cell(model: SentenceEncoder) -> str:
     """One forward/backward pass: every parameter gets a gradient, or the one-line refusal."""
     if model.router is not None:
@@ -88,21 +105,27 @@ def train_cell(model: SentenceEncoder) -> str:
 def main() -> None:
     """Build every family, fill its row, print the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.parse_args()
+    parser.add_argument(
+        "--output", type=Path, help="also write the table alone to FILE (the quantizer's progress bars share stdout)"
+    )
+    args = parser.parse_args()
     warnings.simplefilter("ignore")
     from sentence_transformers import SentenceTransformer
 
-    header = ["family", *ENGINES, "packed (CPU check)", "train"]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+    header = ["family", *ENGINES, "packed (CPU check)", "serve", "train"]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    print("\n".join(rows))
     for family in FAMILIES:
         with tempfile.TemporaryDirectory() as tmp:
             saved = build_family(family, Path(tmp))
             want = SentenceTransformer(str(saved), device="cpu").encode(TEXTS)
             model = SentenceEncoder.load(saved, device="cpu")
             cells = [engine_cell(model, e, want) for e in ENGINES]
-            cells += [packed_cell(model, want), train_cell(model)]
-        print(f"| {family} | " + " | ".join(cells) + " |", flush=True)
+            cells += [packed_cell(model, want), serve_cell(saved, want), train_cell(model)]
+        rows.append(f"| {family} | " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
+    if args.output is not None:
+        args.output.write_text("\n".join(rows) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -252,3 +252,49 @@ def test_cli_index_build_and_search_with_a_static_model(tiny_static, tmp_path):
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout.splitlines()[0])["hits"]
     assert CORPUS[3] in json.dumps(hits)  # a text's own vector is its nearest neighbour
+
+
+def test_a_static_chain_with_normalize_or_a_head_gives_sentence_transformers_vectors_everywhere(tiny_dirs, tmp_path):
+    """StaticEmbedding + Normalize runs on the numpy path with the Normalize; + Dense goes to the torch chain.
+
+    Before, any folder naming a StaticEmbedding went to the numpy path, which read the table alone:
+    `sbert serve`, `encode` and `index build` answered unnormalized (or unprojected) vectors.
+    """
+    import argparse
+
+    import sentence_transformers.models as st
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from sbert.cli.common import load_encoder
+    from tests.serve_helpers import serve_in_thread, served_vectors
+    from tests.zoo import static_module
+
+    texts = [*CORPUS[:3], LONG, ""]
+    unit_dir, dense_dir = tmp_path / "unit", tmp_path / "dense"
+    SentenceTransformer(modules=[static_module(tiny_dirs["bert"], 16), st.Normalize()], device="cpu").save(
+        str(unit_dir)
+    )
+    head = st.Dense(16, 8, activation_function=torch.nn.Tanh())
+    SentenceTransformer(modules=[static_module(tiny_dirs["bert"], 16), head], device="cpu").save(str(dense_dir))
+
+    want = SentenceTransformer(str(unit_dir), device="cpu").encode(texts)
+    model = StaticEncoder.load(unit_dir)
+    assert model.unit and np.abs(model.encode(texts) - want).max() <= 1e-5
+    assert np.abs(model.encode(texts, truncate_dim=8) - want[:, :8]).max() <= 1e-5  # Normalize before the cut
+    model.save(tmp_path / "back")  # the Normalize is saved too
+    again = SentenceTransformer(str(tmp_path / "back"), device="cpu").encode(texts)
+    assert np.abs(again - want).max() <= 1e-5
+    server = serve_in_thread("--model", unit_dir)
+    try:
+        assert np.abs(served_vectors(server, texts[:4], "unit") - want[:4]).max() <= 1e-5
+    finally:
+        assert server.stop()
+
+    with pytest.raises(ModelFormatError, match=r"StaticEmbedding -> Dense; .*SentenceEncoder\.load"):
+        StaticEncoder.load(dense_dir)
+    flags = argparse.Namespace(model=str(dense_dir), device="cpu", max_seq_length=None, trust_remote_code=False)
+    chosen = load_encoder(flags)
+    assert isinstance(chosen, SentenceEncoder)  # the whole chain, on torch
+    want = SentenceTransformer(str(dense_dir), device="cpu").encode(texts)
+    assert np.abs(chosen.encode(texts) - want).max() <= 1e-5

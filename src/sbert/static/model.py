@@ -27,6 +27,7 @@ from sbert.model_config import EncoderSettings, check_truncate_dim, read_setting
 
 # The type sentence-transformers 3-6 all resolve to their StaticEmbedding module.
 STATIC_TYPE = "sentence_transformers.models.StaticEmbedding"
+NORMALIZE_TYPE, NORMALIZE_PATH = "sentence_transformers.models.Normalize", "1_Normalize"
 WEIGHTS_FILE, TOKENIZER_FILE, WEIGHT_KEY = "model.safetensors", "tokenizer.json", "embedding.weight"
 INFO_FILE = "sbert_static.json"
 
@@ -43,15 +44,36 @@ class StaticInfo:
 
 
 def is_static_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` holds a saved static model (its modules.json names StaticEmbedding)."""
-    modules = Path(path) / MODULES_FILE
+    """Whether `path` holds a static model this numpy path runs: a StaticEmbedding alone or before Normalize."""
+    return static_chain(path) is not None
+
+
+def static_chain(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """(the StaticEmbedding's folder, whether a Normalize follows it), or None for any other chain.
+
+    A StaticEmbedding before a Dense, inside a Router, or behind anything else is a chain that only
+    `SentenceEncoder.load` runs whole; reading its table alone would give other vectors.
+    """
+    names = _module_names(Path(path))
+    if names is None or not names or names[0][1] != "StaticEmbedding" or len(names) > 2:
+        return None
+    if len(names) == 2 and names[1][1] != "Normalize":
+        return None
+    return names[0][0], len(names) == 2
+
+
+def _module_names(root: Path) -> list[tuple[str, str]] | None:
+    """(path, class name) of each modules.json row, None when there is no readable modules.json."""
+    modules = root / MODULES_FILE
     if not modules.is_file():
-        return False
+        return None
     try:
         rows = read_json(modules)
     except (OSError, ModelFormatError):
-        return False
-    return isinstance(rows, list) and any(str(r.get("type", "")).endswith("StaticEmbedding") for r in rows)
+        return None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return None
+    return [(str(r.get("path", "")), str(r.get("type", "")).rsplit(".", 1)[-1]) for r in rows]
 
 
 def average_matrix(ids: Sequence[Sequence[int]], vocab_size: int) -> sp.csr_matrix:
@@ -68,7 +90,9 @@ def average_matrix(ids: Sequence[Sequence[int]], vocab_size: int) -> sp.csr_matr
 class StaticEncoder:
     """A static-embedding model: `encode` gives (n, d) float32 mean token vectors."""
 
-    def __init__(self, tokenizer: Any, table: np.ndarray, info: StaticInfo | None = None) -> None:
+    def __init__(
+        self, tokenizer: Any, table: np.ndarray, info: StaticInfo | None = None, *, unit: bool = False
+    ) -> None:
         if table.ndim != 2 or table.shape[0] != tokenizer.get_vocab_size():
             raise ModelFormatError(
                 f"static table of shape {table.shape} does not match a vocabulary of {tokenizer.get_vocab_size()}"
@@ -78,6 +102,7 @@ class StaticEncoder:
         tokenizer.no_padding()
         self.tokenizer, self.table = tokenizer, np.ascontiguousarray(table, dtype=np.float32)
         self.info = info or StaticInfo(dim=table.shape[1])
+        self.unit = unit  # a Normalize module follows the table (sentence-transformers' chain), saved as such
         self.source_dir: Path | None = None
         self.settings = EncoderSettings()  # prompts from config_sentence_transformers.json, as for encoders
 
@@ -97,9 +122,10 @@ class StaticEncoder:
         from tokenizers import Tokenizer
 
         root = Path(path)
-        if not is_static_dir(root):
-            raise ModelFormatError(f"{root}: not a static-embedding model ({MODULES_FILE} names no StaticEmbedding)")
-        folder = root / _module_path(root)
+        chain = static_chain(root)
+        if chain is None:
+            raise ModelFormatError(f"{root}: not a static-embedding model ({_chain_words(root)})")
+        folder = root / chain[0]
         for name in (WEIGHTS_FILE, TOKENIZER_FILE):
             if not (folder / name).is_file():
                 raise ModelFormatError(f"{folder / name}: missing")
@@ -108,7 +134,7 @@ class StaticEncoder:
             raise ModelFormatError(f"{folder / WEIGHTS_FILE}: no {WEIGHT_KEY!r} tensor")
         info_path = root / INFO_FILE
         info = StaticInfo(**read_json(info_path)) if info_path.is_file() else None
-        model = cls(Tokenizer.from_file(str(folder / TOKENIZER_FILE)), weights[WEIGHT_KEY], info)
+        model = cls(Tokenizer.from_file(str(folder / TOKENIZER_FILE)), weights[WEIGHT_KEY], info, unit=chain[1])
         model.source_dir, model.settings = root, read_settings(root)
         saved = model.settings.truncate_dim if truncate_dim is None else truncate_dim
         model.settings.truncate_dim = check_truncate_dim(saved, model.table.shape[1])
@@ -121,7 +147,11 @@ class StaticEncoder:
         with atomic_directory(path) as tmp:
             save_file({WEIGHT_KEY: self.table}, str(tmp / WEIGHTS_FILE))
             self.tokenizer.save(str(tmp / TOKENIZER_FILE))
-            write_json(tmp / MODULES_FILE, [{"idx": 0, "name": "0", "path": "", "type": STATIC_TYPE}])
+            rows = [{"idx": 0, "name": "0", "path": "", "type": STATIC_TYPE}]
+            if self.unit:
+                (tmp / NORMALIZE_PATH).mkdir()
+                rows.append({"idx": 1, "name": "1", "path": NORMALIZE_PATH, "type": NORMALIZE_TYPE})
+            write_json(tmp / MODULES_FILE, rows)
             write_json(tmp / MODEL_CONFIG_FILE, settings_config(self.settings))
             write_json(tmp / INFO_FILE, asdict(self.info))
         self.source_dir = Path(path)
@@ -171,6 +201,10 @@ class StaticEncoder:
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
             out[start : start + len(chunk)] = average_matrix(self.token_ids(chunk), len(self.table)) @ self.table
+        if (
+            self.unit
+        ):  # the chain's Normalize runs on the whole vector, before any truncation (as in sentence-transformers)
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         out = np.ascontiguousarray(out[:, :width]) if width else out
         if normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
@@ -196,6 +230,7 @@ class StaticEncoder:
         """sha256 of the table and the tokenizer (shard folders and the server compare it)."""
         digest = hashlib.sha256(self.table.tobytes())
         digest.update(self.tokenizer.to_str().encode())
+        digest.update(b"normalize" if self.unit else b"")
         return digest.hexdigest()
 
 
@@ -213,7 +248,13 @@ def check_static_options(backend: str | None, precision: str, devices: object = 
         raise BackendError("devices: a static model runs in this process; it needs no worker devices")
 
 
-def _module_path(root: Path) -> str:
-    rows = read_json(root / MODULES_FILE)
-    entry = next(r for r in rows if str(r.get("type", "")).endswith("StaticEmbedding"))
-    return str(entry.get("path", ""))
+def _chain_words(root: Path) -> str:
+    """Why `root` is not a static chain, in words for a one-line error."""
+    names = _module_names(root)
+    if names is None:
+        return f"no readable {MODULES_FILE}"
+    kinds = [kind for _, kind in names]
+    if "StaticEmbedding" not in kinds:
+        return f"{MODULES_FILE} names no StaticEmbedding"
+    return (f"its chain is {' -> '.join(kinds)}; StaticEncoder runs a StaticEmbedding alone or before Normalize, "
+            "SentenceEncoder.load runs the whole chain")  # fmt: skip
