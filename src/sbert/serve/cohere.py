@@ -48,8 +48,9 @@ async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[
         vectors = unit_rows(vectors[:, : body.output_dimension])
     similarity = similarity_of(st.model)
     types = body.embedding_types or ["float"]
-    rows = {t: encode_rows(vectors, t, st.ranges, dim, similarity) for t in dict.fromkeys(types)}
-    return {t: [np.asarray(r).tolist() if t != "base64" else r for r in v] for t, v in rows.items()}, tokens
+    # NumPy rows go to orjson as they are, as on /v1/embeddings: Python floats from .tolist() cost a
+    # conversion and print float32 values with float64's 17 digits (0.94x /v1/embeddings' rate measured).
+    return {t: encode_rows(vectors, t, st.ranges, dim, similarity) for t in dict.fromkeys(types)}, tokens
 
 
 def meta(tokens: int, version: str) -> dict[str, object]:
