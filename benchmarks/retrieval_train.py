@@ -12,8 +12,9 @@ benchmark test Spearman (retrieval training must not wreck STS):
   mined               the same pairs with one hard negative each, mined by the base model from every
                       SNLI dev hypothesis (ranks 0-50, margin 0.05), as `sbert mine-negatives` does
   contradiction       (premise, entailment, contradiction) triplets: the given hard negative
-  matryoshka          in-batch, with --matryoshka 384,256,128,64,32; nDCG@10 at each dimension
-                      beside the in-batch model truncated to the same dimensions
+  matryoshka          in-batch, with --matryoshka 384,256,128,64,32 (or the DIM[:WEIGHT] list given
+                      as --matryoshka); nDCG@10 at each dimension beside the in-batch model truncated
+                      to the same dimensions
 Prints one JSON line per finished run, then the tables.
 """
 
@@ -111,6 +112,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="every run's scores as JSON")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--matryoshka", default=",".join(map(str, DIMS)), help="the matryoshka run's DIM[:WEIGHT] list")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +127,7 @@ def main() -> None:
                 out = Path(tmp) / f"{name}-{seed}"
                 seconds = 0.0 if name == "zero-shot" else train(
                     sets["in-batch" if name == "matryoshka" else name], seed, out,
-                    ",".join(map(str, DIMS)) if name == "matryoshka" else "", args.epochs, args.lr,
+                    args.matryoshka if name == "matryoshka" else "", args.epochs, args.lr,
                 )  # fmt: skip
                 dims = DIMS if name in ("in-batch", "matryoshka") else (384,)
                 row = {"run": name, "seed": seed, "seconds": seconds,
