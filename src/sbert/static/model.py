@@ -201,9 +201,7 @@ class StaticEncoder:
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
             out[start : start + len(chunk)] = average_matrix(self.token_ids(chunk), len(self.table)) @ self.table
-        if (
-            self.unit
-        ):  # the chain's Normalize runs on the whole vector, before any truncation (as in sentence-transformers)
+        if self.unit:  # the chain's Normalize sees the whole vector, before any cut (as in sentence-transformers)
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         out = np.ascontiguousarray(out[:, :width]) if width else out
         if normalize:
