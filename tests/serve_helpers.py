@@ -9,7 +9,6 @@ for what only a process shows: its exit status on SIGTERM, its memory.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+from tests.cli_runner import ENV
 
 
 def free_port() -> int:

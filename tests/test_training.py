@@ -1,7 +1,6 @@
 """The training loop on tiny encoders: repeatability, resume after kill -9, faults, multi-stage recipes."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,11 +17,11 @@ from sbert.errors import SbertError
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.training import Objective, Stage, TrainConfig, Trainer, TrainingError, load_config
 from sbert.training.checkpoint import checkpoint_dirs, load_checkpoint
+from tests.cli_runner import ENV
 from tests.conftest import SHARED_DATA
 from tests.tiny_models import CORPUS
 
 STSB = SHARED_DATA / "stsbenchmark"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 @pytest.fixture(scope="module")
