@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from sbert.adapters import is_adapter_dir
 from sbert.aliases import ALIASES
 from sbert.errors import ModelFormatError, ModelNotFoundError, first_line
 from sbert.layout import MODULES_FILE, read_modules
@@ -57,6 +58,10 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
     The encoder's weights load in `dtype` (None: fp32, whatever the file stores); heads are fp32.
     """
     if not (root / MODULES_FILE).is_file():
+        if is_adapter_dir(root):  # a bare PEFT adapter folder: its base model plus mean pooling
+            log.warning("%s has no %s: using its adapter's base encoder with mean pooling", root, MODULES_FILE)
+            transformer = Transformer.from_adapter(root, trust_remote_code=trust_remote_code, dtype=dtype)
+            return [transformer, Pooling(transformer.embedding_dimension, "mean")]
         if not (root / "config.json").is_file():
             raise ModelFormatError(f"{root}: neither {MODULES_FILE} nor a Hugging Face config.json")
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)

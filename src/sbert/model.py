@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, cast, overload
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbert import layout
+from sbert import adapters, layout
 from sbert.aliases import DEFAULT_MODEL
 from sbert.backends import Backend, Chain, open_backend
 from sbert.device import backend_dtype, resolve_device
@@ -379,7 +380,10 @@ class SentenceEncoder(nn.Sequential):
         state = self.weights_key()
         cached = self._backends.get(key)
         if cached is None or cached[0] != state:
-            self._backends[key] = (state, open_backend(self.as_chain(), name, self.device, dtype))
+            chain = self.as_chain()
+            if name != "torch" or self.device.type == "cuda":  # exported and packed paths run merged weights
+                chain = replace(chain, modules=tuple(adapters.merged_chain(list(chain.modules))))
+            self._backends[key] = (state, open_backend(chain, name, self.device, dtype))
         return self._backends[key][1]
 
     def calibrate_int8(self, sentences: Sequence[str]) -> None:
@@ -430,14 +434,38 @@ class SentenceEncoder(nn.Sequential):
             self.mark_weights_changed()
         return self
 
-    def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
+    def load_adapter(self, path: str | os.PathLike[str], name: str = "default") -> None:
+        """Add the LoRA adapter in `path` (PEFT or sentence-transformers layout) under `name` and make it active."""
+        adapters.add_adapter(self.transformer, resolve_model_dir(path), name)
+        self.mark_weights_changed()
+
+    def set_adapter(self, name: str) -> None:
+        """Run the adapter loaded under `name` (the vectors change; saving writes this one)."""
+        adapters.switch_adapter(self.transformer, name)
+        self.mark_weights_changed()
+
+    def merge_adapter(self) -> None:
+        """Fold the active adapter into the weights in place (a plain model from then on; others are dropped)."""
+        found = [m for m in self.modules() if isinstance(m, Transformer) and m.has_adapter]  # every Router route's
+        for transformer in found:
+            transformer.auto_model = adapters.merged(transformer.auto_model, in_place=True)
+        if found:
+            self.mark_weights_changed()
+
+    def save(
+        self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None, merge_adapter: bool = False
+    ) -> None:
         """Write the sentence-transformers layout atomically: a kill mid-save keeps the old copy.
 
-        `extras` may add files (a model card, trained heads) inside the same atomic write.
+        `extras` may add files (a model card, trained heads) inside the same atomic write. A model with a
+        LoRA adapter writes the adapter alone (PEFT's layout), or with `merge_adapter` the merged weights.
         """
         entries = []
+        modules = self.chain()
+        if merge_adapter:
+            modules = adapters.merged_chain(modules)
         with layout.atomic_directory(path) as tmp:
-            for idx, module in enumerate(self.chain()):
+            for idx, module in enumerate(modules):
                 # The first (Transformer) module lives in the root, as sentence-transformers expects.
                 folder = "" if idx == 0 else f"{idx}_{type(module).__name__}"
                 module.save(tmp / folder)

@@ -32,6 +32,9 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
     from sbert.model import SentenceEncoder
 
     model = SentenceEncoder.load(args.model, device=args.device, trust_remote_code=args.trust_remote_code)
+    # Commands that load this way only run the model: a LoRA adapter is folded into the weights once, so every
+    # backend (ONNX, OpenVINO, CUDA packing) and the server run a plain model at full speed.
+    model.merge_adapter()
     if args.max_seq_length is not None:
         try:
             model.max_seq_length = args.max_seq_length

@@ -17,6 +17,7 @@ from sbert.cli import (
     evaluate,
     export,
     index,
+    merge_adapter,
     mine_negatives,
     report,
     reproduce,
@@ -31,7 +32,7 @@ from sbert.version import __version__
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
     encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, data,
-    mine_negatives, distill, demo,
+    mine_negatives, distill, merge_adapter, demo,
 )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ _STAGE_FLAGS = (
     "matryoshka", "sampling", "select",
 )  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "dense", "max_seq_length", "checkpoint_steps", "precision",
-              "device")  # fmt: skip
+              "device", "lora")  # fmt: skip
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,6 +94,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="DIM[:W],...",
         help="also train every objective on these leading dimensions, e.g. 384,256,128,64 (Matryoshka loss)",
     )
+    p.add_argument(
+        "--lora", metavar="r=16,alpha=32[,dropout=0.05,targets=q,v,heads=auto]",
+        help="train a LoRA adapter only (attention projections by default); the model saves as the adapter alone",
+    )  # fmt: skip
+    p.add_argument("--gradient-checkpointing", action="store_true", help="recompute activations in backward (less "
+                   "memory for long inputs, ~30%% slower)")  # fmt: skip
     p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--device")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
@@ -125,6 +131,8 @@ def build_config(args: argparse.Namespace) -> Any:
 
     flags = {k: getattr(args, k) for k in _RUN_FLAGS if getattr(args, k) is not None}
     flags["skip_bad"] = args.skip_bad
+    if args.gradient_checkpointing:
+        flags["gradient_checkpointing"] = True
     if "dense" in flags:
         flags["dense"] = tuple(flags["dense"])
     if args.config is not None:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Self
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from sbert.adapters import peft_io
 from sbert.encoding.tokens import fast_ids
 from sbert.errors import ModelFormatError, first_line
 from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
@@ -57,7 +58,8 @@ class Transformer(Module):
         tok_limit = tokenizer.model_max_length
         default = min(self.position_limit, int(tok_limit)) if 0 < tok_limit < 1e9 else self.position_limit
         self.max_seq_length = max_seq_length or default
-        accepted = inspect.signature(auto_model.forward).parameters
+        # A peft wrapper's forward takes **kwargs: the inputs are those of the model under it.
+        accepted = inspect.signature(peft_io.backbone(auto_model).forward).parameters
         self._inputs = tuple(k for k in _MODEL_INPUTS if k in accepted)
         if tokenizer.pad_token_id is None and tokenizer.eos_token is not None:
             # Decoder tokenizers often have none; padding is masked out, so EOS serves, as in sentence-transformers.
@@ -118,18 +120,54 @@ class Transformer(Module):
         config: dict[str, Any] = {}
         if (path / cls.config_file).is_file():
             config = cls.read_config(path)
-        module = cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype)
+        if peft_io.is_adapter_dir(path):
+            module = cls.from_adapter(path, config.get("max_seq_length"), trust_remote_code, dtype)
+        else:
+            module = cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype)
         module.do_lower_case = bool(config.get("do_lower_case", False))
         return module
+
+    @classmethod
+    def from_adapter(
+        cls,
+        path: Path,
+        max_seq_length: int | None = None,
+        trust_remote_code: bool = False,
+        dtype: str | torch.dtype | None = None,
+    ) -> Self:
+        """Load a folder holding only a LoRA adapter: its base model (found from adapter_config.json), then it.
+
+        The tokenizer comes from the adapter's folder when it has one (sentence-transformers saves it there).
+        """
+        from sbert.adapters.base_model import base_weights_dir
+
+        base_dir = base_weights_dir(path)
+        base = cls.from_pretrained(base_dir, max_seq_length, trust_remote_code, dtype)
+        wrapped = peft_io.load_adapter(base.auto_model, path, base=str(base_dir))
+        tokenizer = base.tokenizer
+        if (path / "tokenizer_config.json").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        return cls(wrapped, tokenizer, max_seq_length=max_seq_length)
+
+    @property
+    def has_adapter(self) -> bool:
+        """Whether a LoRA adapter (peft) wraps the backbone."""
+        return peft_io.has_adapter(self.auto_model)
 
     def get_config(self) -> dict[str, Any]:
         """The sentence_bert_config.json fields."""
         return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case}
 
     def save(self, path: Path) -> None:
-        """Write weights (safetensors), tokenizer files and sentence_bert_config.json."""
+        """Write weights (safetensors), tokenizer files and sentence_bert_config.json.
+
+        With an adapter, only the adapter's files are written (PEFT's layout; the base stays where it is).
+        """
         path.mkdir(parents=True, exist_ok=True)
-        self.auto_model.save_pretrained(path)
+        if self.has_adapter:
+            peft_io.save_adapter(self.auto_model, path)
+        else:
+            self.auto_model.save_pretrained(path)
         # Recorded in tokenizer_config.json too, where sentence-transformers 6 looks for it.
         self.tokenizer.model_max_length = self.max_seq_length
         self.tokenizer.save_pretrained(path)

@@ -91,11 +91,17 @@ class TrainConfig:
     precision: str = "auto"  # auto: bf16/fp16 autocast on CUDA, fp32 on CPU
     device: str | None = None  # default: cuda when present (cuda:LOCAL_RANK under torchrun), else cpu
     log_steps: int = 10
+    lora: str | dict[str, Any] | None = None  # "r=16,alpha=32,..." or a TOML table: train a LoRA adapter only
+    gradient_checkpointing: bool = False  # recompute activations in backward: less memory for long inputs
 
     def validate(self) -> None:
         """Check every stage and the run-level settings."""
         if not self.stages:
             raise SbertError("the config has no [[stage]]")
+        if self.lora is not None:
+            from sbert.adapters import parse_lora
+
+            parse_lora(self.lora)
         for stage in self.stages:
             stage.validate()
         if self.pooling is not None and self.pooling not in POOLERS:

@@ -16,6 +16,8 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from sbert.adapters import parse_lora
+from sbert.adapters.training import add_lora, enable_checkpointing
 from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
@@ -115,6 +117,12 @@ class Trainer:
             model = SentenceEncoder.load(self.config.model, device=self.device)
         if self.config.max_seq_length is not None:
             model.max_seq_length = self.config.max_seq_length
+        if self.config.lora is not None:
+            line = add_lora(model, parse_lora(self.config.lora), fresh_head=self.config.pooling is not None)
+            if self.world.main:
+                print(line, file=sys.stderr)
+        if self.config.gradient_checkpointing:
+            enable_checkpointing(model)
         return model
 
     def _run_stage(
@@ -157,6 +165,8 @@ class Trainer:
             truncated=sum(p.truncated for p in prepared),
             sampling=stage.sampling,
             batches=batches,
+            trainable_parameters=sum(p.numel() for p in module.parameters() if p.requires_grad),
+            total_parameters=sum(p.numel() for p in module.parameters()),
         )
         self._epochs(state, plan_lengths)
         if state.dev and state.progress.best_score is not None:
