@@ -76,8 +76,11 @@ def test_only_the_adapter_trains(base, tmp_path):
     assert changed and any(after[k].abs().sum() > 0 for k in after if "lora_B" in k)
 
 
-@pytest.mark.skipif(Version(version("peft")) < Version("0.22"), reason="sentence-transformers loads adapters through "
-                    "transformers 5's PEFT integration, which needs peft >= 0.22 (the index here has 0.21.2)")
+@pytest.mark.skipif(
+    Version(version("peft")) < Version("0.22"),
+    reason="sentence-transformers loads adapters through "
+    "transformers 5's PEFT integration, which needs peft >= 0.22 (the index here has 0.21.2)",
+)
 def test_sentence_transformers_loads_the_trained_adapter(trained):  # pragma: no cover - needs peft >= 0.22
     from sentence_transformers import SentenceTransformer
 
@@ -93,9 +96,12 @@ def test_merge_adapter_writes_a_plain_model_with_equal_vectors(base, trained, tm
     merged = SentenceEncoder.load(tmp_path / "merged")
     assert not merged.transformer.has_adapter
     np.testing.assert_allclose(merged.encode(TEXTS), want, rtol=1e-5, atol=1e-5)
-    encoded = run_cli("encode", "--model", str(trained), "--input", "-", "--output", str(tmp_path / "v.npy"), stdin="\n".join(TEXTS))
+    vectors = tmp_path / "v.npy"
+    encoded = run_cli(
+        "encode", "--model", str(trained), "--input", "-", "--output", str(vectors), stdin="\n".join(TEXTS)
+    )
     assert encoded.returncode == 0, encoded.stderr  # encode (like serve) merges once after loading
-    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.load(vectors), want, rtol=1e-5, atol=1e-5)
     model = SentenceEncoder.load(trained)
     model.save(tmp_path / "merged-api", merge_adapter=True)
     assert model.transformer.has_adapter  # saving merged leaves the model's adapter in place

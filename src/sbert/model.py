@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Self, cast, overload
 

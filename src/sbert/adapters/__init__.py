@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sbert.adapters.ops import add_adapter, merged_chain, switch_adapter
 from sbert.adapters.peft_io import (
     ADAPTER_CONFIG_FILE,
     ADAPTER_WEIGHTS_FILE,
@@ -13,7 +14,6 @@ from sbert.adapters.peft_io import (
     merged,
     parameter_counts,
 )
-from sbert.adapters.ops import add_adapter, merged_chain, switch_adapter
 from sbert.adapters.spec import LoraSpec, choose_targets, linear_names, parse_lora
 
 __all__ = [

@@ -50,7 +50,7 @@ def has_adapter(auto_model: nn.Module) -> bool:
     return hasattr(auto_model, "peft_config") and hasattr(auto_model, "get_base_model")
 
 
-def backbone(auto_model: nn.Module) -> nn.Module:
+def backbone(auto_model: Any) -> nn.Module:
     """The Hugging Face model under any peft wrapper."""
     return auto_model.get_base_model() if has_adapter(auto_model) else auto_model
 
@@ -83,7 +83,7 @@ def wrap_lora(auto_model: nn.Module, spec: LoraSpec) -> nn.Module:
     return wrapped
 
 
-def load_adapter(auto_model: nn.Module, folder: Path, name: str = DEFAULT_ADAPTER, base: str = "") -> nn.Module:
+def load_adapter(auto_model: Any, folder: Path, name: str = DEFAULT_ADAPTER, base: str = "") -> nn.Module:
     """`auto_model` with the adapter in `folder` added under `name` (and made active); shape errors say both."""
     peft = require_peft()
     try:
@@ -106,7 +106,7 @@ def load_adapter(auto_model: nn.Module, folder: Path, name: str = DEFAULT_ADAPTE
         raise ModelFormatError(f"{folder}: cannot load the adapter ({first_line(e)})") from None
 
 
-def save_adapter(auto_model: nn.Module, path: Path) -> None:
+def save_adapter(auto_model: Any, path: Path) -> None:
     """Write the active adapter as PEFT does: adapter_config.json and adapter_model.safetensors."""
     peft = require_peft()
     name = active_adapter(auto_model)
@@ -123,13 +123,13 @@ def save_adapter(auto_model: nn.Module, path: Path) -> None:
     config.save_pretrained(str(path))
 
 
-def active_adapter(auto_model: nn.Module) -> str:
+def active_adapter(auto_model: Any) -> str:
     """The name of the adapter the backbone runs."""
     active = auto_model.active_adapter
     return str(active[0] if isinstance(active, list) else active)
 
 
-def merged(auto_model: nn.Module, in_place: bool = False) -> nn.Module:
+def merged(auto_model: Any, in_place: bool = False) -> nn.Module:
     """The plain backbone with the active adapter folded into its weights (a copy unless `in_place`)."""
     if not has_adapter(auto_model):
         return auto_model

@@ -126,6 +126,5 @@ def choose_targets(model: nn.Module, spec: LoraSpec) -> list[str]:
         found = [name for name in group if name in have]
         if found:
             return found
-    raise SbertError(
-        f"lora: no known attention projection in {type(model).__name__}; name targets=... from {', '.join(sorted(have))}"
-    )
+    names = ", ".join(sorted(have))
+    raise SbertError(f"lora: no known attention projection in {type(model).__name__}; name targets=... from {names}")

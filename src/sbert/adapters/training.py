@@ -27,6 +27,8 @@ def add_lora(model: SentenceEncoder, spec: LoraSpec, fresh_head: bool = False) -
     if not isinstance(first, Transformer):
         raise SbertError(f"--lora needs a transformer model; this one starts with {type(first).__name__} (no weights "
                          "to adapt: train it fully)")  # fmt: skip
+    if first.has_adapter:
+        raise SbertError("the model already has an adapter: train it without --lora, or merge it first")
     targets = choose_targets(first.auto_model, spec)
     first.auto_model = wrap_lora(first.auto_model, LoraSpec(spec.r, spec.alpha, spec.dropout, tuple(targets)))
     train_heads = spec.heads == "train" or (spec.heads == "auto" and fresh_head)
@@ -53,7 +55,7 @@ def enable_checkpointing(model: SentenceEncoder) -> None:
 
     first = model.chain()[0]
     if not isinstance(first, Transformer):
-        raise SbertError(f"gradient checkpointing needs a transformer model; this one starts with {type(first).__name__}")
+        raise SbertError(f"gradient checkpointing needs a transformer; this model starts with {type(first).__name__}")
     backbone = first.auto_model.get_base_model() if first.has_adapter else first.auto_model
     if not getattr(backbone, "supports_gradient_checkpointing", False):
         raise SbertError(f"gradient checkpointing: {type(backbone).__name__} does not support it")

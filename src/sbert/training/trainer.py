@@ -118,7 +118,9 @@ class Trainer:
         if self.config.max_seq_length is not None:
             model.max_seq_length = self.config.max_seq_length
         if self.config.lora is not None:
-            line = add_lora(model, parse_lora(self.config.lora), fresh_head=self.config.pooling is not None)
+            # A head built for this run (--pooling, or a model made in memory, never loaded) has nothing learned yet.
+            fresh = self.config.pooling is not None or (self.given_model is not None and model.source_dir is None)
+            line = add_lora(model, parse_lora(self.config.lora), fresh_head=fresh)
             if self.world.main:
                 print(line, file=sys.stderr)
         if self.config.gradient_checkpointing:
