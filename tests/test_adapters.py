@@ -108,15 +108,20 @@ def test_merge_adapter_writes_a_plain_model_with_equal_vectors(base, trained, tm
     np.testing.assert_allclose(SentenceEncoder.load(tmp_path / "merged-api").encode(TEXTS), want, rtol=1e-5, atol=1e-5)
 
 
-def test_several_adapters_switch_by_name(base, tmp_path):
+def test_several_adapters_switch_by_name(base, tmp_path, caplog):
     first = st_layout_adapter(base, tmp_path / "one", ["query", "value"], seed=1)
     second = peft_adapter(base, tmp_path / "two", ["query", "value"], seed=2)
     model = SentenceEncoder.load(first)
     one = model.encode(TEXTS)
+    np.testing.assert_allclose(model.encode(TEXTS, backend="onnx"), one, rtol=1e-4, atol=1e-5)  # fills the cache
     model.load_adapter(second, "two")
-    np.testing.assert_allclose(model.encode(TEXTS), peft_vectors(base, second), **CLOSE)
-    model.set_adapter("default")
+    want = peft_vectors(base, second)
+    np.testing.assert_allclose(model.encode(TEXTS), want, **CLOSE)
+    np.testing.assert_allclose(model.encode(TEXTS, backend="onnx"), want, rtol=1e-4, atol=1e-5)  # not the cached graph
+    model.set_adapter("default")  # the same state dict as with "two" active: the graph cache must still tell
     np.testing.assert_allclose(model.encode(TEXTS), one, **CLOSE)
+    np.testing.assert_allclose(model.encode(TEXTS, backend="onnx"), one, rtol=1e-4, atol=1e-5)
+    assert "exporting again" not in caplog.text  # each graph was exported for its own adapter, never mistaken
     model.set_adapter("two")
     model.save(tmp_path / "saved")  # the active adapter is the one written
     np.testing.assert_allclose(peft_vectors(base, tmp_path / "saved"), peft_vectors(base, second), **CLOSE)

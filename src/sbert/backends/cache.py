@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from sbert import layout
+from sbert.adapters.peft_io import active_adapter, has_adapter
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Module
 
@@ -26,7 +27,8 @@ def model_digest(model: nn.Sequential) -> str:
     """sha256 over every tensor (name, shape, dtype, bytes), every module's configuration and the backbone's.
 
     Modules inside a Router count too; the backbone's Hugging Face config counts because two models
-    with the same weights may differ there (Gemma3 with and without bidirectional attention).
+    with the same weights may differ there (Gemma3 with and without bidirectional attention), and so
+    does the active LoRA adapter's name (switching adapters changes the vectors, not the state dict).
     """
     digest = hashlib.sha256()
     for module in model.modules():
@@ -34,9 +36,12 @@ def model_digest(model: nn.Sequential) -> str:
             continue
         config = module.get_config()
         digest.update(f"{type(module).__name__}:{json.dumps(config, sort_keys=True)}".encode())
-        backbone = getattr(getattr(module, "auto_model", None), "config", None)
+        auto_model = getattr(module, "auto_model", None)
+        backbone = getattr(auto_model, "config", None)
         if backbone is not None:
             digest.update(backbone.to_json_string().encode())
+        if auto_model is not None and has_adapter(auto_model):  # every loaded adapter is in the state dict
+            digest.update(f"adapter:{active_adapter(auto_model)}".encode())
     for name, tensor in model.state_dict().items():
         digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
         # Raw bytes through a uint8 view: works for every dtype, bf16 included.
