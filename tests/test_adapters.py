@@ -53,6 +53,7 @@ def test_trained_adapter_is_saved_alone_and_loads_in_peft(base, trained):
     assert {"adapter_config.json", "adapter_model.safetensors", "modules.json"} <= names
     assert not names & {"model.safetensors", "config.json"}  # the base weights stay where they are
     assert json.loads((trained / "adapter_config.json").read_text())["base_model_name_or_path"] == str(base)
+    assert "LoRA adapter (r=4,alpha=8,dropout=0,heads=auto)" in (trained / "README.md").read_text()
     ours = SentenceEncoder.load(trained).encode(TEXTS)
     np.testing.assert_allclose(ours, peft_vectors(base, trained), **CLOSE)
     assert np.abs(ours - SentenceEncoder.load(base).encode(TEXTS)).max() > 1e-4  # training moved the adapter

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sbert.adapters import parse_lora
 from sbert.layout import atomic_file
 from sbert.version import __version__
 
@@ -43,6 +44,9 @@ def render(config: TrainConfig, state: StageState, steps: int, seconds: float) -
     lines += ["", f"Last stage data: {sizes}.", "", f"Batches per set ({state.stage.sampling}): {shares}."]
     sources = [f"- `{p.dataset.name}`: {p.dataset.source}" for p in state.prepared if p.dataset.source]
     lines += ["", "Table columns:", "", *sources] if sources else []
+    if config.lora is not None:
+        lines += ["", f"LoRA adapter ({parse_lora(config.lora).describe()}): this folder holds the adapter alone; "
+                  "adapter_config.json names its base model. `sbert merge-adapter` writes a plain model."]  # fmt: skip
     lines += ["", "Full settings:", "", "```", repr(_settings(config)), "```", ""]
     return "\n".join(lines)
 
