@@ -8,12 +8,14 @@ mode, so each process's peak RSS is its own:
 - a random-weight model of Qwen3-Embedding-0.6B's published sizes (28 layers, width 1024, 16 query / 8
   key-value heads of 128, MLP 3072, vocabulary 151,669), last-token pooling, fp32.
 Modes: full fine-tuning (AdamW on every weight), LoRA r=16 on the attention projections, and LoRA with
-gradient checkpointing (Qwen3 only: transformers' MPNet has no checkpointing). Seconds per step is the median over the steps after the first (each step logged).
+gradient checkpointing (Qwen3 only: transformers' MPNet has no checkpointing). Seconds per step is the
+median over the steps after the first (each step logged).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -77,7 +79,7 @@ def child(model_dir: str, family: str, mode: str, steps: int) -> None:
         shutil.rmtree(out, ignore_errors=True)
     stage = next(r for r in log if r["event"] == "stage")
     times = [r["time"] for r in log if r["event"] == "train"]
-    per_step = [b - a for a, b in zip(times, times[1:], strict=False)]
+    per_step = [b - a for a, b in itertools.pairwise(times)]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
     print(json.dumps({"trainable": stage["trainable_parameters"], "total": stage["total_parameters"],
                       "s_per_step": statistics.median(per_step), "peak_gib": peak}))  # fmt: skip

@@ -18,6 +18,8 @@ from sbert.modules import Module, Pooling, Router, Transformer, module_class
 
 log = logging.getLogger(__name__)
 
+# sentence-transformers' SparseEncoder modules: their models load with sbert.SparseEncoder.
+_SPARSE_MODULES = {"SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder", "MLMTransformer"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -76,7 +78,11 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
             return Router.load_routes(folder, load_one)
         return cls.load(folder)
 
-    modules = [load_one(entry.type, root / entry.path) for entry in read_modules(root)]
+    entries = read_modules(root)
+    sparse = [e.type.rsplit(".", 1)[-1] for e in entries if e.type.rsplit(".", 1)[-1] in _SPARSE_MODULES]
+    if sparse:
+        raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
+    modules = [load_one(entry.type, root / entry.path) for entry in entries]
     if not modules:
         raise ModelFormatError(f"{root / MODULES_FILE}: lists no modules")
     return modules

@@ -1,0 +1,136 @@
+"""SparseEncoder (SPLADE) against sentence-transformers' own SparseEncoder, both ways, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, DistilBertConfig
+
+from sbert import SentenceEncoder
+from sbert.errors import ModelFormatError, SbertError
+from sbert.sparse import SparseEncoder
+from sbert.sparse.engine import splade_batch
+from sbert.sparse.splade import pool_padded
+from tests.tiny_models import CORPUS, EDGE_SENTENCES
+
+TEXTS = [*EDGE_SENTENCES[:10], "Dogs RUN in the park, twice!"]
+
+
+def build_mlm(encoder_dir: Path, path: Path, family: str = "") -> Path:
+    """A random-weight MaskedLM model on a tiny encoder's tokenizer (and config, or DistilBERT's)."""
+    tokenizer = AutoTokenizer.from_pretrained(encoder_dir)
+    config = AutoConfig.from_pretrained(encoder_dir)
+    if family == "distilbert":
+        config = DistilBertConfig(vocab_size=config.vocab_size, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                                  max_position_embeddings=64)  # fmt: skip
+    torch.manual_seed(7)
+    AutoModelForMaskedLM.from_config(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def st_splade(mlm_dir: Path, path: Path, strategy: str = "max", activation: str = "relu", legacy: bool = False) -> Path:
+    """A SPLADE model built and saved by sentence-transformers (legacy: the MLMTransformer spelling)."""
+    from sentence_transformers import SparseEncoder as STSparse
+    from sentence_transformers.base.modules import Transformer as STTransformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling as STSplade
+
+    transformer = STTransformer(str(mlm_dir), transformer_task="fill-mask")
+    STSparse(modules=[transformer, STSplade(strategy, activation)], device="cpu").save(str(path))
+    if legacy:
+        modules = json.loads((path / "modules.json").read_text())
+        modules[0]["type"] = "sentence_transformers.sparse_encoder.models.MLMTransformer"
+        (path / "modules.json").write_text(json.dumps(modules))
+        config = json.loads((path / "sentence_bert_config.json").read_text())
+        (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": config.get("max_seq_length",
+                                                                                                  64)}))  # fmt: skip
+    return path
+
+
+def st_vectors(path: Path, texts: list[str] = TEXTS) -> np.ndarray:
+    from sentence_transformers import SparseEncoder as STSparse
+
+    return STSparse(str(path), device="cpu").encode(texts, convert_to_sparse_tensor=False).numpy()
+
+
+@pytest.fixture(scope="module")
+def mlm_dirs(tiny_dirs, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("mlm")
+    built = {name: build_mlm(tiny_dirs[name], root / name) for name in ("bert", "roberta")}
+    return {**built, "distilbert": build_mlm(tiny_dirs["bert"], root / "distilbert", "distilbert")}
+
+
+@pytest.mark.parametrize(
+    ("family", "strategy", "activation", "legacy"),
+    [("bert", "max", "relu", False), ("bert", "sum", "log1p_relu", True), ("roberta", "max", "log1p_relu", False),
+     ("distilbert", "max", "relu", False)],  # distilbert: a head the engine does not split (the padded path)
+)  # fmt: skip
+def test_st_splade_loads_with_the_same_vectors_both_ways(family, strategy, activation, legacy, mlm_dirs, tmp_path):
+    folder = st_splade(mlm_dirs[family], tmp_path / "st", strategy, activation, legacy)
+    want = st_vectors(folder)
+    model = SparseEncoder.load(folder, device="cpu")
+    got = model.encode(TEXTS)
+    assert isinstance(got, scipy.sparse.csr_matrix) and got.shape == want.shape == (len(TEXTS), model.dimension)
+    np.testing.assert_array_equal(got.toarray() > 0, want > 0)  # the same active dimensions
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-5, atol=1e-6)
+    model.save(tmp_path / "ours")
+    np.testing.assert_allclose(st_vectors(tmp_path / "ours"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_engine_equals_the_padded_path_and_batch_order(mlm_dirs, tmp_path):
+    model = SparseEncoder.load(st_splade(mlm_dirs["bert"], tmp_path / "st"), device="cpu")
+    features = model.mlm.tokenize(TEXTS)
+    with torch.inference_mode():
+        padded = pool_padded(model.mlm(dict(features))["token_embeddings"], features["attention_mask"], "max", "relu")
+        for chunk in (1, 7, 10_000):  # chunks cut across texts: each token still folds into its own row
+            torch.testing.assert_close(splade_batch(model.mlm, model.pooling, dict(features), chunk), padded)
+    whole = model.encode(TEXTS, batch_size=64).toarray()
+    np.testing.assert_allclose(model.encode(TEXTS, batch_size=3).toarray(), whole, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.encode(TEXTS[4]).toarray()[0], whole[4], rtol=1e-5, atol=1e-6)
+
+
+def test_max_active_dims_decode_similarity_sparsity(mlm_dirs, tmp_path):
+    model = SparseEncoder.load(st_splade(mlm_dirs["bert"], tmp_path / "st"), device="cpu")
+    full = model.encode(CORPUS)
+    kept = model.encode(CORPUS, max_active_dims=5)
+    assert (np.diff(kept.indptr) <= 5).all()
+    for i in range(len(CORPUS)):  # the five kept are the five heaviest
+        heaviest = np.sort(full.getrow(i).data)[::-1][:5]
+        np.testing.assert_allclose(np.sort(kept.getrow(i).data)[::-1], heaviest, rtol=1e-6)
+    decoded = model.decode(kept, top=3)
+    assert len(decoded) == len(CORPUS) and all(len(row) == 3 for row in decoded)
+    assert decoded[0][0][1] == kept.getrow(0).data.max()
+    assert decoded[0][0][0] == model.mlm.tokenizer.convert_ids_to_tokens(int(kept.getrow(0).indices[kept.getrow(0)
+                                                                                            .data.argmax()]))  # fmt: skip
+    scores = model.similarity(full, full)
+    np.testing.assert_allclose(scores, full.toarray() @ full.toarray().T, rtol=1e-5)
+    stats = model.sparsity(kept)
+    assert stats["active_dims"] <= 5 and 0 < stats["sparsity_ratio"] < 1
+    dense = model.encode(CORPUS[:2], convert_to="torch")
+    assert dense.is_sparse and torch.allclose(dense.to_dense(), torch.from_numpy(full[:2].toarray()))
+
+
+def test_bad_input_is_one_line(mlm_dirs, tiny_dirs, tmp_path):
+    folder = st_splade(mlm_dirs["bert"], tmp_path / "st")
+    model = SparseEncoder.load(folder, device="cpu")
+    for k in (0, -3, 2.5):
+        with pytest.raises(SbertError, match=r"max_active_dims=.*must be a positive integer"):
+            model.encode(["a"], max_active_dims=k)
+    dense = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    dense.save(tmp_path / "dense")
+    with pytest.raises(ModelFormatError, match="a dense model .*: load it with sbert.SentenceEncoder"):
+        SparseEncoder.load(tmp_path / "dense")
+    with pytest.raises(ModelFormatError, match="a sparse model .*: load it with sbert.SparseEncoder"):
+        SentenceEncoder.load(folder)
+    headless = tmp_path / "headless"  # a SPLADE folder whose weights are a plain BertModel
+    shutil.copytree(folder, headless)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_dirs["bert"] / name, headless / name)
+    with pytest.raises(ModelFormatError, match=rf"{headless}: a SPLADE model needs a masked-language-model head"):
+        SparseEncoder.load(headless)
