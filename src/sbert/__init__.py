@@ -9,6 +9,7 @@ from sbert.version import __version__
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
     from sbert.training.api import train
 
@@ -27,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from sbert.training.api import train
 
         return train
+    if name == "SparseEncoder":
+        from sbert.sparse import SparseEncoder
+
+        return SparseEncoder
     if name == "StaticEncoder":
         from sbert.static import StaticEncoder
 
@@ -34,4 +39,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sbert' has no attribute {name!r}")
 
 
-__all__ = ["CrossEncoder", "SentenceEncoder", "StaticEncoder", "__version__", "train"]
+__all__ = ["CrossEncoder", "SentenceEncoder", "SparseEncoder", "StaticEncoder", "__version__", "train"]

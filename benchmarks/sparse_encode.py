@@ -1,0 +1,151 @@
+"""SPLADE encode speed and memory: sbert's SparseEncoder against sentence-transformers' in the same run.
+
+    python benchmarks/sparse_encode.py --workdir /tmp/splade [--batch-size 32] [--rounds 2]
+
+The model is a random-weight BERT-base-size MLM (12 layers, width 768, a 30,522-token head) with
+SPLADE max pooling, built and saved by sentence-transformers. It encodes the STSb test sentences
+(2,758). Each engine runs in its own process, so each process's peak RSS is its own. The rounds
+alternate between the engines, and each figure is the median of its rounds. The vectors of both
+engines are compared: the same active dimensions, and the largest difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from common import sts_sentences
+
+BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+        "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
+
+
+def build(workdir: Path) -> Path:
+    """The SPLADE folder, written once by sentence-transformers."""
+    splade = workdir / "splade-bert-base-random"
+    if (splade / "modules.json").is_file():
+        return splade
+    import torch
+    from sentence_transformers import SparseEncoder as STSparse
+    from sentence_transformers.base.modules import Transformer as STTransformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling as STSplade
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(sts_sentences("train"), trainers.WordPieceTrainer(vocab_size=8000, special_tokens=specials))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                      sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
+    torch.manual_seed(0)
+    mlm = workdir / "mlm"
+    BertForMaskedLM(BertConfig(**BASE)).save_pretrained(mlm)
+    wrapped.save_pretrained(mlm)
+    STSparse(modules=[STTransformer(str(mlm), transformer_task="fill-mask"), STSplade("max")], device="cpu").save(
+        str(splade)
+    )
+    return splade
+
+
+def child(engine: str, folder: str, batch_size: int, out: str) -> None:
+    """Encode the sentences once to warm up, then time one pass; save the vectors; print seconds and peak RSS."""
+    import numpy as np
+    import scipy.sparse
+
+    sentences = sts_sentences("test")
+    if engine == "sbert":
+        from sbert import SparseEncoder
+
+        model = SparseEncoder.load(folder, device="cpu")
+        model.encode(sentences[:64], batch_size=batch_size)
+        start = time.perf_counter()
+        vectors = model.encode(sentences, batch_size=batch_size)
+    else:
+        from sentence_transformers import SparseEncoder as STSparse
+
+        st = STSparse(folder, device="cpu")
+        st.encode(sentences[:64], batch_size=batch_size)
+        start = time.perf_counter()
+        tensor = st.encode(sentences, batch_size=batch_size, convert_to_sparse_tensor=True).coalesce()
+        index, values = tensor.indices().numpy(), tensor.values().numpy()
+        vectors = scipy.sparse.csr_matrix((values, (index[0], index[1])), shape=tuple(tensor.shape), dtype=np.float32)
+    seconds = time.perf_counter() - start
+    scipy.sparse.save_npz(out, scipy.sparse.csr_matrix(vectors))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(json.dumps({"seconds": seconds, "peak_gib": peak}))
+
+
+def compare(workdir: Path) -> None:
+    """The two engines' vectors: active dimensions that differ, how heavy they are, the largest difference.
+
+    A weight of log(1 + relu(x)) is exactly 0 for x <= 0, so a logit within rounding of 0 may be
+    active in one engine and not in the other; such dimensions carry weights of that rounding's size.
+    """
+    import numpy as np
+    import scipy.sparse
+
+    ours = scipy.sparse.load_npz(workdir / "sbert.npz").toarray()
+    theirs = scipy.sparse.load_npz(workdir / "sentence-transformers.npz").toarray()
+    differ = (ours > 0) != (theirs > 0)
+    heaviest = float(np.maximum(ours, theirs)[differ].max()) if differ.any() else 0.0
+    print(
+        f"vectors: {int(differ.sum())} of {int((theirs > 0).sum())} active dimensions differ (the heaviest of "
+        f"them weighs {heaviest:.2e}); max abs diff {np.abs(ours - theirs).max():.2e}; "
+        f"{(theirs > 0).sum(1).mean():.0f} active of {ours.shape[1]} per sentence (random weights: not sparse)\n"
+    )
+
+
+def main() -> None:
+    """Build the model, alternate the engines, compare the vectors, print one table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--compare", action="store_true", help="only compare the vectors the last run saved")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]), args.child[3])
+        return
+    if args.workdir is None:
+        parser.error("--workdir is required")
+    if args.compare:
+        compare(args.workdir)
+        return
+    folder = build(args.workdir)
+    runs: dict[str, list[dict[str, float]]] = {"sentence-transformers": [], "sbert": []}
+    for _ in range(args.rounds):
+        for engine in runs:
+            out = args.workdir / f"{engine}.npz"
+            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out)]
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    compare(args.workdir)
+    print("| engine | sentences/s (median) | peak RSS (GiB, median) | rounds |")
+    print("|---|---|---|---|")
+    n = len(sts_sentences("test"))
+    speed = {k: n / statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
+    for engine, rows in runs.items():
+        print(
+            f"| {engine} | {speed[engine]:.1f} | {statistics.median(r['peak_gib'] for r in rows):.2f} | {len(rows)} |"
+        )
+    print(f"\nsbert / sentence-transformers: {speed['sbert'] / speed['sentence-transformers']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
