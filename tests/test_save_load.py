@@ -51,7 +51,7 @@ def test_unknown_name_says_what_was_tried(tmp_path):
 
 
 def test_default_alias_resolves_to_the_installed_package():
-    from sbert.loading import resolve_model_dir
+    from sbert.model_dirs import resolve_model_dir
 
     root = resolve_model_dir("all-MiniLM-L6-v2")
     assert (root / "modules.json").is_file()

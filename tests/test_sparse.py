@@ -106,8 +106,8 @@ def test_max_active_dims_decode_similarity_sparsity(mlm_dirs, tmp_path):
     decoded = model.decode(kept, top=3)
     assert len(decoded) == len(CORPUS) and all(len(row) == 3 for row in decoded)
     assert decoded[0][0][1] == kept.getrow(0).data.max()
-    assert decoded[0][0][0] == model.mlm.tokenizer.convert_ids_to_tokens(int(kept.getrow(0).indices[kept.getrow(0)
-                                                                                            .data.argmax()]))  # fmt: skip
+    first = kept.getrow(0)
+    assert decoded[0][0][0] == model.mlm.tokenizer.convert_ids_to_tokens(int(first.indices[first.data.argmax()]))
     scores = model.similarity(full, full)
     np.testing.assert_allclose(scores, full.toarray() @ full.toarray().T, rtol=1e-5)
     stats = model.sparsity(kept)
@@ -124,9 +124,9 @@ def test_bad_input_is_one_line(mlm_dirs, tiny_dirs, tmp_path):
             model.encode(["a"], max_active_dims=k)
     dense = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     dense.save(tmp_path / "dense")
-    with pytest.raises(ModelFormatError, match="a dense model .*: load it with sbert.SentenceEncoder"):
+    with pytest.raises(ModelFormatError, match=r"a dense model .*: load it with sbert\.SentenceEncoder"):
         SparseEncoder.load(tmp_path / "dense")
-    with pytest.raises(ModelFormatError, match="a sparse model .*: load it with sbert.SparseEncoder"):
+    with pytest.raises(ModelFormatError, match=r"a sparse model .*: load it with sbert\.SparseEncoder"):
         SentenceEncoder.load(folder)
     headless = tmp_path / "headless"  # a SPLADE folder whose weights are a plain BertModel
     shutil.copytree(folder, headless)

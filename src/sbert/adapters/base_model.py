@@ -7,6 +7,7 @@ from pathlib import Path
 from sbert.adapters.peft_io import ADAPTER_CONFIG_FILE, adapter_base, is_adapter_dir
 from sbert.errors import ModelFormatError, ModelNotFoundError
 from sbert.layout import MODULES_FILE, read_modules
+from sbert.model_dirs import resolve_model_dir
 
 
 def base_weights_dir(adapter_folder: Path) -> Path:
@@ -19,8 +20,6 @@ def base_weights_dir(adapter_folder: Path) -> Path:
     candidates = [Path(name).expanduser(), adapter_folder / name]
     root = next((c for c in candidates if c.is_dir()), None)
     if root is None:
-        from sbert.loading import resolve_model_dir
-
         try:
             root = resolve_model_dir(name)
         except ModelNotFoundError as e:

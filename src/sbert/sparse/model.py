@@ -16,8 +16,8 @@ from tqdm.auto import tqdm
 from sbert import layout
 from sbert.device import resolve_device
 from sbert.errors import ModelFormatError, SbertError
-from sbert.loading import resolve_model_dir
 from sbert.model_config import EncoderSettings, model_config, read_settings
+from sbert.model_dirs import resolve_model_dir
 from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
 from sbert.sparse.splade import SpladePooling

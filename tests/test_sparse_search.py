@@ -1,0 +1,69 @@
+"""The sparse inverted index against brute force, and hybrid fusion of dense and sparse rankings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from sbert.errors import SbertError
+from sbert.search.hybrid import hybrid_fuse
+from sbert.search.sparse_index import SparseIndex, sparse_search
+
+
+def random_sparse(rows: int, width: int, active: int, seed: int) -> scipy.sparse.csr_matrix:
+    rng = np.random.default_rng(seed)
+    cols = np.concatenate([rng.choice(width, active, replace=False) for _ in range(rows)])
+    data = rng.random(rows * active, dtype=np.float32) + 0.01
+    return scipy.sparse.csr_matrix((data, (np.repeat(np.arange(rows), active), cols)), shape=(rows, width))
+
+
+def test_index_equals_brute_force_and_numpy():
+    docs, queries = random_sparse(2000, 500, 20, 0), random_sparse(70, 500, 6, 1)  # 70 queries: two blocks
+    index = SparseIndex.build(docs)
+    scores, ids = index.search(queries, top_k=10)
+    brute = sparse_search(queries, docs, top_k=10)
+    dense = queries.toarray() @ docs.toarray().T
+    want = np.argsort(-dense, axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(ids, want)
+    np.testing.assert_array_equal(brute[1], want)
+    np.testing.assert_allclose(scores, np.take_along_axis(dense, want, axis=1), rtol=1e-5)
+
+
+def test_add_save_load_and_edges(tmp_path):
+    docs, queries = random_sparse(300, 100, 10, 2), random_sparse(5, 100, 4, 3)
+    grown = SparseIndex.build(docs[:120])
+    grown.add(docs[120:])
+    whole = SparseIndex.build(docs)
+    np.testing.assert_array_equal(grown.search(queries, 7)[1], whole.search(queries, 7)[1])
+    whole.save(tmp_path / "idx")
+    np.testing.assert_array_equal(SparseIndex.load(tmp_path / "idx").search(queries, 7)[1], whole.search(queries, 7)[1])
+    lonely = scipy.sparse.csr_matrix(([1.0], ([0], [99])), shape=(1, 100))  # a term no document holds
+    scores, ids = SparseIndex.build(docs[:, :99]).search(lonely[:, :99], 3)
+    assert (ids == -1).all() and np.isneginf(scores).all()
+    with pytest.raises(SbertError, match="queries have 101 dimensions; the index has 100"):
+        whole.search(random_sparse(1, 101, 2, 4))
+    with pytest.raises(SbertError, match="top_k must be positive"):
+        whole.search(queries, 0)
+    with pytest.raises(SbertError, match="not a sparse index"):
+        SparseIndex.load(tmp_path)
+
+
+def test_hybrid_rrf_and_weighted():
+    dense = (np.array([[0.9, 0.8, 0.1]]), np.array([[1, 2, 3]]))
+    sparse = (np.array([[12.0, 5.0, -np.inf]]), np.array([[3, 2, -1]]))  # 3 is first here, 1 is missing
+    scores, ids = hybrid_fuse(dense, sparse, top_k=3)
+    # rrf: doc 3 = 1/63 + 1/61 (0.032266) just beats doc 2 = 1/62 + 1/62 (0.032258); doc 1 = 1/61
+    assert ids.tolist() == [[3, 2, 1]]
+    np.testing.assert_allclose(scores[0], [1 / 63 + 1 / 61, 2 / 62, 1 / 61], rtol=1e-6)
+    assert hybrid_fuse(dense, sparse, 3, "weighted", alpha=1.0)[1].tolist() == [[1, 2, 3]]
+    assert hybrid_fuse(dense, sparse, 2, "weighted", alpha=0.0)[1].tolist() == [[3, 1]]  # ties at 0 by id
+    w_scores, w_ids = hybrid_fuse(dense, sparse, 3, "weighted", alpha=0.5)
+    # dense' = 1, 0.875, 0 for 1, 2, 3; sparse' = 1, 0 for 3, 2
+    assert w_ids.tolist() == [[1, 3, 2]]
+    np.testing.assert_allclose(w_scores[0], [0.5, 0.5, 0.4375], rtol=1e-6)
+    for kwargs, message in [({"method": "max"}, "hybrid method 'max'"), ({"alpha": 2.0}, r"alpha=2.0: must be in")]:
+        with pytest.raises(SbertError, match=message):
+            hybrid_fuse(dense, sparse, **kwargs)
+    with pytest.raises(SbertError, match="one dense and one sparse ranking per query"):
+        hybrid_fuse(dense, (np.zeros((2, 1)), np.zeros((2, 1), dtype=int)))
