@@ -37,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
+    p.add_argument("--sparse-model", help="a SPLADE folder (sbert.SparseEncoder) to serve at TEI's /embed_sparse")
     p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)")
     p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
     p.add_argument(
@@ -94,7 +95,12 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
 
         reranker = CrossEncoder.load(args.reranker, device=args.device)
         reranker_name = args.reranker_name or Path(str(args.reranker).rstrip("/")).name
-    app = build_server(settings, load_encoder(args), name, reranker, reranker_name)
+    sparse = None
+    if args.sparse_model:
+        from sbert.sparse import SparseEncoder
+
+        sparse = SparseEncoder.load(args.sparse_model, device=args.device)
+    app = build_server(settings, load_encoder(args), name, reranker, reranker_name, sparse)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     return app, settings
 

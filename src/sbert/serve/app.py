@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.cohere import cohere_router
 from sbert.serve.routes import router
+from sbert.serve.sparse_routes import sparse_router
 from sbert.serve.state import ApiError, FastJSON, ServerState
 from sbert.serve.tei import tei_router
 
@@ -49,6 +50,7 @@ def create_app(server: ServerState) -> FastAPI:
     app.state.sbert = server
     app.include_router(router)
     app.include_router(tei_router)
+    app.include_router(sparse_router)
     app.include_router(cohere_router)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
@@ -72,9 +74,10 @@ def error_answer(request: Request, status: int, message: str, code: str | None, 
         return FastJSON({"message": message}, 400 if status == 422 else status, headers=headers)
     if request.url.path not in TEI_PATHS:
         return FastJSON(error_body(status, message, code), status, headers=headers)
-    # TEI's types; it answers an overloaded queue with 429 and an empty input as "Empty".
+    # TEI's types; it answers an overloaded queue with 429, an empty input as "Empty", and a route the model
+    # cannot serve (/embed_sparse on a dense model) with 424 "Backend".
     kind = "Empty" if code == "empty_input" else "Overloaded" if status == 503 else (
-        "Backend" if status >= 500 else "Validation")  # fmt: skip
+        "Backend" if status >= 500 or status == 424 else "Validation")  # fmt: skip
     return FastJSON({"error": message, "error_type": kind}, 429 if status == 503 else status, headers=headers)
 
 

@@ -75,6 +75,16 @@ class TeiEmbedRequest(BaseModel):
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None
 
 
+class TeiSparseRequest(BaseModel):
+    """POST /embed_sparse: TEI's request for SPLADE vectors."""
+
+    model_config = ConfigDict(extra="ignore")
+    inputs: Texts
+    truncate: StrictBool | None = None  # None: truncate
+    truncation_direction: Literal["Right", "Left", "right", "left"] = "Right"
+    prompt_name: StrictStr | None = None
+
+
 class TeiSimilarityInputs(BaseModel):
     """The sentence-similarity task's inputs: one sentence against several."""
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from sbert.backends import Backend
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
 
@@ -35,8 +36,9 @@ def build_server(
     model_id: str,
     reranker: CrossEncoder | None = None,
     reranker_id: str = "reranker",
+    sparse: SparseEncoder | None = None,
 ) -> FastAPI:
-    """The app for `model` (and `reranker`); backends are built (ONNX exported) before the first request."""
+    """The app for `model` (and `reranker`, `sparse`); backends are built (ONNX exported) before the first request."""
     settings.validate()
     index = None
     if settings.index is not None:
@@ -69,7 +71,12 @@ def build_server(
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
     served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
     ranges = calibration(settings, model.embedding_dimension)
-    return create_app(ServerState(settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges))
+    if sparse is not None:
+        sparse.encode(["warm-up"])
+    state = ServerState(
+        settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges, sparse=sparse
+    )
+    return create_app(state)
 
 
 def encode_by_task(

@@ -1,0 +1,62 @@
+"""TEI's POST /embed_sparse: SPLADE vectors as `[[{"index", "value"}, ...], ...]`, from `--sparse-model`.
+
+A server started without a sparse model answers 424, as TEI does for a model that is not SPLADE.
+The encode runs in a worker thread, one request at a time (no dynamic batching for sparse yet).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import scipy.sparse
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from sbert.serve.routes import Protected
+from sbert.serve.schemas import TeiSparseRequest, as_list
+from sbert.serve.state import ApiError, FastJSON, check_texts, state
+from sbert.serve.tei import check_direction
+
+sparse_router = APIRouter()
+_ONE_AT_A_TIME = threading.Lock()  # sparse encodes share the CPU threads: queue them rather than oversubscribe
+
+
+def sparse_rows(vectors: scipy.sparse.csr_matrix) -> list[list[dict[str, Any]]]:
+    """Each row's non-zero weights as TEI writes them: {"index": token id, "value": weight}, by index."""
+    rows = scipy.sparse.csr_matrix(vectors)
+    rows.sort_indices()
+    out = []
+    for i in range(rows.shape[0]):
+        start, end = rows.indptr[i], rows.indptr[i + 1]
+        out.append([{"index": int(j), "value": float(v)} for j, v in zip(rows.indices[start:end], rows.data[start:end],
+                                                                         strict=True)])  # fmt: skip
+    return out
+
+
+@sparse_router.post("/embed_sparse", dependencies=Protected)
+async def embed_sparse(body: TeiSparseRequest, request: Request) -> FastJSON:
+    """SPLADE vectors of `inputs` (truncated unless `truncate` is false, then 413 for an input over the limit)."""
+    check_direction(body.truncation_direction)
+    st = state(request)
+    model = st.sparse
+    if model is None:
+        raise ApiError(424, "this server runs no sparse model (start it with --sparse-model)", "model_not_sparse")
+    texts = as_list(body.inputs)
+    st.check_limits(texts)
+    check_texts(texts, "inputs")
+    if body.prompt_name is not None and body.prompt_name not in model.settings.prompts:
+        known = ", ".join(sorted(model.settings.prompts)) or "none"
+        raise ApiError(422, f"prompt_name {body.prompt_name!r} is not one of the model's prompts ({known})",
+                       "invalid_prompt")  # fmt: skip
+    if body.truncate is False:
+        _, cut = await run_in_threadpool(model.mlm.token_ids, texts)
+        if cut:
+            raise ApiError(413, f"inputs[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's "
+                           f"{model.mlm.max_seq_length} tokens and truncate is false", "input_too_long")  # fmt: skip
+
+    def encode() -> scipy.sparse.csr_matrix:
+        with _ONE_AT_A_TIME:
+            return model.encode(texts, prompt_name=body.prompt_name)
+
+    return FastJSON(sparse_rows(await run_in_threadpool(encode)))

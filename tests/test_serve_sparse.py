@@ -1,0 +1,50 @@
+"""TEI's /embed_sparse on a real loopback server: SPLADE vectors from --sparse-model, TEI's errors."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.sparse import SparseEncoder
+from tests.serve_helpers import serve_in_thread
+from tests.test_sparse import build_mlm, st_splade
+from tests.tiny_models import CORPUS
+
+
+@pytest.fixture(scope="module")
+def folders(tiny_dirs, tmp_path_factory):
+    root = tmp_path_factory.mktemp("serve-sparse")
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(root / "dense")
+    return root / "dense", st_splade(build_mlm(tiny_dirs["bert"], root / "mlm"), root / "splade")
+
+
+def test_embed_sparse_answers_the_model_vectors_and_tei_errors(folders):
+    dense, splade = folders
+    server = serve_in_thread("--model", dense, "--sparse-model", splade, "--max-inputs", "8")
+    try:
+        answer = httpx.post(f"{server.url}/embed_sparse", json={"inputs": CORPUS[:3]}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        want = SparseEncoder.load(splade, device="cpu").encode(CORPUS[:3])
+        for row, got in zip(want, answer.json(), strict=True):
+            assert [g["index"] for g in got] == sorted(row.indices.tolist())  # every active dimension, by index
+            np.testing.assert_allclose([g["value"] for g in got], row.toarray()[0, sorted(row.indices)], rtol=1e-5)
+        one = httpx.post(f"{server.url}/embed_sparse", json={"inputs": CORPUS[0]}, timeout=60).json()
+        assert one == answer.json()[:1]
+        cases = [({"inputs": ["ok", ""]}, 422, "Empty", "inputs[1] is an empty string"),
+                 ({"inputs": ["word " * 200], "truncate": False}, 413, "Validation", "exceed the model's 64 tokens"),
+                 ({"inputs": "a", "prompt_name": "nope"}, 422, "Validation", "prompt_name 'nope'"),
+                 ({"inputs": ["a"] * 9}, 413, "Validation", "9 inputs; the limit is 8")]  # fmt: skip
+        for body, status, kind, words in cases:
+            bad = httpx.post(f"{server.url}/embed_sparse", json=body, timeout=60)
+            assert bad.status_code == status and bad.json()["error_type"] == kind and words in bad.json()["error"]
+    finally:
+        assert server.stop()
+    plain = serve_in_thread("--model", dense)
+    try:
+        refused = httpx.post(f"{plain.url}/embed_sparse", json={"inputs": "a"}, timeout=60)
+        assert refused.status_code == 424 and refused.json()["error_type"] == "Backend"
+        assert "--sparse-model" in refused.json()["error"]
+    finally:
+        assert plain.stop()
