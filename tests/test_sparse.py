@@ -128,9 +128,57 @@ def test_bad_input_is_one_line(mlm_dirs, tiny_dirs, tmp_path):
         SparseEncoder.load(tmp_path / "dense")
     with pytest.raises(ModelFormatError, match=r"a sparse model .*: load it with sbert\.SparseEncoder"):
         SentenceEncoder.load(folder)
+    csr = tmp_path / "csr"  # a CSR model: a dense model with a SparseAutoEncoder head
+    shutil.copytree(tmp_path / "dense", csr)
+    modules = json.loads((csr / "modules.json").read_text())
+    modules.append({"idx": 2, "name": "2", "path": "2_SAE", "type": "sentence_transformers.sparse_encoder.modules."
+                    "SparseAutoEncoder"})  # fmt: skip
+    (csr / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ModelFormatError, match=r"CSR sparse models are not supported yet \(modules: Transformer"):
+        SparseEncoder.load(csr)
     headless = tmp_path / "headless"  # a SPLADE folder whose weights are a plain BertModel
     shutil.copytree(folder, headless)
     for name in ("config.json", "model.safetensors"):
         shutil.copy(tiny_dirs["bert"] / name, headless / name)
     with pytest.raises(ModelFormatError, match=rf"{headless}: a SPLADE model needs a masked-language-model head"):
         SparseEncoder.load(headless)
+
+
+def st_inference_free(mlm_dir: Path, path: Path) -> Path:
+    """Inference-free SPLADE as sentence-transformers builds it: IDF-like query weights, SPLADE documents."""
+    from sentence_transformers import SparseEncoder as STSparse
+    from sentence_transformers.base.modules import Router, Transformer
+    from sentence_transformers.sparse_encoder.modules import SparseStaticEmbedding, SpladePooling
+
+    tokenizer = AutoTokenizer.from_pretrained(mlm_dir)
+    torch.manual_seed(3)
+    weights = torch.rand(len(tokenizer.get_vocab()))
+    weights[:40] = 0  # tokens without a weight stay inactive
+    query = SparseStaticEmbedding(tokenizer=tokenizer, weight=weights)
+    document = [Transformer(str(mlm_dir), transformer_task="fill-mask"), SpladePooling("max")]
+    router = Router.for_query_document(query_modules=[query], document_modules=document)
+    STSparse(modules=[router], device="cpu").save(str(path))
+    return path
+
+
+def test_inference_free_splade_both_ways_and_queries_skip_the_transformer(mlm_dirs, tmp_path, monkeypatch):
+    from sentence_transformers import SparseEncoder as STSparse
+
+    folder = st_inference_free(mlm_dirs["bert"], tmp_path / "st")
+    st = STSparse(str(folder), device="cpu")
+    want_q = st.encode_query(TEXTS, convert_to_sparse_tensor=False).numpy()
+    want_d = st.encode_document(TEXTS, convert_to_sparse_tensor=False).numpy()
+    model = SparseEncoder.load(folder, device="cpu")
+    np.testing.assert_allclose(model.encode_document(TEXTS).toarray(), want_d, rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(model.mlm, "forward", None)  # a query that ran the transformer would fail here
+    monkeypatch.setattr(type(model.mlm), "split", lambda self: pytest.fail("queries ran the transformer"))
+    queries = model.encode_query(TEXTS)
+    np.testing.assert_array_equal(queries.toarray() > 0, want_q > 0)
+    np.testing.assert_allclose(queries.toarray(), want_q, rtol=1e-6)
+    assert (np.diff(model.encode_query(TEXTS, max_active_dims=2).indptr) <= 2).all()
+    monkeypatch.undo()
+    model.save(tmp_path / "ours")
+    back = STSparse(str(tmp_path / "ours"), device="cpu")
+    np.testing.assert_allclose(back.encode_query(TEXTS, convert_to_sparse_tensor=False).numpy(), want_q, rtol=1e-6)
+    np.testing.assert_allclose(back.encode_document(TEXTS, convert_to_sparse_tensor=False).numpy(), want_d,
+                               rtol=1e-5, atol=1e-6)  # fmt: skip

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -19,19 +18,26 @@ from sbert.errors import ModelFormatError, SbertError
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.sparse.engine import splade_batch, to_csr, top_k
-from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
+from sbert.sparse.loading import load_sparse, save_sparse
+from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.splade import SpladePooling
+from sbert.sparse.static_query import SparseStaticEmbedding
 
-_LATER = {"SparseStaticEmbedding": "inference-free SPLADE", "SparseAutoEncoder": "CSR", "Router": "a routed model"}
 
+class SparseEncoder(nn.Module):
+    """SPLADE: an MLM backbone and SPLADE pooling, one weight per vocabulary token, most of them zero.
 
-class SparseEncoder(nn.Sequential):
-    """An MLM backbone and SPLADE pooling: one weight per vocabulary token, most of them zero."""
+    With `query` (inference-free SPLADE), queries skip the transformer: each of their tokens gets a fixed weight.
+    """
 
-    def __init__(self, modules: Sequence[nn.Module], device: str | torch.device | None = None) -> None:
-        super().__init__(*modules)
-        if len(modules) != 2 or not isinstance(modules[0], MLMTransformer) or not isinstance(modules[1], SpladePooling):
-            raise ModelFormatError("a SparseEncoder is an MLMTransformer followed by SpladePooling")
+    def __init__(
+        self, mlm: MLMTransformer, pooling: SpladePooling, query: SparseStaticEmbedding | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.mlm, self.pooling, self.query = mlm, pooling, query
+        if query is not None and query.weight.shape[0] != mlm.vocab_size:
+            raise ModelFormatError(f"query weights cover {query.weight.shape[0]} tokens; the MLM head {mlm.vocab_size}")
         self.settings = EncoderSettings()
         self.max_active_dims: int | None = None
         self.to(resolve_device(device))
@@ -42,24 +48,10 @@ class SparseEncoder(nn.Sequential):
              trust_remote_code: bool = False, max_active_dims: int | None = None) -> Self:  # fmt: skip
         """Load a SPLADE model: a sentence-transformers SparseEncoder folder, or a plain MLM (max pooling, relu)."""
         root = resolve_model_dir(name_or_path)
-        model = cls(_load_modules(root, trust_remote_code), device=device)
+        model = cls(*load_sparse(root, trust_remote_code), device=device)
         model.settings = read_settings(root)
         model.max_active_dims = _check_k(max_active_dims)
         return model
-
-    @property
-    def mlm(self) -> MLMTransformer:
-        """The backbone with its MLM head."""
-        module = self[0]
-        assert isinstance(module, MLMTransformer)
-        return module
-
-    @property
-    def pooling(self) -> SpladePooling:
-        """The SPLADE pooling."""
-        module = self[1]
-        assert isinstance(module, SpladePooling)
-        return module
 
     @property
     def dimension(self) -> int:
@@ -94,7 +86,11 @@ class SparseEncoder(nn.Sequential):
             raise SbertError(f"convert_to={convert_to!r}: use csr or torch")
         k = _check_k(max_active_dims) or self.max_active_dims
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
-        ids, _ = self.mlm.token_ids([text + t for t in texts] if text else texts)
+        prompted = [text + t for t in texts] if text else texts
+        if task == "query" and self.query is not None:  # inference-free: a table lookup, no transformer
+            result = _top_k_csr(self.query.encode_csr(prompted), k)
+            return _convert(result, convert_to, single)
+        ids, _ = self.mlm.token_ids(prompted)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # similar lengths share a batch: less padding
         parts = []
         for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, unit="batch"):
@@ -104,13 +100,7 @@ class SparseEncoder(nn.Sequential):
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
-        result = stacked[inverse]
-        if convert_to == "torch":
-            coo = result.tocoo()
-            index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-            tensor = torch.sparse_coo_tensor(index, torch.from_numpy(coo.data), coo.shape).coalesce()
-            return tensor[0] if single else tensor
-        return result[0] if single else result
+        return _convert(stacked[inverse], convert_to, single)
 
     def encode_query(self, sentences: str | Sequence[str], **options: Any) -> Any:
         """`encode` with the model's query prompt (its `query` prompt, if it has one)."""
@@ -146,13 +136,7 @@ class SparseEncoder(nn.Sequential):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write sentence-transformers' SparseEncoder layout atomically (the old copy survives a crash)."""
         with layout.atomic_directory(path) as tmp:
-            self.mlm.save(tmp)
-            self.pooling.save(tmp / "1_SpladePooling")
-            entries = [layout.ModuleEntry(0, "0", "", "sentence_transformers.models.Transformer"),
-                       layout.ModuleEntry(1, "1", "1_SpladePooling", SpladePooling.module_type)]  # fmt: skip
-            layout.write_modules(tmp, entries)
-            config = {**model_config(self.settings), "model_type": "SparseEncoder"}
-            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, config)
+            save_sparse(tmp, (self.mlm, self.pooling, self.query), model_config(self.settings))
 
 
 def _check_k(k: int | None) -> int | None:
@@ -161,20 +145,26 @@ def _check_k(k: int | None) -> int | None:
     return k
 
 
-def _load_modules(root: Path, trust_remote_code: bool) -> list[nn.Module]:
-    """The two modules of a SPLADE folder, or a one-line error naming what the folder is instead."""
-    if not (root / layout.MODULES_FILE).is_file():
-        check_mlm_head(root)  # a plain MLM checkpoint: SPLADE max pooling on it, as sentence-transformers does
-        return [MLMTransformer.from_pretrained(root, trust_remote_code=trust_remote_code), SpladePooling()]
-    entries = layout.read_modules(root)
-    names = [e.type.rsplit(".", 1)[-1] for e in entries]
-    later = [_LATER[n] for n in names if n in _LATER]
-    if later:
-        raise ModelFormatError(f"{root}: {later[0]} sparse models are not supported yet (modules: {', '.join(names)})")
-    if "SpladePooling" not in names:
-        raise ModelFormatError(f"{root}: a dense model ({', '.join(names)}): load it with sbert.SentenceEncoder")
-    first, pooling = entries[0], entries[-1]
-    if len(entries) != 2 or not first.type.endswith("Transformer") or not is_fill_mask(root / first.path, first.type):
-        raise ModelFormatError(f"{root}: expected a fill-mask Transformer then SpladePooling, got {', '.join(names)}")
-    mlm = MLMTransformer.load(root / first.path, trust_remote_code=trust_remote_code)
-    return [mlm, SpladePooling.load(root / pooling.path)]
+def _top_k_csr(rows: scipy.sparse.csr_matrix, k: int | None) -> scipy.sparse.csr_matrix:
+    """Keep each CSR row's k largest weights."""
+    if k is None:
+        return rows
+    out = rows.tolil()
+    for i in range(rows.shape[0]):
+        start, end = rows.indptr[i], rows.indptr[i + 1]
+        if end - start > k:
+            drop = rows.indices[start:end][np.argsort(-rows.data[start:end], kind="stable")[k:]]
+            out[i, drop] = 0
+    result = out.tocsr()
+    result.eliminate_zeros()
+    return result
+
+
+def _convert(rows: scipy.sparse.csr_matrix, convert_to: str, single: bool) -> Any:
+    """A CSR matrix (or a torch sparse COO tensor), one row alone for a single input."""
+    if convert_to == "torch":
+        coo = rows.tocoo()
+        index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+        tensor = torch.sparse_coo_tensor(index, torch.from_numpy(coo.data), coo.shape).coalesce()
+        return tensor[0] if single else tensor
+    return rows[0] if single else rows

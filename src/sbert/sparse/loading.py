@@ -1,0 +1,82 @@
+"""Reading and writing sentence-transformers' SparseEncoder folders: SPLADE, and inference-free SPLADE (a Router)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sbert import layout
+from sbert.errors import ModelFormatError
+from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
+from sbert.sparse.splade import SpladePooling
+from sbert.sparse.static_query import SparseStaticEmbedding
+
+ROUTER_FILE = "router_config.json"
+ROUTER_TYPE = "sentence_transformers.base.modules.router.Router"
+_LATER = {"SparseAutoEncoder": "CSR"}
+Modules = tuple[MLMTransformer, SpladePooling, SparseStaticEmbedding | None]
+
+
+def load_sparse(root: Path, trust_remote_code: bool) -> Modules:
+    """The document side (MLM + SPLADE pooling) and the query side if separate, or a one-line error."""
+    if not (root / layout.MODULES_FILE).is_file():
+        check_mlm_head(root)  # a plain MLM checkpoint: SPLADE max pooling on it, as sentence-transformers does
+        return MLMTransformer.from_pretrained(root, trust_remote_code=trust_remote_code), SpladePooling(), None
+    entries = layout.read_modules(root)
+    names = [e.type.rsplit(".", 1)[-1] for e in entries]
+    later = [_LATER[n] for n in names if n in _LATER]
+    if later:
+        raise ModelFormatError(f"{root}: {later[0]} sparse models are not supported yet (modules: {', '.join(names)})")
+    if names in (["Router"], ["Asym"]):
+        return _load_router(root / entries[0].path, trust_remote_code)
+    if "SpladePooling" not in names:
+        raise ModelFormatError(f"{root}: a dense model ({', '.join(names)}): load it with sbert.SentenceEncoder")
+    mlm, pooling = _splade([(root / e.path, e.type) for e in entries], root, trust_remote_code)
+    return mlm, pooling, None
+
+
+def _splade(route: list[tuple[Path, str]], root: Path, trust_remote_code: bool) -> tuple[MLMTransformer, SpladePooling]:
+    names = [t.rsplit(".", 1)[-1] for _, t in route]
+    first = route[0] if route else None
+    if len(route) != 2 or first is None or not is_fill_mask(first[0], first[1]) or names[1] != "SpladePooling":
+        raise ModelFormatError(f"{root}: expected a fill-mask Transformer then SpladePooling, got {', '.join(names)}")
+    return MLMTransformer.load(first[0], trust_remote_code=trust_remote_code), SpladePooling.load(route[1][0])
+
+
+def _load_router(folder: Path, trust_remote_code: bool) -> Modules:
+    """Inference-free SPLADE: a `query` route of one SparseStaticEmbedding, a `document` route of SPLADE."""
+    config = layout.read_json(folder / ROUTER_FILE)
+    structure: dict[str, list[str]] = config.get("structure", {}) if isinstance(config, dict) else {}
+    types: dict[str, str] = config.get("types", {}) if isinstance(config, dict) else {}
+    query, document = structure.get("query", []), structure.get("document", [])
+    query_types = [types.get(m, "").rsplit(".", 1)[-1] for m in query]
+    if query_types != ["SparseStaticEmbedding"] or not document:
+        raise ModelFormatError(f"{folder / ROUTER_FILE}: sbert loads a Router of a SparseStaticEmbedding query route "
+                               f"and a SPLADE document route; got {structure}")  # fmt: skip
+    mlm, pooling = _splade([(folder / m, types.get(m, "")) for m in document], folder, trust_remote_code)
+    return mlm, pooling, SparseStaticEmbedding.load(folder / query[0])
+
+
+def save_sparse(tmp: Path, modules: Modules, model_config: dict[str, Any]) -> None:
+    """Write the folder `load_sparse` reads (a Router layout when there is a separate query side)."""
+    mlm, pooling, query = modules
+    if query is None:
+        mlm.save(tmp)
+        pooling.save(tmp / "1_SpladePooling")
+        entries = [layout.ModuleEntry(0, "0", "", "sentence_transformers.models.Transformer"),
+                   layout.ModuleEntry(1, "1", "1_SpladePooling", SpladePooling.module_type)]  # fmt: skip
+    else:
+        named: dict[str, Any] = {"query_0_SparseStaticEmbedding": query, "document_0_Transformer": mlm,
+                                 "document_1_SpladePooling": pooling}  # fmt: skip
+        kinds = {"query_0_SparseStaticEmbedding": SparseStaticEmbedding.module_type,
+                 "document_0_Transformer": "sentence_transformers.models.Transformer",
+                 "document_1_SpladePooling": SpladePooling.module_type}  # fmt: skip
+        for name, module in named.items():
+            module.save(tmp / name)
+        structure = {"query": ["query_0_SparseStaticEmbedding"],
+                     "document": ["document_0_Transformer", "document_1_SpladePooling"]}  # fmt: skip
+        parameters = {"default_route": "document", "allow_empty_key": True, "route_mappings": {}}
+        layout.write_json(tmp / ROUTER_FILE, {"types": kinds, "structure": structure, "parameters": parameters})
+        entries = [layout.ModuleEntry(0, "0", "", ROUTER_TYPE)]
+    layout.write_modules(tmp, entries)
+    layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config, "model_type": "SparseEncoder"})
