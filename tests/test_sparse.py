@@ -128,14 +128,6 @@ def test_bad_input_is_one_line(mlm_dirs, tiny_dirs, tmp_path):
         SparseEncoder.load(tmp_path / "dense")
     with pytest.raises(ModelFormatError, match=r"a sparse model .*: load it with sbert\.SparseEncoder"):
         SentenceEncoder.load(folder)
-    csr = tmp_path / "csr"  # a CSR model: a dense model with a SparseAutoEncoder head
-    shutil.copytree(tmp_path / "dense", csr)
-    modules = json.loads((csr / "modules.json").read_text())
-    modules.append({"idx": 2, "name": "2", "path": "2_SAE", "type": "sentence_transformers.sparse_encoder.modules."
-                    "SparseAutoEncoder"})  # fmt: skip
-    (csr / "modules.json").write_text(json.dumps(modules))
-    with pytest.raises(ModelFormatError, match=r"CSR sparse models are not supported yet \(modules: Transformer"):
-        SparseEncoder.load(csr)
     headless = tmp_path / "headless"  # a SPLADE folder whose weights are a plain BertModel
     shutil.copytree(folder, headless)
     for name in ("config.json", "model.safetensors"):
@@ -182,3 +174,33 @@ def test_inference_free_splade_both_ways_and_queries_skip_the_transformer(mlm_di
     np.testing.assert_allclose(back.encode_query(TEXTS, convert_to_sparse_tensor=False).numpy(), want_q, rtol=1e-6)
     np.testing.assert_allclose(back.encode_document(TEXTS, convert_to_sparse_tensor=False).numpy(), want_d,
                                rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def st_csr(encoder_dir: Path, path: Path, normalize: bool) -> Path:
+    """CSR as sentence-transformers builds it: Transformer, mean Pooling, a top-k SparseAutoEncoder."""
+    from sentence_transformers import SparseEncoder as STSparse
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+    from sentence_transformers.sparse_encoder.modules import SparseAutoEncoder
+
+    torch.manual_seed(4)
+    sae = SparseAutoEncoder(input_dim=32, hidden_dim=128, k=8, k_aux=16, normalize=normalize)
+    with torch.no_grad():  # non-zero biases, so a mix-up of them would show
+        sae.pre_bias.uniform_(-0.1, 0.1)
+        sae.latent_bias.uniform_(-0.1, 0.1)
+    STSparse(modules=[Transformer(str(encoder_dir)), Pooling(32, "mean"), sae], device="cpu").save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_csr_loads_with_the_same_codes_both_ways(normalize, tiny_dirs, tmp_path):
+    folder = st_csr(tiny_dirs["bert"], tmp_path / "st", normalize)
+    want = st_vectors(folder)
+    model = SparseEncoder.load(folder, device="cpu")
+    got = model.encode(TEXTS)
+    assert model.dimension == 128 and (np.diff(got.indptr) <= 8).all()
+    np.testing.assert_array_equal(got.toarray() > 0, want > 0)
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-5, atol=1e-6)
+    assert (np.diff(model.encode(TEXTS, max_active_dims=3).indptr) <= 3).all()
+    model.save(tmp_path / "ours")
+    np.testing.assert_allclose(st_vectors(tmp_path / "ours"), want, rtol=1e-5, atol=1e-6)

@@ -9,7 +9,7 @@ import torch
 
 from sbert.adapters.peft_io import is_adapter_dir
 from sbert.errors import ModelFormatError
-from sbert.layout import MODULES_FILE, read_modules
+from sbert.layout import MODULES_FILE, ModuleEntry, read_modules
 from sbert.modules import Module, Pooling, Router, Transformer, module_class
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,18 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
         transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
 
+    entries = read_modules(root)
+    sparse = [e.type.rsplit(".", 1)[-1] for e in entries if e.type.rsplit(".", 1)[-1] in _SPARSE_MODULES]
+    if sparse:
+        raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
+    return load_entries(root, entries, trust_remote_code, dtype)
+
+
+def load_entries(
+    root: Path, entries: list[ModuleEntry], trust_remote_code: bool = False, dtype: str | torch.dtype | None = None
+) -> list[Module]:
+    """The modules `entries` (of root's modules.json) name, each loaded from its folder by its class's rules."""
+
     def load_one(type_name: str, folder: Path) -> Module:
         cls = module_class(type_name)
         if cls is Transformer:
@@ -42,10 +54,6 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
             return Router.load_routes(folder, load_one)
         return cls.load(folder)
 
-    entries = read_modules(root)
-    sparse = [e.type.rsplit(".", 1)[-1] for e in entries if e.type.rsplit(".", 1)[-1] in _SPARSE_MODULES]
-    if sparse:
-        raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
     modules = [load_one(entry.type, root / entry.path) for entry in entries]
     if not modules:
         raise ModelFormatError(f"{root / MODULES_FILE}: lists no modules")

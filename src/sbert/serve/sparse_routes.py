@@ -50,10 +50,10 @@ async def embed_sparse(body: TeiSparseRequest, request: Request) -> FastJSON:
         raise ApiError(422, f"prompt_name {body.prompt_name!r} is not one of the model's prompts ({known})",
                        "invalid_prompt")  # fmt: skip
     if body.truncate is False:
-        _, cut = await run_in_threadpool(model.mlm.token_ids, texts)
+        cut, limit = await run_in_threadpool(model.truncated, texts)
         if cut:
-            raise ApiError(413, f"inputs[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's "
-                           f"{model.mlm.max_seq_length} tokens and truncate is false", "input_too_long")  # fmt: skip
+            raise ApiError(413, f"inputs[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
+                           "and truncate is false", "input_too_long")  # fmt: skip
 
     def encode() -> scipy.sparse.csr_matrix:
         with _ONE_AT_A_TIME:

@@ -7,32 +7,40 @@ from typing import Any
 
 from sbert import layout
 from sbert.errors import ModelFormatError
+from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
 
 ROUTER_FILE = "router_config.json"
 ROUTER_TYPE = "sentence_transformers.base.modules.router.Router"
-_LATER = {"SparseAutoEncoder": "CSR"}
 Modules = tuple[MLMTransformer, SpladePooling, SparseStaticEmbedding | None]
 
 
-def load_sparse(root: Path, trust_remote_code: bool) -> Modules:
-    """The document side (MLM + SPLADE pooling) and the query side if separate, or a one-line error."""
+def load_sparse(root: Path, trust_remote_code: bool) -> dict[str, Any]:
+    """SparseEncoder's constructor arguments for the folder, or a one-line error naming what it is instead.
+
+    SPLADE: `mlm` and `pooling` (and `query` for inference-free SPLADE); CSR: the `dense` model and its `sae`.
+    """
     if not (root / layout.MODULES_FILE).is_file():
         check_mlm_head(root)  # a plain MLM checkpoint: SPLADE max pooling on it, as sentence-transformers does
-        return MLMTransformer.from_pretrained(root, trust_remote_code=trust_remote_code), SpladePooling(), None
+        return {"mlm": MLMTransformer.from_pretrained(root, trust_remote_code=trust_remote_code),
+                "pooling": SpladePooling()}  # fmt: skip
     entries = layout.read_modules(root)
     names = [e.type.rsplit(".", 1)[-1] for e in entries]
-    later = [_LATER[n] for n in names if n in _LATER]
-    if later:
-        raise ModelFormatError(f"{root}: {later[0]} sparse models are not supported yet (modules: {', '.join(names)})")
+    if names and names[-1] == "SparseAutoEncoder":
+        from sbert.loading import load_entries
+        from sbert.model import SentenceEncoder
+
+        dense = SentenceEncoder(load_entries(root, entries[:-1], trust_remote_code))
+        return {"dense": dense, "sae": SparseAutoEncoder.load(root / entries[-1].path)}
     if names in (["Router"], ["Asym"]):
-        return _load_router(root / entries[0].path, trust_remote_code)
+        return dict(zip(("mlm", "pooling", "query"), _load_router(root / entries[0].path, trust_remote_code),
+                        strict=True))  # fmt: skip
     if "SpladePooling" not in names:
         raise ModelFormatError(f"{root}: a dense model ({', '.join(names)}): load it with sbert.SentenceEncoder")
     mlm, pooling = _splade([(root / e.path, e.type) for e in entries], root, trust_remote_code)
-    return mlm, pooling, None
+    return {"mlm": mlm, "pooling": pooling}
 
 
 def _splade(route: list[tuple[Path, str]], root: Path, trust_remote_code: bool) -> tuple[MLMTransformer, SpladePooling]:
@@ -55,6 +63,17 @@ def _load_router(folder: Path, trust_remote_code: bool) -> Modules:
                                f"and a SPLADE document route; got {structure}")  # fmt: skip
     mlm, pooling = _splade([(folder / m, types.get(m, "")) for m in document], folder, trust_remote_code)
     return mlm, pooling, SparseStaticEmbedding.load(folder / query[0])
+
+
+def save_csr(tmp: Path, chain: list[Any], sae: SparseAutoEncoder, model_config: dict[str, Any]) -> None:
+    """Write a CSR model as sentence-transformers lays it out: the dense model's modules, then the autoencoder."""
+    entries = []
+    for idx, module in enumerate([*chain, sae]):
+        folder = "" if idx == 0 else f"{idx}_{type(module).__name__}"
+        module.save(tmp / folder)
+        entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
+    layout.write_modules(tmp, entries)
+    layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config, "model_type": "SparseEncoder"})
 
 
 def save_sparse(tmp: Path, modules: Modules, model_config: dict[str, Any]) -> None:

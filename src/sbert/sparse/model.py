@@ -15,10 +15,12 @@ from tqdm.auto import tqdm
 from sbert import layout
 from sbert.device import resolve_device
 from sbert.errors import ModelFormatError, SbertError
+from sbert.model import SentenceEncoder
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
+from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k
-from sbert.sparse.loading import load_sparse, save_sparse
+from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
@@ -31,12 +33,15 @@ class SparseEncoder(nn.Module):
     """
 
     def __init__(
-        self, mlm: MLMTransformer, pooling: SpladePooling, query: SparseStaticEmbedding | None = None,
-        device: str | torch.device | None = None,
+        self, mlm: MLMTransformer | None = None, pooling: SpladePooling | None = None,
+        query: SparseStaticEmbedding | None = None, device: str | torch.device | None = None, *,
+        dense: SentenceEncoder | None = None, sae: SparseAutoEncoder | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
-        self.mlm, self.pooling, self.query = mlm, pooling, query
-        if query is not None and query.weight.shape[0] != mlm.vocab_size:
+        if (mlm is None or pooling is None) == (dense is None or sae is None):
+            raise ModelFormatError("a SparseEncoder is SPLADE (mlm and pooling) or CSR (a dense model and its sae)")
+        self.mlm, self.pooling, self.query, self.dense, self.sae = mlm, pooling, query, dense, sae
+        if query is not None and mlm is not None and query.weight.shape[0] != mlm.vocab_size:
             raise ModelFormatError(f"query weights cover {query.weight.shape[0]} tokens; the MLM head {mlm.vocab_size}")
         self.settings = EncoderSettings()
         self.max_active_dims: int | None = None
@@ -48,15 +53,27 @@ class SparseEncoder(nn.Module):
              trust_remote_code: bool = False, max_active_dims: int | None = None) -> Self:  # fmt: skip
         """Load a SPLADE model: a sentence-transformers SparseEncoder folder, or a plain MLM (max pooling, relu)."""
         root = resolve_model_dir(name_or_path)
-        model = cls(*load_sparse(root, trust_remote_code), device=device)
+        model = cls(**load_sparse(root, trust_remote_code), device=device)
         model.settings = read_settings(root)
+        if model.dense is not None:
+            model.dense.settings = model.settings
         model.max_active_dims = _check_k(max_active_dims)
         return model
 
     @property
     def dimension(self) -> int:
-        """Vocabulary size: the width of every sparse vector."""
-        return self.mlm.vocab_size
+        """The width of every sparse vector: the vocabulary (SPLADE) or the autoencoder's hidden size (CSR)."""
+        return self.sae.hidden_dim if self.sae is not None else self._splade()[0].vocab_size
+
+    def truncated(self, texts: Sequence[str]) -> tuple[list[int], int]:
+        """Indices of the texts longer than the document encoder's token limit, and that limit."""
+        module = self.mlm if self.mlm is not None else self.dense.input_module if self.dense is not None else None
+        assert module is not None
+        return module.token_ids(list(texts))[1], int(module.max_seq_length)
+
+    def _splade(self) -> tuple[MLMTransformer, SpladePooling]:
+        assert self.mlm is not None and self.pooling is not None
+        return self.mlm, self.pooling
 
     @property
     def device(self) -> torch.device:
@@ -90,13 +107,19 @@ class SparseEncoder(nn.Module):
         if task == "query" and self.query is not None:  # inference-free: a table lookup, no transformer
             result = _top_k_csr(self.query.encode_csr(prompted), k)
             return _convert(result, convert_to, single)
-        ids, _ = self.mlm.token_ids(prompted)
+        if self.dense is not None and self.sae is not None:  # CSR: the dense vectors, then their sparse codes
+            vectors = self.dense.encode(prompted, batch_size=batch_size, show_progress=show_progress)
+            with torch.inference_mode():
+                codes = self.sae.codes(torch.from_numpy(vectors).to(self.device), k)
+            return _convert(to_csr(codes), convert_to, single)
+        mlm, pooling = self._splade()
+        ids, _ = mlm.token_ids(prompted)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # similar lengths share a batch: less padding
         parts = []
         for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, unit="batch"):
-            features = self.mlm.pad([ids[i] for i in order[start : start + batch_size]])
+            features = mlm.pad([ids[i] for i in order[start : start + batch_size]])
             features = {name: value.to(self.device) for name, value in features.items()}
-            parts.append(to_csr(top_k(splade_batch(self.mlm, self.pooling, features), k)))
+            parts.append(to_csr(top_k(splade_batch(mlm, pooling, features), k)))
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
@@ -113,12 +136,13 @@ class SparseEncoder(nn.Module):
     def decode(self, vectors: scipy.sparse.spmatrix, top: int | None = None) -> list[list[tuple[str, float]]]:
         """Each row's (token, weight) pairs, heaviest first (the `top` heaviest for an int)."""
         rows = scipy.sparse.csr_matrix(vectors)
-        tokenizer = self.mlm.tokenizer
+        tokenizer = self.mlm.tokenizer if self.mlm is not None else None  # CSR dimensions have no tokens
         out = []
         for i in range(rows.shape[0]):
             row = rows.getrow(i)
             pairs = sorted(zip(row.indices.tolist(), row.data.tolist(), strict=True), key=lambda p: -p[1])[:top]
-            out.append([(str(tokenizer.convert_ids_to_tokens(j)), float(w)) for j, w in pairs])
+            name = (lambda j: str(tokenizer.convert_ids_to_tokens(j))) if tokenizer is not None else str
+            out.append([(name(j), float(w)) for j, w in pairs])
         return out
 
     @staticmethod
@@ -136,7 +160,10 @@ class SparseEncoder(nn.Module):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write sentence-transformers' SparseEncoder layout atomically (the old copy survives a crash)."""
         with layout.atomic_directory(path) as tmp:
-            save_sparse(tmp, (self.mlm, self.pooling, self.query), model_config(self.settings))
+            if self.dense is not None and self.sae is not None:
+                save_csr(tmp, self.dense.chain(), self.sae, model_config(self.settings))
+            else:
+                save_sparse(tmp, (*self._splade(), self.query), model_config(self.settings))
 
 
 def _check_k(k: int | None) -> int | None:

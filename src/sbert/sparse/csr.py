@@ -1,0 +1,94 @@
+"""CSR: Contrastive Sparse Representation, a top-k sparse autoencoder on a dense model's sentence vector.
+
+    z = relu(top_k(W (LN(x) - b_pre) + b_lat))        (Wen et al. 2025, "Beyond Matryoshka", arXiv:2503.01776)
+
+x is the dense vector, LN an optional per-vector standardisation; only the k largest latents of the
+hidden_dim stay, so the code has at most k active dimensions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Self
+
+import torch
+from safetensors.torch import save_file
+from torch import Tensor, nn
+
+from sbert.errors import ModelFormatError
+from sbert.layout import write_json
+from sbert.modules.base import Features, Module, load_weights
+
+_EPS = 1e-5
+
+
+def standardize(x: Tensor) -> Tensor:
+    """(x - mean) / (std + eps) per row, the unbiased std as sentence-transformers computes it."""
+    centered = x - x.mean(dim=-1, keepdim=True)
+    return centered / (centered.std(dim=-1, keepdim=True) + _EPS)
+
+
+def top_k_relu(latents: Tensor, k: int) -> Tensor:
+    """The relu of each row's k largest values, zeros elsewhere: (B, H) -> (B, H)."""
+    top = latents.topk(min(k, latents.shape[-1]), dim=-1)
+    return torch.zeros_like(latents).scatter_(-1, top.indices, top.values).relu_()
+
+
+class SparseAutoEncoder(Module):
+    """Maps `sentence_embedding` (B, input_dim) to a sparse code (B, hidden_dim) with at most k active dimensions."""
+
+    module_type = "sentence_transformers.sparse_encoder.modules.SparseAutoEncoder"
+
+    def __init__(self, input_dim: int, hidden_dim: int = 512, k: int = 8, k_aux: int = 512, normalize: bool = False,
+                 dead_threshold: int = 30, **_ignored: Any) -> None:  # fmt: skip
+        super().__init__()
+        if not 1 <= k <= hidden_dim:
+            raise ModelFormatError(f"SparseAutoEncoder: k={k} must be in [1, hidden_dim={hidden_dim}]")
+        self.input_dim, self.hidden_dim, self.k, self.k_aux = input_dim, hidden_dim, k, k_aux
+        self.normalize, self.dead_threshold = normalize, dead_threshold
+        self.pre_bias = nn.Parameter(torch.zeros(input_dim))
+        self.encoder = nn.Linear(input_dim, hidden_dim, bias=False)
+        self.latent_bias = nn.Parameter(torch.zeros(hidden_dim))
+        self.register_buffer("stats_last_nonzero", torch.zeros(hidden_dim, dtype=torch.long))
+
+    def codes(self, x: Tensor, k: int | None = None) -> Tensor:
+        """The sparse codes of dense vectors x (B, input_dim), k active at most (default: the module's)."""
+        x = standardize(x) if self.normalize else x
+        return top_k_relu(nn.functional.linear(x - self.pre_bias, self.encoder.weight, self.latent_bias), k or self.k)
+
+    def forward(self, features: Features) -> Features:
+        """Replace `sentence_embedding` by its sparse code."""
+        features["sentence_embedding"] = self.codes(features["sentence_embedding"])
+        return features
+
+    def get_config(self) -> dict[str, Any]:
+        """config.json, as sentence-transformers writes it."""
+        return {"input_dim": self.input_dim, "hidden_dim": self.hidden_dim, "k": self.k, "k_aux": self.k_aux,
+                "normalize": self.normalize, "dead_threshold": self.dead_threshold}  # fmt: skip
+
+    def save(self, path: Path) -> None:
+        """config.json and model.safetensors, the weight under the tied decoder's key only (its loader's key)."""
+        path.mkdir(parents=True, exist_ok=True)
+        write_json(path / self.config_file, self.get_config())
+        weight = self.encoder.weight.detach().contiguous().cpu()
+        state: dict[str, Tensor] = {"decoder.linear.weight": weight}  # its loader refuses an encoder.weight key
+        for name, tensor in (*self.named_parameters(), *self.named_buffers()):
+            if name != "encoder.weight":
+                state[name] = tensor.detach().contiguous().cpu()
+        save_file(state, str(path / "model.safetensors"))
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """Read the folder `save` (or sentence-transformers) wrote: the encoder weight under either key."""
+        module = cls(**cls.read_config(path))
+        weights = load_weights(path)
+        weight = weights.get("encoder.weight", weights.get("decoder.linear.weight"))
+        if weight is None:
+            raise ModelFormatError(f"{path}: SparseAutoEncoder weights lack encoder.weight")
+        state = {k: v for k, v in weights.items() if k != "decoder.linear.weight"}  # the tied copy
+        state["encoder.weight"] = weight
+        try:
+            module.load_state_dict(state)
+        except RuntimeError as e:
+            raise ModelFormatError(f"{path}: SparseAutoEncoder weights do not fit its config ({e})") from None
+        return module
