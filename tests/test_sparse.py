@@ -204,3 +204,25 @@ def test_csr_loads_with_the_same_codes_both_ways(normalize, tiny_dirs, tmp_path)
     assert (np.diff(model.encode(TEXTS, max_active_dims=3).indptr) <= 3).all()
     model.save(tmp_path / "ours")
     np.testing.assert_allclose(st_vectors(tmp_path / "ours"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_train_csr_learns_codes_sentence_transformers_loads(tiny_dirs, tmp_path):
+    from sbert.sparse.csr_train import CsrSettings, csr_loss, train_csr
+
+    dense = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    pairs = list(zip(CORPUS, CORPUS[1:] + CORPUS[:1], strict=True))
+    settings = CsrSettings(hidden_dim=64, k=4, k_aux=8, epochs=30, batch_size=8, lr=1e-2)
+    vectors = torch.from_numpy(dense.encode(CORPUS))
+    model = train_csr(dense, CORPUS, pairs, settings)
+    torch.manual_seed(0)
+    from sbert.sparse.csr import SparseAutoEncoder
+
+    fresh = SparseAutoEncoder(32, 64, 4, 8)
+    with torch.no_grad():
+        before = float(csr_loss(fresh, vectors, vectors, vectors, settings))
+        after = float(csr_loss(model.sae, vectors, vectors, vectors, settings))
+    assert after < before / 2  # training fits the autoencoder, it does not just run
+    codes = model.encode(CORPUS)
+    assert codes.shape == (len(CORPUS), 64) and (np.diff(codes.indptr) <= 4).all()
+    model.save(tmp_path / "csr")
+    np.testing.assert_allclose(st_vectors(tmp_path / "csr", CORPUS), codes.toarray(), rtol=1e-5, atol=1e-6)

@@ -38,6 +38,7 @@ class SparseAutoEncoder(Module):
     """Maps `sentence_embedding` (B, input_dim) to a sparse code (B, hidden_dim) with at most k active dimensions."""
 
     module_type = "sentence_transformers.sparse_encoder.modules.SparseAutoEncoder"
+    stats_last_nonzero: Tensor  # batches since each latent last fired (a buffer: saved, never trained)
 
     def __init__(self, input_dim: int, hidden_dim: int = 512, k: int = 8, k_aux: int = 512, normalize: bool = False,
                  dead_threshold: int = 30, **_ignored: Any) -> None:  # fmt: skip
