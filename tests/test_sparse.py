@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -226,3 +227,19 @@ def test_train_csr_learns_codes_sentence_transformers_loads(tiny_dirs, tmp_path)
     assert codes.shape == (len(CORPUS), 64) and (np.diff(codes.indptr) <= 4).all()
     model.save(tmp_path / "csr")
     np.testing.assert_allclose(st_vectors(tmp_path / "csr", CORPUS), codes.toarray(), rtol=1e-5, atol=1e-6)
+
+
+def test_train_csr_cli_reads_the_training_formats(tiny_dirs, tmp_path):
+    from tests.cli_runner import run_cli
+
+    dense = tmp_path / "dense"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense)
+    table = tmp_path / "pairs.csv"
+    rows = [f"{a},{b},{i % 2}\n" for i, (a, b) in enumerate(itertools.pairwise(CORPUS))]
+    table.write_text("anchor,positive,score\n" + "".join(rows))
+    out = tmp_path / "csr"
+    result = run_cli("train-csr", "--model", str(dense), "--train", f"csv:{table}", "--output", str(out), "--k", "4",
+                     "--hidden", "64", "--epochs", "2")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "CSR k=4 of 64 trained on 8 texts and 3 pairs" in result.stderr  # score 1 rows only: the positives
+    assert SparseEncoder.load(out).encode(CORPUS).shape == (len(CORPUS), 64)

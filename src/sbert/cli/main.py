@@ -25,14 +25,15 @@ from sbert.cli import (
     serve,
     similarity,
     train,
+    train_csr,
 )
 from sbert.errors import SbertError, first_line
 from sbert.version import __version__
 
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
-    encode, similarity, search, index, export, serve, train, cross_encoder, evaluate, crossval, report, reproduce, data,
-    mine_negatives, distill, merge_adapter, demo,
+    encode, similarity, search, index, export, serve, train, train_csr, cross_encoder, evaluate, crossval, report,
+    reproduce, data, mine_negatives, distill, merge_adapter, demo,
 )  # fmt: skip
 
 
