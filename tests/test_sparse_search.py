@@ -67,3 +67,37 @@ def test_hybrid_rrf_and_weighted():
             hybrid_fuse(dense, sparse, **kwargs)
     with pytest.raises(SbertError, match="one dense and one sparse ranking per query"):
         hybrid_fuse(dense, (np.zeros((2, 1)), np.zeros((2, 1), dtype=int)))
+
+
+def test_encode_sparse_writes_what_the_engines_ingest(tiny_dirs, tmp_path):
+    import json
+
+    from sbert.sparse import SparseEncoder
+    from tests.cli_runner import run_cli
+    from tests.test_sparse import build_mlm, st_splade
+    from tests.tiny_models import CORPUS
+
+    folder = st_splade(build_mlm(tiny_dirs["bert"], tmp_path / "mlm"), tmp_path / "splade")
+    model = SparseEncoder.load(folder, device="cpu")
+    want = model.encode(CORPUS, max_active_dims=5)
+    source = tmp_path / "texts.txt"
+    source.write_text("\n".join(CORPUS) + "\n")
+    for fmt in ("qdrant", "opensearch"):
+        out = tmp_path / f"{fmt}.jsonl"
+        result = run_cli("encode-sparse", "--model", str(folder), "--input", str(source), "--output", str(out),
+                         "--format", fmt, "--max-active-dims", "5")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [r["id"] for r in rows] == list(range(len(CORPUS)))
+        for row, vector in zip(rows, want, strict=True):
+            order = np.argsort(vector.indices)
+            if fmt == "qdrant":
+                assert row["vector"]["sparse"]["indices"] == vector.indices[order].tolist()
+                np.testing.assert_allclose(row["vector"]["sparse"]["values"], vector.data[order], rtol=1e-6)
+            else:
+                tokens = model.mlm.tokenizer.convert_ids_to_tokens(vector.indices[order].tolist())
+                assert list(row["sparse"]) == tokens
+    bad = run_cli("encode-sparse", "--model", str(folder), "--input", str(source), "--output", str(tmp_path / "x"),
+                  "--max-active-dims", "0")  # fmt: skip
+    assert bad.returncode != 0 and "--max-active-dims must be positive" in bad.stderr
+    assert not (tmp_path / "x").exists()

@@ -14,6 +14,7 @@ from sbert.cli import (
     demo,
     distill,
     encode,
+    encode_sparse,
     evaluate,
     export,
     index,
@@ -32,8 +33,8 @@ from sbert.version import __version__
 
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
-    encode, similarity, search, index, export, serve, train, train_csr, cross_encoder, evaluate, crossval, report,
-    reproduce, data, mine_negatives, distill, merge_adapter, demo,
+    encode, encode_sparse, similarity, search, index, export, serve, train, train_csr, cross_encoder, evaluate,
+    crossval, report, reproduce, data, mine_negatives, distill, merge_adapter, demo,
 )  # fmt: skip
 
 

@@ -1,0 +1,34 @@
+"""Sparse vectors as the search engines ingest them, one JSON object per line.
+
+- qdrant: `{"id": i, "vector": {NAME: {"indices": [...], "values": [...]}}}` (a named sparse vector);
+- opensearch: `{"id": i, FIELD: {token: weight, ...}}` (a `rank_features` field; tokens decoded,
+  CSR dimensions as their numbers);
+- elasticsearch: the same shape as opensearch (a `sparse_vector` field takes token -> weight).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import scipy.sparse
+
+FORMATS = ("qdrant", "opensearch", "elasticsearch")
+
+
+def sparse_records(
+    vectors: scipy.sparse.csr_matrix, fmt: str, start: int = 0, name: str = "sparse",
+    token: Callable[[int], str] = str,
+) -> Iterator[bytes]:  # fmt: skip
+    """One JSON line per row of `vectors` (ids from `start`), in the engine format `fmt`."""
+    rows = scipy.sparse.csr_matrix(vectors)
+    rows.sort_indices()
+    for i in range(rows.shape[0]):
+        begin, end = rows.indptr[i], rows.indptr[i + 1]
+        indices, values = rows.indices[begin:end].tolist(), rows.data[begin:end].tolist()
+        if fmt == "qdrant":
+            record: dict[str, Any] = {"id": start + i, "vector": {name: {"indices": indices, "values": values}}}
+        else:
+            record = {"id": start + i, name: {token(j): v for j, v in zip(indices, values, strict=True)}}
+        yield orjson.dumps(record) + b"\n"
