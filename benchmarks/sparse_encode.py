@@ -4,9 +4,10 @@
 
 The model is a random-weight BERT-base-size MLM (12 layers, width 768, a 30,522-token head) with
 SPLADE max pooling, built and saved by sentence-transformers. It encodes the STSb test sentences
-(2,758). Each engine runs in its own process, so each process's peak RSS is its own. The rounds
-alternate between the engines, and each figure is the median of its rounds. The vectors of both
-engines are compared: the same active dimensions, and the largest difference.
+(2,758), with sbert on torch and on ONNX Runtime (`backend="onnx"`). Each engine runs in its own
+process, so each process's peak RSS is its own. The rounds alternate between the engines, and each
+figure is the median of its rounds. Each sbert engine's vectors are compared with
+sentence-transformers': the active dimensions that differ, and the largest difference.
 """
 
 from __future__ import annotations
@@ -68,13 +69,14 @@ def child(engine: str, folder: str, batch_size: int, out: str) -> None:
     import scipy.sparse
 
     sentences = sts_sentences("test")
-    if engine == "sbert":
+    if engine.startswith("sbert"):
         from sbert import SparseEncoder
 
+        backend = "onnx" if engine == "sbert-onnx" else "torch"
         model = SparseEncoder.load(folder, device="cpu")
-        model.encode(sentences[:64], batch_size=batch_size)
+        model.encode(sentences[:64], batch_size=batch_size, backend=backend)  # exports the graph once for onnx
         start = time.perf_counter()
-        vectors = model.encode(sentences, batch_size=batch_size)
+        vectors = model.encode(sentences, batch_size=batch_size, backend=backend)
     else:
         from sentence_transformers import SparseEncoder as STSparse
 
@@ -90,8 +92,8 @@ def child(engine: str, folder: str, batch_size: int, out: str) -> None:
     print(json.dumps({"seconds": seconds, "peak_gib": peak}))
 
 
-def compare(workdir: Path) -> None:
-    """The two engines' vectors: active dimensions that differ, how heavy they are, the largest difference.
+def compare(workdir: Path, engine: str = "sbert") -> None:
+    """An sbert engine's vectors against sentence-transformers': differing active dimensions, the largest gap.
 
     A weight of log(1 + relu(x)) is exactly 0 for x <= 0, so a logit within rounding of 0 may be
     active in one engine and not in the other; such dimensions carry weights of that rounding's size.
@@ -99,7 +101,7 @@ def compare(workdir: Path) -> None:
     import numpy as np
     import scipy.sparse
 
-    ours = scipy.sparse.load_npz(workdir / "sbert.npz").toarray()
+    ours = scipy.sparse.load_npz(workdir / f"{engine}.npz").toarray()
     theirs = scipy.sparse.load_npz(workdir / "sentence-transformers.npz").toarray()
     differ = (ours > 0) != (theirs > 0)
     heaviest = float(np.maximum(ours, theirs)[differ].max()) if differ.any() else 0.0
@@ -128,7 +130,7 @@ def main() -> None:
         compare(args.workdir)
         return
     folder = build(args.workdir)
-    runs: dict[str, list[dict[str, float]]] = {"sentence-transformers": [], "sbert": []}
+    runs: dict[str, list[dict[str, float]]] = {"sentence-transformers": [], "sbert": [], "sbert-onnx": []}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
@@ -136,6 +138,7 @@ def main() -> None:
             done = subprocess.run(command, check=True, capture_output=True, text=True)
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
     compare(args.workdir)
+    compare(args.workdir, "sbert-onnx")
     print("| engine | sentences/s (median) | peak RSS (GiB, median) | rounds |")
     print("|---|---|---|---|")
     n = len(sts_sentences("test"))
@@ -144,7 +147,8 @@ def main() -> None:
         print(
             f"| {engine} | {speed[engine]:.1f} | {statistics.median(r['peak_gib'] for r in rows):.2f} | {len(rows)} |"
         )
-    print(f"\nsbert / sentence-transformers: {speed['sbert'] / speed['sentence-transformers']:.2f}x")
+    for engine in ("sbert", "sbert-onnx"):
+        print(f"\n{engine} / sentence-transformers: {speed[engine] / speed['sentence-transformers']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -243,3 +243,21 @@ def test_train_csr_cli_reads_the_training_formats(tiny_dirs, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "CSR k=4 of 64 trained on 8 texts and 3 pairs" in result.stderr  # score 1 rows only: the positives
     assert SparseEncoder.load(out).encode(CORPUS).shape == (len(CORPUS), 64)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_onnx_backend_equals_torch_and_is_cached(family, mlm_dirs, tiny_dirs, tmp_path):
+    folder = st_splade(mlm_dirs[family], tmp_path / "st", "max", "log1p_relu")
+    model = SparseEncoder.load(folder, device="cpu")
+    want = model.encode(TEXTS).toarray()
+    np.testing.assert_allclose(model.encode(TEXTS, backend="onnx", batch_size=4).toarray(), want, rtol=1e-4, atol=1e-5)
+    graph = folder / "onnx" / "splade.onnx"
+    stamp = graph.stat().st_mtime_ns
+    again = SparseEncoder.load(folder, device="cpu")
+    np.testing.assert_allclose(again.encode(TEXTS, backend="onnx").toarray(), want, rtol=1e-4, atol=1e-5)
+    assert graph.stat().st_mtime_ns == stamp  # the cached graph served the second model
+    csr = SparseEncoder.load(st_csr(tiny_dirs["bert"], tmp_path / "csr", True), device="cpu")
+    np.testing.assert_allclose(csr.encode(TEXTS, backend="onnx").toarray(), csr.encode(TEXTS).toarray(), rtol=1e-4,
+                               atol=1e-5)  # fmt: skip
+    with pytest.raises(SbertError, match="backend='openvino': a SparseEncoder runs on torch or onnx"):
+        model.encode(TEXTS, backend="openvino")

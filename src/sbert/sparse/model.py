@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -22,8 +23,10 @@ from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
+from sbert.sparse.onnx_engine import SpladeOnnx
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
+from sbert.weights_state import WeightsKey, weights_key
 
 
 class SparseEncoder(nn.Module):
@@ -45,6 +48,8 @@ class SparseEncoder(nn.Module):
             raise ModelFormatError(f"query weights cover {query.weight.shape[0]} tokens; the MLM head {mlm.vocab_size}")
         self.settings = EncoderSettings()
         self.max_active_dims: int | None = None
+        self.source_dir: Path | None = None  # where ONNX graphs are cached (the folder the model came from)
+        self._onnx: tuple[WeightsKey, SpladeOnnx] | None = None
         self.to(resolve_device(device))
         self.eval()
 
@@ -55,6 +60,7 @@ class SparseEncoder(nn.Module):
         root = resolve_model_dir(name_or_path)
         model = cls(**load_sparse(root, trust_remote_code), device=device)
         model.settings = read_settings(root)
+        model.source_dir = root
         if model.dense is not None:
             model.dense.settings = model.settings
         model.max_active_dims = _check_k(max_active_dims)
@@ -64,6 +70,17 @@ class SparseEncoder(nn.Module):
     def dimension(self) -> int:
         """The width of every sparse vector: the vocabulary (SPLADE) or the autoencoder's hidden size (CSR)."""
         return self.sae.hidden_dim if self.sae is not None else self._splade()[0].vocab_size
+
+    def onnx(self) -> SpladeOnnx:
+        """The ONNX Runtime engine for these weights: exported (or read from the cache) and checked on first use."""
+        from sbert.backends.cache import cache_dir, model_digest
+
+        key = weights_key(self, 0)
+        if self._onnx is None or self._onnx[0] != key:
+            mlm, pooling = self._splade()
+            digest = model_digest(nn.Sequential(mlm, pooling))
+            self._onnx = (key, SpladeOnnx(mlm, pooling, cache_dir(self.source_dir, digest), digest))
+        return self._onnx[1]
 
     def truncated(self, texts: Sequence[str]) -> tuple[list[int], int]:
         """Indices of the texts longer than the document encoder's token limit, and that limit."""
@@ -90,10 +107,12 @@ class SparseEncoder(nn.Module):
         convert_to: Literal["csr", "torch"] = "csr",
         show_progress: bool = False,
         task: str | None = None,
+        backend: Literal["torch", "onnx"] = "torch",
     ) -> Any:
         """Sparse vectors, one row per sentence, in input order: a scipy CSR matrix (or a torch sparse COO tensor).
 
         `max_active_dims` keeps each row's k largest weights (default: the model's setting, else all).
+        `backend="onnx"` runs SPLADE's MLM and pooling as one ONNX Runtime graph (CSR: its dense model's graph).
         """
         single = isinstance(sentences, str)
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
@@ -101,6 +120,8 @@ class SparseEncoder(nn.Module):
             raise SbertError(f"batch_size={batch_size}: must be >= 1")
         if convert_to not in ("csr", "torch"):
             raise SbertError(f"convert_to={convert_to!r}: use csr or torch")
+        if backend not in ("torch", "onnx"):
+            raise SbertError(f"backend={backend!r}: a SparseEncoder runs on torch or onnx")
         k = _check_k(max_active_dims) or self.max_active_dims
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
         prompted = [text + t for t in texts] if text else texts
@@ -108,18 +129,20 @@ class SparseEncoder(nn.Module):
             result = _top_k_csr(self.query.encode_csr(prompted), k)
             return _convert(result, convert_to, single)
         if self.dense is not None and self.sae is not None:  # CSR: the dense vectors, then their sparse codes
-            vectors = self.dense.encode(prompted, batch_size=batch_size, show_progress=show_progress)
+            vectors = self.dense.encode(prompted, batch_size=batch_size, show_progress=show_progress, backend=backend)
             with torch.inference_mode():
                 codes = self.sae.codes(torch.from_numpy(vectors).to(self.device), k)
             return _convert(to_csr(codes), convert_to, single)
         mlm, pooling = self._splade()
+        graph = self.onnx() if backend == "onnx" else None
         ids, _ = mlm.token_ids(prompted)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # similar lengths share a batch: less padding
         parts = []
         for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, unit="batch"):
             features = mlm.pad([ids[i] for i in order[start : start + batch_size]])
             features = {name: value.to(self.device) for name, value in features.items()}
-            parts.append(to_csr(top_k(splade_batch(mlm, pooling, features), k)))
+            pooled = graph.embed(features) if graph is not None else splade_batch(mlm, pooling, features)
+            parts.append(to_csr(top_k(pooled, k)))
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
