@@ -106,7 +106,7 @@ def compare(workdir: Path, engine: str = "sbert") -> None:
     differ = (ours > 0) != (theirs > 0)
     heaviest = float(np.maximum(ours, theirs)[differ].max()) if differ.any() else 0.0
     print(
-        f"vectors: {int(differ.sum())} of {int((theirs > 0).sum())} active dimensions differ (the heaviest of "
+        f"{engine} vectors: {int(differ.sum())} of {int((theirs > 0).sum())} active dimensions differ (the heaviest of "
         f"them weighs {heaviest:.2e}); max abs diff {np.abs(ours - theirs).max():.2e}; "
         f"{(theirs > 0).sum(1).mean():.0f} active of {ours.shape[1]} per sentence (random weights: not sparse)\n"
     )
