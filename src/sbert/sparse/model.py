@@ -133,10 +133,16 @@ class SparseEncoder(nn.Module):
             with torch.inference_mode():
                 codes = self.sae.codes(torch.from_numpy(vectors).to(self.device), k)
             return _convert(to_csr(codes), convert_to, single)
+        return _convert(self._splade_rows(prompted, batch_size, k, backend, show_progress), convert_to, single)
+
+    def _splade_rows(
+        self, texts: list[str], batch_size: int, k: int | None, backend: str, show_progress: bool
+    ) -> scipy.sparse.csr_matrix:
+        """SPLADE vectors of `texts` in input order, batched by length (similar lengths share a batch)."""
         mlm, pooling = self._splade()
         graph = self.onnx() if backend == "onnx" else None
-        ids, _ = mlm.token_ids(prompted)
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # similar lengths share a batch: less padding
+        ids, _ = mlm.token_ids(texts)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         parts = []
         for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, unit="batch"):
             features = mlm.pad([ids[i] for i in order[start : start + batch_size]])
@@ -146,7 +152,7 @@ class SparseEncoder(nn.Module):
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
-        return _convert(stacked[inverse], convert_to, single)
+        return stacked[inverse]
 
     def encode_query(self, sentences: str | Sequence[str], **options: Any) -> Any:
         """`encode` with the model's query prompt (its `query` prompt, if it has one)."""
