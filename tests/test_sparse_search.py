@@ -101,3 +101,44 @@ def test_encode_sparse_writes_what_the_engines_ingest(tiny_dirs, tmp_path):
                   "--max-active-dims", "0")  # fmt: skip
     assert bad.returncode != 0 and "--max-active-dims must be positive" in bad.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path):
+    import json
+
+    from sbert import SentenceEncoder
+    from sbert.search import semantic_search
+    from sbert.sparse import SparseEncoder
+    from tests.cli_runner import run_cli
+    from tests.test_sparse import build_mlm, st_splade
+    from tests.tiny_models import CORPUS
+
+    dense_dir = tmp_path / "dense"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense_dir)
+    splade_dir = st_splade(build_mlm(tiny_dirs["bert"], tmp_path / "mlm"), tmp_path / "splade")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n")
+    idx = tmp_path / "idx"
+    built = run_cli("index", "build", str(corpus), "--out", str(idx), "--model", str(dense_dir), "--sparse-model",
+                    str(splade_dir))  # fmt: skip
+    assert built.returncode == 0 and f"sparse side: {len(CORPUS)} documents" in built.stderr, built.stderr
+    query = "a cat on a mat"
+
+    def hits(*flags: str) -> list[int]:
+        result = run_cli("search", str(idx), query, "-k", "3", "--json", *flags)
+        assert result.returncode == 0, result.stderr
+        return [h["id"] for h in json.loads(result.stdout)["hits"]]
+
+    splade = SparseEncoder.load(splade_dir, device="cpu")
+    sparse_want = np.argsort(-SparseEncoder.similarity(splade.encode_query([query]), splade.encode_document(CORPUS))[0],
+                             kind="stable")[:3].tolist()  # fmt: skip
+    assert hits("--mode", "sparse") == sparse_want
+    dense = SentenceEncoder.load(dense_dir, device="cpu")
+    dense_rank = semantic_search(dense.encode_query([query]), dense.encode(CORPUS), top_k=len(CORPUS))
+    sparse_rank = SparseIndex.build(splade.encode_document(CORPUS)).search(splade.encode_query([query]), len(CORPUS))
+    assert hits("--mode", "hybrid") == hybrid_fuse(dense_rank, sparse_rank, 3)[1][0].tolist()
+    assert hits("--mode", "hybrid", "--fusion", "weighted", "--alpha", "1") == dense_rank[1][0][:3].tolist()
+    plain = tmp_path / "plain"
+    assert run_cli("index", "build", str(corpus), "--out", str(plain), "--model", str(dense_dir)).returncode == 0
+    refused = run_cli("search", str(plain), query, "--mode", "sparse")
+    assert refused.returncode != 0 and "no sparse side (build the index with --sparse-model)" in refused.stderr

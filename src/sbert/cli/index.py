@@ -21,6 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--kind", choices=KINDS, default="hnsw", help="FAISS index type (int8, binary: quantized, rescored)")
     b.add_argument("--no-rescore-vectors", action="store_true", help="quantized kinds: keep no full vectors")
     b.add_argument("--shard-size", type=int, default=100_000, help="rows per resumable embedding shard")
+    b.add_argument("--sparse-model", help="also index sparse vectors of this SparseEncoder (SPLADE, CSR): "
+                   "`sbert search --mode sparse|hybrid`")  # fmt: skip
+    b.add_argument("--sparse-max-active-dims", type=int, help="keep each document's k largest sparse weights")
     add_backend_args(b)
     add_model_args(b)
     b.set_defaults(run=run)
@@ -32,16 +35,30 @@ def run(args: argparse.Namespace) -> int:
 
     if args.shard_size <= 0:
         raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
+    if args.sparse_max_active_dims is not None and args.sparse_max_active_dims <= 0:
+        raise SbertError(f"--sparse-max-active-dims must be positive, got {args.sparse_max_active_dims}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SbertError(f"--out {args.out}: exists and is not a folder")
     texts = read_lines(args.corpus)
     if not texts:
         raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
     model = load_encoder(args)
-    name = args.model if not Path(args.model).expanduser().is_dir() else str(Path(args.model).resolve())
+    name = _model_name(args.model)
     info = index_corpus(
         model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision,
         rescore_vectors=not args.no_rescore_vectors,
     )  # fmt: skip
     print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
+    if args.sparse_model:
+        from sbert.search.sparse_side import add_sparse_side
+        from sbert.sparse import SparseEncoder
+
+        sparse = SparseEncoder.load(args.sparse_model, device=args.device)
+        side = add_sparse_side(args.out, sparse, _model_name(args.sparse_model), texts, args.sparse_max_active_dims)
+        print(f"sparse side: {side.count} documents over {side.dimension} dimensions", file=sys.stderr)
     return 0
+
+
+def _model_name(model: str) -> str:
+    """An absolute path for a local folder (the index may be searched from elsewhere), else the name as given."""
+    return model if not Path(model).expanduser().is_dir() else str(Path(model).resolve())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from sbert.cli.common import add_precision_arg
 
@@ -21,6 +22,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=BACKEND_NAMES, default="torch")
     p.add_argument("--rerank", metavar="CROSS_ENCODER", help="rerank the top hits with this cross-encoder folder")
     p.add_argument("--rerank-top", type=int, default=100, help="hits the cross-encoder reorders (default 100)")
+    p.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="dense",
+                   help="sparse / hybrid need an index built with --sparse-model")  # fmt: skip
+    p.add_argument("--fusion", choices=("rrf", "weighted"), default="rrf", help="how hybrid fuses the two rankings")
+    p.add_argument("--alpha", type=float, default=0.5, help="weighted fusion: the dense ranking's weight")
     add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.set_defaults(run=run)
@@ -28,9 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Open the index (checking it first), embed the queries, print the hits (reranked with --rerank)."""
-    from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
-    from sbert.static import StaticEncoder, is_static_dir
 
     if args.top_k <= 0:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
@@ -42,12 +45,17 @@ def run(args: argparse.Namespace) -> int:
         from sbert.cross_encoder import CrossEncoder
 
         reranker = CrossEncoder.load(args.rerank, device=args.device)  # a bad folder fails before the encoder loads
-    name = args.model or index.info.model
-    model = StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device)
-    index.check_model(model.weights_digest(), model.embedding_dimension)
-    index.check_prompt(model.prompt_plan(task="document").text)  # documents got the document prompt at build time
-    vectors = model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)
-    hits = index.search(vectors, args.rerank_top if reranker else args.top_k)
+    depth = args.rerank_top if reranker else args.top_k
+    deep = max(depth, 100) if args.mode == "hybrid" else depth  # fusion sees each ranking's top 100 at least
+    dense = _dense_hits(args, index, deep) if args.mode != "sparse" else []
+    sparse = _sparse_hits(args, index, deep) if args.mode != "dense" else []
+    hits = (
+        dense
+        if args.mode == "dense"
+        else sparse
+        if args.mode == "sparse"
+        else _fused(args, index, dense, sparse, depth)
+    )
     if reranker is not None:
         hits = index.rerank(reranker, args.query, hits, args.top_k)
     for query, row in zip(args.query, hits, strict=True):
@@ -58,3 +66,35 @@ def run(args: argparse.Namespace) -> int:
         for rank, hit in enumerate(row, start=1):
             print(f"{rank:>3}. {hit.score:.4f}  [{hit.id}] {hit.text}")
     return 0
+
+
+def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
+    """The dense index's hits for the queries, embedded by the model that built it (checked)."""
+    from sbert.model import SentenceEncoder
+    from sbert.static import StaticEncoder, is_static_dir
+
+    name = args.model or index.info.model
+    model = StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device)
+    index.check_model(model.weights_digest(), model.embedding_dimension)
+    index.check_prompt(model.prompt_plan(task="document").text)  # documents got the document prompt at build time
+    vectors = model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)
+    return list(index.search(vectors, depth))
+
+
+def _sparse_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
+    """The sparse side's hits, the queries encoded by the sparse model that built it (checked by digest)."""
+    from sbert.search.index import IndexFolderError
+    from sbert.search.sparse_side import open_sparse_side, sparse_digest, sparse_hits
+    from sbert.sparse import SparseEncoder
+
+    side, info = open_sparse_side(index)
+    model = SparseEncoder.load(info.model, device=args.device)
+    if sparse_digest(model) != info.model_digest:
+        raise IndexFolderError(f"{index.folder}: its sparse side was built by other weights than {info.model!r}")
+    return sparse_hits(index, side, model.encode_query(args.query), depth)
+
+
+def _fused(args: argparse.Namespace, index: Any, dense: list[Any], sparse: list[Any], depth: int) -> list[Any]:
+    from sbert.search.sparse_side import hybrid_hits
+
+    return hybrid_hits(index, dense, sparse, depth, args.fusion, args.alpha)

@@ -1,0 +1,102 @@
+"""A sparse side for an index folder: SPLADE / CSR postings beside the FAISS vectors, for sparse and hybrid search.
+
+`sparse/` inside the index folder holds the postings (`postings.npz`) and `sparse.json` (which model wrote
+them, a digest of its weights, how many documents). The documents' ids and texts are the dense index's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse
+
+from sbert import layout
+from sbert.search.hybrid import hybrid_fuse
+from sbert.search.index import Hit, IndexFolderError, SearchIndex
+from sbert.search.sparse_index import POSTINGS_FILE, SparseIndex
+
+if TYPE_CHECKING:
+    from sbert.sparse import SparseEncoder
+
+SPARSE_FOLDER = "sparse"
+SPARSE_INFO = "sparse.json"
+_CHUNK = 4096  # documents encoded per round
+
+
+@dataclass(frozen=True)
+class SparseInfo:
+    """sparse.json: the model that wrote the postings and what they cover."""
+
+    model: str
+    model_digest: str
+    count: int
+    dimension: int
+
+
+def sparse_digest(model: SparseEncoder) -> str:
+    """sha256 of the sparse model's weights and module configs (queries must come from the same model)."""
+    from sbert.backends.cache import model_digest
+
+    return model_digest(model)  # type: ignore[arg-type]
+
+
+def add_sparse_side(folder: str | Path, model: SparseEncoder, name: str, texts: list[str],
+                    max_active_dims: int | None = None) -> SparseInfo:  # fmt: skip
+    """Encode `texts` (the index's documents, in id order) as documents and write `sparse/` atomically."""
+    parts = [model.encode_document(texts[s : s + _CHUNK], max_active_dims=max_active_dims)
+             for s in range(0, len(texts), _CHUNK)]  # fmt: skip
+    index = SparseIndex.build(scipy.sparse.vstack(parts, format="csr"))
+    info = SparseInfo(name, sparse_digest(model), index.size, index.dimension)
+    with layout.atomic_directory(Path(folder) / SPARSE_FOLDER) as tmp:
+        scipy.sparse.save_npz(tmp / POSTINGS_FILE, index.postings)
+        layout.write_json(tmp / SPARSE_INFO, asdict(info))
+    return info
+
+
+def open_sparse_side(dense: SearchIndex) -> tuple[SparseIndex, SparseInfo]:
+    """The postings of an index folder, checked against its dense side, or a one-line error."""
+    folder = dense.folder / SPARSE_FOLDER
+    if not (folder / SPARSE_INFO).is_file():
+        raise IndexFolderError(f"{dense.folder}: no sparse side (build the index with --sparse-model)")
+    try:
+        info = SparseInfo(**json.loads((folder / SPARSE_INFO).read_text(encoding="utf-8")))
+    except (TypeError, ValueError) as e:
+        raise IndexFolderError(f"{folder / SPARSE_INFO}: unreadable ({e}); rebuild the index") from None
+    index = SparseIndex.load(folder)
+    if index.size != info.count or info.count != dense.info.count:
+        raise IndexFolderError(f"{folder}: {index.size} sparse documents for {dense.info.count} dense ones; rebuild")
+    return index, info
+
+
+def sparse_hits(dense: SearchIndex, side: SparseIndex, queries: scipy.sparse.csr_matrix, top_k: int) -> list[list[Hit]]:
+    """Each query's top-k documents by sparse dot product, with their texts."""
+    scores, ids = side.search(queries, top_k)
+    return _hits(dense, scores, ids)
+
+
+def hybrid_hits(
+    dense: SearchIndex, dense_hits: list[list[Hit]], sparse: list[list[Hit]], top_k: int, method: str, alpha: float
+) -> list[list[Hit]]:
+    """The two rankings of each query fused (RRF or weighted), with their texts."""
+    fused = hybrid_fuse(_arrays(dense_hits), _arrays(sparse), top_k, method, alpha)
+    return _hits(dense, *fused)
+
+
+def _arrays(hits: list[list[Hit]]) -> tuple[np.ndarray, np.ndarray]:
+    width = max((len(row) for row in hits), default=0)
+    scores = np.full((len(hits), width), -np.inf, dtype=np.float32)
+    ids = np.full((len(hits), width), -1, dtype=np.int64)
+    for q, row in enumerate(hits):
+        scores[q, : len(row)] = [h.score for h in row]
+        ids[q, : len(row)] = [h.id for h in row]
+    return scores, ids
+
+
+def _hits(dense: SearchIndex, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
+    texts = dense.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
+    return [[Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
+            for row_s, row_i in zip(scores, ids, strict=True)]  # fmt: skip
