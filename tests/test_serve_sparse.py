@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import numpy as np
 import pytest
@@ -46,5 +48,37 @@ def test_embed_sparse_answers_the_model_vectors_and_tei_errors(folders):
         refused = httpx.post(f"{plain.url}/embed_sparse", json={"inputs": "a"}, timeout=60)
         assert refused.status_code == 424 and refused.json()["error_type"] == "Backend"
         assert "--sparse-model" in refused.json()["error"]
+    finally:
+        assert plain.stop()
+
+
+def test_search_route_runs_sparse_and_hybrid_on_an_index_with_a_sparse_side(folders, tmp_path):
+    from tests.cli_runner import run_cli
+
+    dense, splade = folders
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n")
+    idx = tmp_path / "idx"
+    assert run_cli("index", "build", str(corpus), "--out", str(idx), "--model", str(dense), "--sparse-model",
+                   str(splade)).returncode == 0  # fmt: skip
+
+    def cli_ids(mode: str) -> list[int]:
+        result = run_cli("search", str(idx), CORPUS[1], "-k", "3", "--json", "--mode", mode)
+        return [h["id"] for h in json.loads(result.stdout)["hits"]]
+
+    server = serve_in_thread("--model", dense, "--index", idx, "--sparse-model", splade)
+    try:
+        for mode in ("sparse", "hybrid", "dense"):
+            answer = httpx.post(f"{server.url}/search", json={"query": CORPUS[1], "top_k": 3, "mode": mode}, timeout=60)
+            assert answer.status_code == 200, answer.text
+            assert [h["id"] for h in answer.json()["results"][0]["hits"]] == cli_ids(mode)  # the CLI's ranking
+        bad = httpx.post(f"{server.url}/search", json={"query": "a", "mode": "hybrid", "alpha": 2}, timeout=60)
+        assert bad.status_code == 422
+    finally:
+        assert server.stop()
+    plain = serve_in_thread("--model", dense, "--index", idx)  # no --sparse-model: sparse modes unavailable
+    try:
+        refused = httpx.post(f"{plain.url}/search", json={"query": "a", "mode": "sparse"}, timeout=60)
+        assert refused.status_code == 424 and "built with --sparse-model" in refused.text
     finally:
         assert plain.stop()

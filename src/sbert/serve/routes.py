@@ -163,8 +163,14 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
     if len(queries) * body.top_k > MAX_SEARCH_HITS:
         raise ApiError(413, f"{len(queries)} queries x top_k {body.top_k} is over {MAX_SEARCH_HITS:,} hits; "
                        "send fewer queries or a smaller top_k", "too_many_hits")  # fmt: skip
-    vectors, _, _ = await st.embed(queries, request, "query", kind="query")
     index = st.index
+    if body.mode != "dense":  # sparse postings beside the index (serve/sparse_routes.py)
+        from sbert.serve.sparse_routes import sparse_search
+
+        found = await sparse_search(st, body, queries, request)
+        return FastJSON({"results": [{"query": q, "hits": [h.__dict__ for h in row]}
+                                     for q, row in zip(queries, found, strict=True)]})  # fmt: skip
+    vectors, _, _ = await st.embed(queries, request, "query", kind="query")
 
     def lookup() -> list[list[dict[str, object]]]:
         with st.index_lock:

@@ -48,6 +48,9 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: Texts
     top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+    mode: Literal["dense", "sparse", "hybrid"] = "dense"  # sparse / hybrid: an index with a sparse side
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    alpha: Annotated[float, Field(ge=0, le=1)] = 0.5  # weighted fusion: the dense ranking's weight
 
 
 class MineRequest(BaseModel):

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from sbert.backends import Backend
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.search.index import SearchIndex
+    from sbert.search.sparse_index import SparseIndex
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -76,7 +78,21 @@ def build_server(
     state = ServerState(
         settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges, sparse=sparse
     )
+    state.sparse_side = sparse_side(index, sparse)
     return create_app(state)
+
+
+def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseIndex | None:
+    """The index's sparse postings for /search's sparse and hybrid modes, when --sparse-model wrote them."""
+    if index is None or sparse is None or not (index.folder / "sparse").is_dir():
+        return None
+    from sbert.errors import SbertError
+    from sbert.search.sparse_side import open_sparse_side, sparse_digest
+
+    postings, info = open_sparse_side(index)
+    if sparse_digest(sparse) != info.model_digest:
+        raise SbertError(f"--sparse-model: other weights than {info.model!r}, which built {index.folder}'s sparse side")
+    return postings
 
 
 def encode_by_task(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
+    from sbert.search.sparse_index import SparseIndex
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -56,6 +57,7 @@ class ServerState:
     reranker: Reranking | None = None
     ranges: np.ndarray | None = None  # calibration of int8/uint8 embeddings (--calibration, or an int8 index's)
     sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
+    sparse_side: SparseIndex | None = None  # the index's sparse postings, when built by --sparse-model's weights
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
