@@ -261,3 +261,51 @@ def test_onnx_backend_equals_torch_and_is_cached(family, mlm_dirs, tiny_dirs, tm
                                atol=1e-5)  # fmt: skip
     with pytest.raises(SbertError, match="backend='openvino': a SparseEncoder runs on torch or onnx"):
         model.encode(TEXTS, backend="openvino")
+
+
+def test_splade_trains_through_sbert_train_and_flops_sparsifies(mlm_dirs, tiny_dirs, tmp_path):
+    from sbert.losses.splade import flops
+    from tests.cli_runner import run_cli
+
+    x = torch.tensor([[1.0, 0.0, 2.0], [3.0, 0.0, 0.0]])
+    assert float(flops(x)) == pytest.approx(2.0**2 + 0 + 1.0**2)  # per-dimension batch means 2, 0, 1
+    folder = st_splade(mlm_dirs["bert"], tmp_path / "st")
+    table = tmp_path / "pairs.csv"
+    table.write_text("anchor,positive\n" + "".join(f"{a},{b}\n" for a, b in itertools.pairwise(CORPUS)))
+    before = SparseEncoder.load(folder).encode(CORPUS)
+    out = tmp_path / "trained"
+    result = run_cli("train", "--model", str(folder), "--objective", "splade", "--train", f"csv:{table}", "--option",
+                     "query_weight=1", "--option", "document_weight=1", "--lr", "5e-3", "--max-steps", "6",
+                     "--batch-size", "4", "--output", str(out), "--no-progress")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    trained = SparseEncoder.load(out, device="cpu")
+    after = trained.encode(CORPUS)
+    assert after.nnz < before.nnz / 2  # strong FLOPS weights prune most active dimensions
+    np.testing.assert_allclose(st_vectors(out, CORPUS), after.toarray(), rtol=1e-5, atol=1e-6)  # still ST's layout
+    plain = run_cli(
+        "train",
+        "--model",
+        str(mlm_dirs["bert"]),
+        "--objective",
+        "splade",
+        "--train",
+        f"csv:{table}",
+        "--max-steps",
+        "1",
+        "--batch-size",
+        "4",
+        "--output",
+        str(tmp_path / "from-mlm"),
+        "--no-progress",
+    )
+    assert plain.returncode == 0, plain.stderr  # a bare MLM checkpoint trains as SPLADE max pooling
+    assert SparseEncoder.load(tmp_path / "from-mlm").dimension == trained.dimension
+    dense = tmp_path / "dense"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense)
+    refused = run_cli("train", "--model", str(dense), "--objective", "splade", "--train", f"csv:{table}",
+                      "--max-steps", "1", "--output", str(tmp_path / "x"), "--no-progress")  # fmt: skip
+    assert refused.returncode != 0 and "trains a SPLADE model (ending in SpladePooling)" in refused.stderr
+    csr = st_csr(tiny_dirs["bert"], tmp_path / "csr", False)
+    refused = run_cli("train", "--model", str(csr), "--objective", "mnrl", "--train", f"csv:{table}", "--max-steps",
+                      "1", "--output", str(tmp_path / "y"), "--no-progress")  # fmt: skip
+    assert refused.returncode != 0 and "trains with `sbert train-csr`" in refused.stderr

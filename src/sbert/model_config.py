@@ -30,6 +30,7 @@ class EncoderSettings:
     default_prompt_name: str | None = None
     truncate_dim: int | None = None
     similarity_fn_name: str = DEFAULT_SIMILARITY  # cosine, dot, euclidean or manhattan (sbert/similarity.py)
+    model_type: str = ""  # "SparseEncoder" for a SPLADE chain: sentence-transformers then loads it as one
 
     def resolve_prompt(
         self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None
@@ -94,6 +95,8 @@ def settings_config(settings: EncoderSettings) -> dict[str, Any]:
     }
     if settings.truncate_dim is not None:
         out["truncate_dim"] = settings.truncate_dim
+    if settings.model_type:
+        out["model_type"] = settings.model_type
     return out
 
 

@@ -13,6 +13,7 @@ from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.softmax import SoftmaxLoss
+from sbert.losses.splade import SpladeLoss
 from sbert.losses.triplet import TripletLoss
 
 # Keyed by sbert.names.OBJECTIVES, in its order (the CLI's help reads those without torch).
@@ -24,6 +25,7 @@ LOSSES: dict[str, type[Loss]] = {
     "cached-mnrl": CachedMultipleNegativesRankingLoss,
     "cosent": CoSENTLoss,
     "infomax": InfomaxLoss,
+    "splade": SpladeLoss,
 }
 # The table columns each kind of example needs (data/tables.py decides the kind from the roles).
 KIND_ROLES = {

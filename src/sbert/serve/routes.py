@@ -165,7 +165,7 @@ async def search(body: SearchRequest, request: Request) -> FastJSON:
                        "send fewer queries or a smaller top_k", "too_many_hits")  # fmt: skip
     index = st.index
     if body.mode != "dense":  # sparse postings beside the index (serve/sparse_routes.py)
-        from sbert.serve.sparse_routes import sparse_search
+        from sbert.serve.sparse_search import sparse_search
 
         found = await sparse_search(st, body, queries, request)
         return FastJSON({"results": [{"query": q, "hits": [h.__dict__ for h in row]}

@@ -6,24 +6,19 @@ The encode runs in a worker thread, one request at a time (no dynamic batching f
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import scipy.sparse
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.routes import Protected
-from sbert.serve.schemas import SearchRequest, TeiSparseRequest, as_list
-from sbert.serve.state import ApiError, FastJSON, ServerState, check_texts, state
+from sbert.serve.schemas import TeiSparseRequest, as_list
+from sbert.serve.sparse_search import ONE_AT_A_TIME
+from sbert.serve.state import ApiError, FastJSON, check_texts, state
 from sbert.serve.tei import check_direction
 
-if TYPE_CHECKING:
-    from sbert.search.index import Hit
-
 sparse_router = APIRouter()
-_ONE_AT_A_TIME = threading.Lock()  # sparse encodes share the CPU threads: queue them rather than oversubscribe
 
 
 def sparse_rows(vectors: scipy.sparse.csr_matrix) -> list[list[dict[str, Any]]]:
@@ -60,35 +55,7 @@ async def embed_sparse(body: TeiSparseRequest, request: Request) -> FastJSON:
                            "and truncate is false", "input_too_long")  # fmt: skip
 
     def encode() -> scipy.sparse.csr_matrix:
-        with _ONE_AT_A_TIME:
+        with ONE_AT_A_TIME:
             return model.encode(texts, prompt_name=body.prompt_name)
 
     return FastJSON(sparse_rows(await run_in_threadpool(encode)))
-
-
-async def sparse_search(st: ServerState, body: SearchRequest, queries: list[str], request: Request) -> list[list[Hit]]:
-    """/search's sparse and hybrid modes: the index's sparse postings, fused with its dense hits for hybrid."""
-    from sbert.search.sparse_side import hybrid_hits, sparse_hits
-
-    index, side, model = st.index, st.sparse_side, st.sparse
-    if index is None or side is None or model is None:
-        raise ApiError(424, f"mode {body.mode!r} needs an index built with --sparse-model, served with the same "
-                       "--sparse-model", "no_sparse_index")  # fmt: skip
-    check_texts(queries, "query")
-    deep = max(body.top_k, 100) if body.mode == "hybrid" else body.top_k  # fusion sees each ranking's top 100
-
-    def encode() -> scipy.sparse.csr_matrix:
-        with _ONE_AT_A_TIME:
-            return model.encode_query(queries)
-
-    def locked(search: Callable[..., list[list[Hit]]], *args: Any) -> list[list[Hit]]:
-        with st.index_lock:  # the index's SQLite connection serves one thread at a time
-            return search(*args)
-
-    encoded = await run_in_threadpool(encode)
-    sparse = await run_in_threadpool(locked, sparse_hits, index, side, encoded, deep)
-    if body.mode == "sparse":
-        return sparse
-    vectors, _, _ = await st.embed(queries, request, "query", kind="query")
-    dense = await run_in_threadpool(locked, index.search, vectors, deep)
-    return await run_in_threadpool(locked, hybrid_hits, index, dense, sparse, body.top_k, body.fusion, body.alpha)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -81,6 +82,22 @@ class SparseEncoder(nn.Module):
             digest = model_digest(nn.Sequential(mlm, pooling))
             self._onnx = (key, SpladeOnnx(mlm, pooling, cache_dir(self.source_dir, digest), digest))
         return self._onnx[1]
+
+    def as_sentence_encoder(self) -> SentenceEncoder:
+        """The SPLADE modules as a SentenceEncoder chain sharing their weights: what `sbert train` trains.
+
+        It saves in the same SPLADE layout (a fill-mask Transformer, then SpladePooling), which
+        SparseEncoder.load and sentence-transformers read.
+        """
+        mlm, pooling = self._splade()
+        if self.query is not None:
+            raise SbertError("training inference-free SPLADE (a Router) is not supported yet: train the SPLADE side")
+        pooling.embedding_dimension = mlm.vocab_size
+        model = SentenceEncoder([mlm, pooling], device=self.device)
+        # Saved as a SparseEncoder (else sentence-transformers would convert it, adding an autoencoder), scored by dot.
+        model.settings = replace(self.settings, model_type="SparseEncoder", similarity_fn_name="dot")
+        model.source_dir = self.source_dir
+        return model
 
     def truncated(self, texts: Sequence[str]) -> tuple[list[int], int]:
         """Indices of the texts longer than the document encoder's token limit, and that limit."""

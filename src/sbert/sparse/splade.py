@@ -67,6 +67,11 @@ class SpladePooling(Module):
                                                      self.activation_function)  # fmt: skip
         return features
 
+    @property
+    def output_dimension(self) -> int | None:
+        """The vector's width (the vocabulary), once known: what a chain of modules reads after this one."""
+        return self.embedding_dimension
+
     def get_config(self) -> dict[str, Any]:
         """config.json fields, as sentence-transformers writes them."""
         return {"pooling_strategy": self.pooling_strategy, "activation_function": self.activation_function,

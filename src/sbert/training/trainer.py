@@ -22,6 +22,7 @@ from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
 from sbert.model import SentenceEncoder
+from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
 from sbert.training.config import Stage, TrainConfig
@@ -114,7 +115,9 @@ class Trainer:
             model = SentenceEncoder.from_transformer(self.config.model, self.config.pooling, device=self.device,
                                                      dense=tuple(self.config.dense))  # fmt: skip
         else:
-            model = SentenceEncoder.load(self.config.model, device=self.device)
+            wants_splade = any(o.name == "splade" for stage in self.config.stages for o in stage.objectives)
+            splade = splade_for_training(self.config.model, wants_splade, self.device)
+            model = splade or SentenceEncoder.load(self.config.model, device=self.device)
         if self.config.max_seq_length is not None:
             model.max_seq_length = self.config.max_seq_length
         if self.config.lora is not None:

@@ -1,0 +1,50 @@
+"""SPLADE's training objective: in-batch-negative ranking on dot products, plus FLOPS regularisation.
+
+    loss = CE(a_i · c_j, j = i) + λ_q FLOPS(a) + λ_d FLOPS(c)        FLOPS(x) = Σ_j (mean_i |x_ij|)²
+
+Formal et al. 2021 (SPLADE, SIGIR; v2 arXiv:2109.10086); FLOPS after Paria et al. 2020 (ICLR). The
+ranking term scores sparse vectors by their dot product (no cosine, no scale), as SPLADE is
+searched; the FLOPS terms push each vocabulary dimension's mean weight over the batch to zero,
+which keeps posting lists short. Inputs: (anchor, positive) pairs or (anchor, positive, negative).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional
+
+from sbert.errors import SbertError
+from sbert.losses.base import Loss
+
+
+def flops(x: Tensor) -> Tensor:
+    """Σ_j (mean over the batch of |x_j|)²: the expected cost of the vectors' posting lists, up to a constant."""
+    return x.abs().mean(dim=0).pow(2).sum()
+
+
+class SpladeLoss(Loss):
+    """Dot-product MNRL plus FLOPS on queries (`query_weight`) and documents (`document_weight`)."""
+
+    kinds = ("triplet", "pair", "pair-score", "pair-class")
+    in_batch_negatives = True
+
+    def __init__(self, query_weight: float = 5e-5, document_weight: float = 3e-5) -> None:
+        super().__init__()
+        if query_weight < 0 or document_weight < 0:
+            raise SbertError(f"splade: FLOPS weights must be >= 0, got {query_weight} and {document_weight}")
+        self.query_weight, self.document_weight = query_weight, document_weight
+
+    def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        """Ranking cross-entropy over dot products, plus both FLOPS terms."""
+        anchors, candidates = embeddings[0], torch.cat(embeddings[1:], dim=0)
+        scores = anchors @ candidates.T  # (B, B * (columns - 1))
+        target = torch.arange(len(anchors), device=anchors.device)
+        ranking = functional.cross_entropy(scores, target)
+        return ranking + self.query_weight * flops(anchors) + self.document_weight * flops(candidates)
+
+    def check_model(self, modules: list[nn.Module]) -> None:
+        """SPLADE trains a model whose chain ends in SpladePooling."""
+        if not modules or type(modules[-1]).__name__ != "SpladePooling":
+            names = ", ".join(type(m).__name__ for m in modules)
+            raise SbertError(f"objective 'splade' trains a SPLADE model (ending in SpladePooling), not {names}")

@@ -1,0 +1,35 @@
+"""Which sparse models `sbert train` trains, and how: SPLADE as a SentenceEncoder chain sharing its weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sbert import layout
+from sbert.errors import ModelFormatError
+from sbert.model_dirs import resolve_model_dir
+from sbert.sparse.model import SparseEncoder
+
+
+def splade_for_training(name: str, wants_splade: bool, device: Any = None) -> Any:
+    """A SPLADE model to train as a SentenceEncoder chain, or None when `name` is a dense model.
+
+    A SparseEncoder folder of SPLADE loads so; a plain `*ForMaskedLM` checkpoint too when the run trains the
+    `splade` objective (SPLADE max pooling on it). CSR trains with `sbert train-csr`: a one-line error.
+    """
+    root = resolve_model_dir(name)
+    if (root / layout.MODULES_FILE).is_file():
+        names = {e.type.rsplit(".", 1)[-1] for e in layout.read_modules(root)}
+        if "SparseAutoEncoder" in names:
+            raise ModelFormatError(f"{root}: a CSR model trains with `sbert train-csr`, not `sbert train`")
+        if not names & {"SpladePooling", "MLMTransformer"} and "Router" not in names:
+            return None
+    elif not wants_splade or not _is_mlm(root):
+        return None
+    return SparseEncoder.load(root, device=device).as_sentence_encoder()
+
+
+def _is_mlm(root: Path) -> bool:
+    config = root / "config.json"
+    architectures = (layout.read_json(config).get("architectures") if config.is_file() else None) or []
+    return any("MaskedLM" in a for a in architectures)
