@@ -27,6 +27,7 @@ async def sparse_search(st: ServerState, body: SearchRequest, queries: list[str]
     if index is None or side is None or model is None:
         raise ApiError(424, f"mode {body.mode!r} needs an index built with --sparse-model, served with the same "
                        "--sparse-model", "no_sparse_index")  # fmt: skip
+    st.check_limits(queries)
     check_texts(queries, "query")
     deep = max(body.top_k, 100) if body.mode == "hybrid" else body.top_k  # fusion sees each ranking's top 100
 

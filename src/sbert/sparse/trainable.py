@@ -22,7 +22,7 @@ def splade_for_training(name: str, wants_splade: bool, device: Any = None) -> An
         names = {e.type.rsplit(".", 1)[-1] for e in layout.read_modules(root)}
         if "SparseAutoEncoder" in names:
             raise ModelFormatError(f"{root}: a CSR model trains with `sbert train-csr`, not `sbert train`")
-        if not names & {"SpladePooling", "MLMTransformer"} and "Router" not in names:
+        if not names & {"SpladePooling", "MLMTransformer"} and not _sparse_router(root, names):
             return None
     elif not wants_splade or not _is_mlm(root):
         return None
@@ -33,3 +33,13 @@ def _is_mlm(root: Path) -> bool:
     config = root / "config.json"
     architectures = (layout.read_json(config).get("architectures") if config.is_file() else None) or []
     return any("MaskedLM" in a for a in architectures)
+
+
+def _sparse_router(root: Path, names: set[str]) -> bool:
+    """Whether the model is a Router of sparse routes (inference-free SPLADE), not a dense Router."""
+    if "Router" not in names:
+        return False
+    entry = next(e for e in layout.read_modules(root) if e.type.endswith("Router"))
+    config = layout.read_json(root / entry.path / "router_config.json")
+    kinds = config.get("types", {}).values() if isinstance(config, dict) else []
+    return any(str(k).endswith(("SpladePooling", "SparseStaticEmbedding")) for k in kinds)
