@@ -4,7 +4,7 @@
 
 The model is a random-weight BERT-base-size MLM (12 layers, width 768, a 30,522-token head) with
 SPLADE max pooling, built and saved by sentence-transformers. It encodes the STSb test sentences
-(2,758), with sbert on torch and on ONNX Runtime (`backend="onnx"`). Each engine runs in its own
+(2,758), with sbert on torch, ONNX Runtime and OpenVINO (`backend="onnx"`, `"openvino"`). Each engine runs in its own
 process, so each process's peak RSS is its own. The rounds alternate between the engines, and each
 figure is the median of its rounds. Each sbert engine's vectors are compared with
 sentence-transformers': the active dimensions that differ, and the largest difference.
@@ -72,7 +72,7 @@ def child(engine: str, folder: str, batch_size: int, out: str) -> None:
     if engine.startswith("sbert"):
         from sbert import SparseEncoder
 
-        backend = "onnx" if engine == "sbert-onnx" else "torch"
+        backend = {"sbert": "torch", "sbert-onnx": "onnx", "sbert-openvino": "openvino"}[engine]
         model = SparseEncoder.load(folder, device="cpu")
         model.encode(sentences[:64], batch_size=batch_size, backend=backend)  # exports the graph once for onnx
         start = time.perf_counter()
@@ -130,15 +130,16 @@ def main() -> None:
         compare(args.workdir)
         return
     folder = build(args.workdir)
-    runs: dict[str, list[dict[str, float]]] = {"sentence-transformers": [], "sbert": [], "sbert-onnx": []}
+    engines = ("sentence-transformers", "sbert", "sbert-onnx", "sbert-openvino")
+    runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
             command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out)]
             done = subprocess.run(command, check=True, capture_output=True, text=True)
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    compare(args.workdir)
-    compare(args.workdir, "sbert-onnx")
+    for engine in engines[1:]:
+        compare(args.workdir, engine)
     print("| engine | sentences/s (median) | peak RSS (GiB, median) | rounds |")
     print("|---|---|---|---|")
     n = len(sts_sentences("test"))
@@ -147,7 +148,7 @@ def main() -> None:
         print(
             f"| {engine} | {speed[engine]:.1f} | {statistics.median(r['peak_gib'] for r in rows):.2f} | {len(rows)} |"
         )
-    for engine in ("sbert", "sbert-onnx"):
+    for engine in engines[1:]:
         print(f"\n{engine} / sentence-transformers: {speed[engine] / speed['sentence-transformers']:.2f}x")
 
 

@@ -246,7 +246,7 @@ def test_train_csr_cli_reads_the_training_formats(tiny_dirs, tmp_path):
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta"])
-def test_onnx_backend_equals_torch_and_is_cached(family, mlm_dirs, tiny_dirs, tmp_path):
+def test_onnx_and_openvino_backends_equal_torch_and_the_graph_is_cached(family, mlm_dirs, tiny_dirs, tmp_path):
     folder = st_splade(mlm_dirs[family], tmp_path / "st", "max", "log1p_relu")
     model = SparseEncoder.load(folder, device="cpu")
     want = model.encode(TEXTS).toarray()
@@ -259,8 +259,11 @@ def test_onnx_backend_equals_torch_and_is_cached(family, mlm_dirs, tiny_dirs, tm
     csr = SparseEncoder.load(st_csr(tiny_dirs["bert"], tmp_path / "csr", True), device="cpu")
     np.testing.assert_allclose(csr.encode(TEXTS, backend="onnx").toarray(), csr.encode(TEXTS).toarray(), rtol=1e-4,
                                atol=1e-5)  # fmt: skip
-    with pytest.raises(SbertError, match="backend='openvino': a SparseEncoder runs on torch or onnx"):
-        model.encode(TEXTS, backend="openvino")
+    np.testing.assert_allclose(model.encode(TEXTS, backend="openvino").toarray(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(csr.encode(TEXTS, backend="openvino").toarray(), csr.encode(TEXTS).toarray(),
+                               rtol=1e-4, atol=1e-5)  # fmt: skip
+    with pytest.raises(SbertError, match="backend='onnx-int8': a SparseEncoder runs on torch, onnx or openvino"):
+        model.encode(TEXTS, backend="onnx-int8")
 
 
 def test_splade_trains_through_sbert_train_and_flops_sparsifies(mlm_dirs, tiny_dirs, tmp_path):

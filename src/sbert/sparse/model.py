@@ -50,7 +50,7 @@ class SparseEncoder(nn.Module):
         self.settings = EncoderSettings()
         self.max_active_dims: int | None = None
         self.source_dir: Path | None = None  # where ONNX graphs are cached (the folder the model came from)
-        self._onnx: tuple[WeightsKey, SpladeOnnx] | None = None
+        self._graphs: dict[str, tuple[WeightsKey, SpladeOnnx]] = {}  # by runtime: onnx, openvino
         self.to(resolve_device(device))
         self.eval()
 
@@ -72,16 +72,17 @@ class SparseEncoder(nn.Module):
         """The width of every sparse vector: the vocabulary (SPLADE) or the autoencoder's hidden size (CSR)."""
         return self.sae.hidden_dim if self.sae is not None else self._splade()[0].vocab_size
 
-    def onnx(self) -> SpladeOnnx:
-        """The ONNX Runtime engine for these weights: exported (or read from the cache) and checked on first use."""
+    def graph(self, runtime: str = "onnx") -> SpladeOnnx:
+        """The graph engine for these weights on `runtime`: exported (or read from the cache), checked on first use."""
         from sbert.backends.cache import cache_dir, model_digest
 
         key = weights_key(self, 0)
-        if self._onnx is None or self._onnx[0] != key:
+        cached = self._graphs.get(runtime)
+        if cached is None or cached[0] != key:
             mlm, pooling = self._splade()
             digest = model_digest(nn.Sequential(mlm, pooling))
-            self._onnx = (key, SpladeOnnx(mlm, pooling, cache_dir(self.source_dir, digest), digest))
-        return self._onnx[1]
+            self._graphs[runtime] = (key, SpladeOnnx(mlm, pooling, cache_dir(self.source_dir, digest), digest, runtime))
+        return self._graphs[runtime][1]
 
     def as_sentence_encoder(self) -> SentenceEncoder:
         """The SPLADE modules as a SentenceEncoder chain sharing their weights: what `sbert train` trains.
@@ -124,12 +125,13 @@ class SparseEncoder(nn.Module):
         convert_to: Literal["csr", "torch"] = "csr",
         show_progress: bool = False,
         task: str | None = None,
-        backend: Literal["torch", "onnx"] = "torch",
+        backend: Literal["torch", "onnx", "openvino"] = "torch",
     ) -> Any:
         """Sparse vectors, one row per sentence, in input order: a scipy CSR matrix (or a torch sparse COO tensor).
 
         `max_active_dims` keeps each row's k largest weights (default: the model's setting, else all).
-        `backend="onnx"` runs SPLADE's MLM and pooling as one ONNX Runtime graph (CSR: its dense model's graph).
+        `backend="onnx"` / `"openvino"` runs SPLADE's MLM and pooling as one graph in that runtime (CSR: its dense
+        model's backend of that name).
         """
         single = isinstance(sentences, str)
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
@@ -137,8 +139,8 @@ class SparseEncoder(nn.Module):
             raise SbertError(f"batch_size={batch_size}: must be >= 1")
         if convert_to not in ("csr", "torch"):
             raise SbertError(f"convert_to={convert_to!r}: use csr or torch")
-        if backend not in ("torch", "onnx"):
-            raise SbertError(f"backend={backend!r}: a SparseEncoder runs on torch or onnx")
+        if backend not in ("torch", "onnx", "openvino"):
+            raise SbertError(f"backend={backend!r}: a SparseEncoder runs on torch, onnx or openvino")
         k = _check_k(max_active_dims) or self.max_active_dims
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
         prompted = [text + t for t in texts] if text else texts
@@ -157,7 +159,7 @@ class SparseEncoder(nn.Module):
     ) -> scipy.sparse.csr_matrix:
         """SPLADE vectors of `texts` in input order, batched by length (similar lengths share a batch)."""
         mlm, pooling = self._splade()
-        graph = self.onnx() if backend == "onnx" else None
+        graph = self.graph(backend) if backend != "torch" else None
         ids, _ = mlm.token_ids(texts)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         parts = []

@@ -1,7 +1,8 @@
-"""SPLADE on ONNX Runtime: the MLM and the SPLADE pooling in one graph, exported once, checked against torch.
+"""SPLADE on ONNX Runtime or OpenVINO: the MLM and the SPLADE pooling in one graph, exported once, checked.
 
 The graph takes the padded batch and returns the pooled (B, V) vectors, so the logits never leave
-ONNX Runtime; it is cached beside the model (`onnx/splade.onnx`), keyed by a digest of the weights.
+the runtime; it is cached beside the model (`onnx/splade.onnx`), keyed by a digest of the weights.
+OpenVINO compiles the same graph (fp32, one stream using every core: batches come one at a time).
 """
 
 from __future__ import annotations
@@ -62,24 +63,37 @@ def export(mlm: MLMTransformer, pooling: SpladePooling, path: Path) -> None:
 
 
 class SpladeOnnx:
-    """An ONNX Runtime session over the cached graph; `embed` maps padded features to (B, V) vectors."""
+    """The cached graph on ONNX Runtime (`runtime="onnx"`) or OpenVINO; `embed` maps padded features to (B, V)."""
 
-    def __init__(self, mlm: MLMTransformer, pooling: SpladePooling, folder: Path, digest: str) -> None:
-        from sbert.backends.onnx_runtime import make_session
-
+    def __init__(
+        self, mlm: MLMTransformer, pooling: SpladePooling, folder: Path, digest: str, runtime: str = "onnx"
+    ) -> None:
         path = folder / GRAPH
         stamp: dict[str, Any] = {"digest": digest}
         fresh = path.is_file() and _manifest(folder) == stamp
         if not fresh:
             export(mlm, pooling, path)
             layout.write_json_atomic(folder / MANIFEST, stamp)
-        self.path, self.session = path, make_session(path, torch.device("cpu"))
-        self.names = [i.name for i in self.session.get_inputs()]
+        self.path, self.runtime = path, runtime
+        if runtime == "openvino":
+            from sbert.backends.openvino_runtime import compile_graph, feed_name
+
+            compiled = compile_graph(path, "f32", torch.get_num_threads(), NUM_STREAMS="1")
+            self.request = compiled.create_infer_request()
+            self.names = [feed_name(port) for port in compiled.inputs]
+        else:
+            from sbert.backends.onnx_runtime import make_session
+
+            self.session = make_session(path, torch.device("cpu"))
+            self.names = [i.name for i in self.session.get_inputs()]
         self._check(mlm, pooling)
 
     def embed(self, features: Features) -> Tensor:
         """Pooled vectors (B, V) of a padded batch."""
         feed = {name: features[name].cpu().numpy() for name in self.names}
+        if self.runtime == "openvino":
+            self.request.infer(feed)
+            return torch.from_numpy(np.array(self.request.get_output_tensor(0).data, dtype=np.float32))
         return torch.from_numpy(self.session.run(None, feed)[0])
 
     def _check(self, mlm: MLMTransformer, pooling: SpladePooling) -> None:
