@@ -20,7 +20,7 @@ from typing import Any
 from safetensors.torch import save_file
 from torch import nn
 
-from sbert.adapters.spec import LoraSpec, choose_targets
+from sbert.adapters.spec import LoraSpec
 from sbert.errors import ModelFormatError, SbertError, first_line
 from sbert.layout import read_json
 
@@ -66,15 +66,12 @@ def adapter_base(folder: Path) -> str:
     return str(base)
 
 
-def wrap_lora(auto_model: nn.Module, spec: LoraSpec) -> nn.Module:
-    """The backbone with a fresh trainable LoRA adapter (B = 0, so the vectors start unchanged).
+def wrap_lora(auto_model: nn.Module, spec: LoraSpec, targets: list[str]) -> nn.Module:
+    """The backbone with a fresh trainable LoRA adapter on `targets` (B = 0, so the vectors start unchanged).
 
     peft freezes every base weight; only the adapter's A and B matrices train.
     """
-    if has_adapter(auto_model):
-        raise SbertError("the model already has an adapter: train it without --lora, or merge it first")
     peft = require_peft()
-    targets = choose_targets(auto_model, spec)
     config = peft.LoraConfig(r=spec.r, lora_alpha=spec.alpha, lora_dropout=spec.dropout, target_modules=targets,
                              bias="none")  # fmt: skip
     with _quiet():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from sbert.adapters.peft_io import wrap_lora
+from sbert.adapters.peft_io import parameter_counts, wrap_lora
 from sbert.adapters.spec import LoraSpec, choose_targets
 from sbert.errors import SbertError
 
@@ -30,13 +30,12 @@ def add_lora(model: SentenceEncoder, spec: LoraSpec, fresh_head: bool = False) -
     if first.has_adapter:
         raise SbertError("the model already has an adapter: train it without --lora, or merge it first")
     targets = choose_targets(first.auto_model, spec)
-    first.auto_model = wrap_lora(first.auto_model, LoraSpec(spec.r, spec.alpha, spec.dropout, tuple(targets)))
+    first.auto_model = wrap_lora(first.auto_model, spec, targets)
     train_heads = spec.heads == "train" or (spec.heads == "auto" and fresh_head)
     for module in model.chain()[1:]:
         module.requires_grad_(train_heads)
     model.mark_weights_changed()
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
+    trainable, total = parameter_counts(model)
     line = (
         f"LoRA r={spec.r} alpha={spec.alpha:g} dropout={spec.dropout:g} on {', '.join(targets)} of "
         f"{type(first.auto_model.get_base_model()).__name__} (heads {'train' if train_heads else 'frozen'}): "

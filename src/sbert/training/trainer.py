@@ -16,7 +16,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from sbert.adapters import parse_lora
+from sbert.adapters import parameter_counts, parse_lora
 from sbert.adapters.training import add_lora, enable_checkpointing
 from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
@@ -160,6 +160,7 @@ class Trainer:
             self.global_step = state.progress.global_step
             self.started = time.monotonic() - state.progress.elapsed
             self.log.truncate_after(self.global_step)
+        trainable, total = parameter_counts(module)
         self.log.write(
             event="stage",
             stage=index,
@@ -170,8 +171,8 @@ class Trainer:
             truncated=sum(p.truncated for p in prepared),
             sampling=stage.sampling,
             batches=batches,
-            trainable_parameters=sum(p.numel() for p in module.parameters() if p.requires_grad),
-            total_parameters=sum(p.numel() for p in module.parameters()),
+            trainable_parameters=trainable,
+            total_parameters=total,
         )
         self._epochs(state, plan_lengths)
         if state.dev and state.progress.best_score is not None:
