@@ -39,7 +39,7 @@ from sbert.modules import (
     chain_widths,
     check_chain,
 )  # fmt: skip
-from sbert.modules.chain import dense_heads
+from sbert.modules.chain import dense_heads, save_chain
 from sbert.modules.normalize import l2_normalize
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.weights_state import WeightsKey, placement, weights_key
@@ -461,17 +461,9 @@ class SentenceEncoder(nn.Sequential):
         `extras` may add files (a model card, trained heads) inside the same atomic write. A model with a
         LoRA adapter writes the adapter alone (PEFT's layout), or with `merge_adapter` the merged weights.
         """
-        entries = []
-        modules = self.chain()
-        if merge_adapter:
-            modules = adapters.merged_chain(modules)
+        modules = adapters.merged_chain(self.chain()) if merge_adapter else self.chain()
         with layout.atomic_directory(path) as tmp:
-            for idx, module in enumerate(modules):
-                # The first (Transformer) module lives in the root, as sentence-transformers expects.
-                folder = "" if idx == 0 else f"{idx}_{type(module).__name__}"
-                module.save(tmp / folder)
-                entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
-            layout.write_modules(tmp, entries)
+            save_chain(tmp, modules)
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config(self.settings))
             if extras is not None:
                 extras(tmp)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from sbert.errors import ModelFormatError
+from sbert.layout import ModuleEntry, write_modules
 from sbert.modules.base import Module
 from sbert.modules.dense import Dense, parse_dense
 
@@ -38,3 +40,13 @@ def dense_heads(modules: list[Module], specs: Sequence[str]) -> list[Module]:
         heads.append(Dense(size, out, activation_function=activation))
         size = out
     return heads
+
+
+def save_chain(folder: Path, modules: Sequence[Module]) -> None:
+    """Each module in its subfolder (the first in `folder` itself, as sentence-transformers expects), modules.json."""
+    entries = []
+    for idx, module in enumerate(modules):
+        path = "" if idx == 0 else f"{idx}_{type(module).__name__}"
+        module.save(folder / path)
+        entries.append(ModuleEntry(idx, str(idx), path, module.module_type))
+    write_modules(folder, entries)

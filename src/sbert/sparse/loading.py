@@ -7,6 +7,7 @@ from typing import Any
 
 from sbert import layout
 from sbert.errors import ModelFormatError
+from sbert.modules.chain import save_chain
 from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
 from sbert.sparse.splade import SpladePooling
@@ -67,12 +68,7 @@ def _load_router(folder: Path, trust_remote_code: bool) -> Modules:
 
 def save_csr(tmp: Path, chain: list[Any], sae: SparseAutoEncoder, model_config: dict[str, Any]) -> None:
     """Write a CSR model as sentence-transformers lays it out: the dense model's modules, then the autoencoder."""
-    entries = []
-    for idx, module in enumerate([*chain, sae]):
-        folder = "" if idx == 0 else f"{idx}_{type(module).__name__}"
-        module.save(tmp / folder)
-        entries.append(layout.ModuleEntry(idx, str(idx), folder, module.module_type))
-    layout.write_modules(tmp, entries)
+    save_chain(tmp, [*chain, sae])
     layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config, "model_type": "SparseEncoder"})
 
 
@@ -80,22 +76,16 @@ def save_sparse(tmp: Path, modules: Modules, model_config: dict[str, Any]) -> No
     """Write the folder `load_sparse` reads (a Router layout when there is a separate query side)."""
     mlm, pooling, query = modules
     if query is None:
-        mlm.save(tmp)
-        pooling.save(tmp / "1_SpladePooling")
-        entries = [layout.ModuleEntry(0, "0", "", "sentence_transformers.models.Transformer"),
-                   layout.ModuleEntry(1, "1", "1_SpladePooling", SpladePooling.module_type)]  # fmt: skip
+        save_chain(tmp, [mlm, pooling])
     else:
         named: dict[str, Any] = {"query_0_SparseStaticEmbedding": query, "document_0_Transformer": mlm,
                                  "document_1_SpladePooling": pooling}  # fmt: skip
-        kinds = {"query_0_SparseStaticEmbedding": SparseStaticEmbedding.module_type,
-                 "document_0_Transformer": "sentence_transformers.models.Transformer",
-                 "document_1_SpladePooling": SpladePooling.module_type}  # fmt: skip
+        kinds = {name: module.module_type for name, module in named.items()}
         for name, module in named.items():
             module.save(tmp / name)
         structure = {"query": ["query_0_SparseStaticEmbedding"],
                      "document": ["document_0_Transformer", "document_1_SpladePooling"]}  # fmt: skip
         parameters = {"default_route": "document", "allow_empty_key": True, "route_mappings": {}}
         layout.write_json(tmp / ROUTER_FILE, {"types": kinds, "structure": structure, "parameters": parameters})
-        entries = [layout.ModuleEntry(0, "0", "", ROUTER_TYPE)]
-    layout.write_modules(tmp, entries)
+        layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", ROUTER_TYPE)])
     layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config, "model_type": "SparseEncoder"})
