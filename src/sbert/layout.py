@@ -28,6 +28,11 @@ class ModuleEntry:
     path: str
     type: str
 
+    @property
+    def class_name(self) -> str:
+        """The class part of `type` (`...modules.Pooling` -> `Pooling`), however the library spelled the module path."""
+        return self.type.rsplit(".", 1)[-1]
+
 
 def read_json(path: Path) -> Any:
     """Read a JSON file, turning a parse error into a one-line error naming the file and line."""

@@ -35,7 +35,7 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
 
     entries = read_modules(root)
-    sparse = [e.type.rsplit(".", 1)[-1] for e in entries if e.type.rsplit(".", 1)[-1] in _SPARSE_MODULES]
+    sparse = [e.class_name for e in entries if e.class_name in _SPARSE_MODULES]
     if sparse:
         raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
     return load_entries(root, entries, trust_remote_code, dtype)

@@ -39,6 +39,6 @@ def transformer_folder(root: Path) -> Path:
     if not (root / MODULES_FILE).is_file():
         return root
     for entry in read_modules(root):
-        if entry.type.endswith(".Transformer"):
+        if entry.class_name == "Transformer":
             return root / entry.path
     return root

@@ -28,7 +28,7 @@ def load_sparse(root: Path, trust_remote_code: bool) -> dict[str, Any]:
         return {"mlm": MLMTransformer.from_pretrained(root, trust_remote_code=trust_remote_code),
                 "pooling": SpladePooling()}  # fmt: skip
     entries = layout.read_modules(root)
-    names = [e.type.rsplit(".", 1)[-1] for e in entries]
+    names = [e.class_name for e in entries]
     if names and names[-1] == "SparseAutoEncoder":
         from sbert.loading import load_entries
         from sbert.model import SentenceEncoder

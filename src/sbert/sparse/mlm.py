@@ -74,12 +74,17 @@ def is_fill_mask(folder: Path, type_name: str) -> bool:
     return config.is_file() and read_json(config).get("transformer_task") == "fill-mask"
 
 
+def architectures(folder: Path) -> list[str]:
+    """The model classes a Hugging Face folder's config.json names ([] when it names none)."""
+    config = folder / "config.json"
+    return list((read_json(config).get("architectures") if config.is_file() else None) or [])
+
+
 def check_mlm_head(folder: Path) -> None:
     """One line when the folder's weights are of a backbone without an MLM head."""
-    config = folder / "config.json"
-    architectures = read_json(config).get("architectures") if config.is_file() else None
-    if architectures and not any("MaskedLM" in a or "ForPreTraining" in a for a in architectures):
+    names = architectures(folder)
+    if names and not any("MaskedLM" in a or "ForPreTraining" in a for a in names):
         raise ModelFormatError(
             f"{folder}: a SPLADE model needs a masked-language-model head, but these weights are a "
-            f"{', '.join(architectures)} without one"
+            f"{', '.join(names)} without one"
         )

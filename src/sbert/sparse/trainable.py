@@ -8,6 +8,7 @@ from typing import Any
 from sbert import layout
 from sbert.errors import ModelFormatError
 from sbert.model_dirs import resolve_model_dir
+from sbert.sparse.mlm import architectures
 from sbert.sparse.model import SparseEncoder
 
 
@@ -19,27 +20,21 @@ def splade_for_training(name: str, wants_splade: bool, device: Any = None) -> An
     """
     root = resolve_model_dir(name)
     if (root / layout.MODULES_FILE).is_file():
-        names = {e.type.rsplit(".", 1)[-1] for e in layout.read_modules(root)}
+        names = {e.class_name for e in layout.read_modules(root)}
         if "SparseAutoEncoder" in names:
             raise ModelFormatError(f"{root}: a CSR model trains with `sbert train-csr`, not `sbert train`")
         if not names & {"SpladePooling", "MLMTransformer"} and not _sparse_router(root, names):
             return None
-    elif not wants_splade or not _is_mlm(root):
+    elif not wants_splade or not any("MaskedLM" in a for a in architectures(root)):
         return None
     return SparseEncoder.load(root, device=device).as_sentence_encoder()
-
-
-def _is_mlm(root: Path) -> bool:
-    config = root / "config.json"
-    architectures = (layout.read_json(config).get("architectures") if config.is_file() else None) or []
-    return any("MaskedLM" in a for a in architectures)
 
 
 def _sparse_router(root: Path, names: set[str]) -> bool:
     """Whether the model is a Router of sparse routes (inference-free SPLADE), not a dense Router."""
     if "Router" not in names:
         return False
-    entry = next(e for e in layout.read_modules(root) if e.type.endswith("Router"))
+    entry = next(e for e in layout.read_modules(root) if e.class_name == "Router")
     config = layout.read_json(root / entry.path / "router_config.json")
     kinds = config.get("types", {}).values() if isinstance(config, dict) else []
     return any(str(k).endswith(("SpladePooling", "SparseStaticEmbedding")) for k in kinds)
