@@ -57,15 +57,15 @@ def cache_dir(source: Path | None, digest: str) -> Path:
     return base / "onnx" / digest[:24]
 
 
-def read_manifest(folder: Path) -> dict[str, object]:
-    """The cache's manifest, or {} when there is none or it is unreadable (then it is rebuilt)."""
+def read_manifest(folder: Path, name: str = MANIFEST) -> dict[str, object]:
+    """The cache's manifest (`name`: another graph's), or {} when there is none or it is unreadable (then rebuilt)."""
     try:
-        data = layout.read_json(folder / MANIFEST)
+        data = layout.read_json(folder / name)
     except (OSError, ModelFormatError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def write_manifest(folder: Path, data: dict[str, object]) -> None:
+def write_manifest(folder: Path, data: dict[str, object], name: str = MANIFEST) -> None:
     """Atomically record which weights and settings the graphs in `folder` came from."""
-    layout.write_json_atomic(folder / MANIFEST, data)
+    layout.write_json_atomic(folder / name, data)

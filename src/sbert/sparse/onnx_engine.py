@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sbert import layout
 from sbert.errors import BackendError, first_line
 from sbert.modules.base import Features
 from sbert.sparse.splade import pool_padded
@@ -68,12 +67,13 @@ class SpladeOnnx:
     def __init__(
         self, mlm: MLMTransformer, pooling: SpladePooling, folder: Path, digest: str, runtime: str = "onnx"
     ) -> None:
+        from sbert.backends.cache import read_manifest, write_manifest
+
         path = folder / GRAPH
-        stamp: dict[str, Any] = {"digest": digest}
-        fresh = path.is_file() and _manifest(folder) == stamp
-        if not fresh:
+        stamp: dict[str, object] = {"digest": digest}
+        if not path.is_file() or read_manifest(folder, MANIFEST) != stamp:
             export(mlm, pooling, path)
-            layout.write_json_atomic(folder / MANIFEST, stamp)
+            write_manifest(folder, stamp, MANIFEST)
         self.path, self.runtime = path, runtime
         if runtime == "openvino":
             from sbert.backends.openvino_runtime import compile_graph, feed_name
@@ -104,10 +104,3 @@ class SpladeOnnx:
         diff = float((want - self.embed(features)).abs().max())
         if not np.isfinite(diff) or diff > MAX_ABS_DIFF:
             raise BackendError(f"{self.path}: differs from torch by {diff:.2e} (> {MAX_ABS_DIFF})")
-
-
-def _manifest(folder: Path) -> object:
-    try:
-        return layout.read_json(folder / MANIFEST)
-    except Exception:  # missing or unreadable: rebuilt
-        return None
