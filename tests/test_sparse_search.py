@@ -138,6 +138,10 @@ def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path
     sparse_rank = SparseIndex.build(splade.encode_document(CORPUS)).search(splade.encode_query([query]), len(CORPUS))
     assert hits("--mode", "hybrid") == hybrid_fuse(dense_rank, sparse_rank, 3)[1][0].tolist()
     assert hits("--mode", "hybrid", "--fusion", "weighted", "--alpha", "1") == dense_rank[1][0][:3].tolist()
+    info_path = idx / "sparse" / "sparse.json"
+    info_path.write_text(json.dumps({**json.loads(info_path.read_text()), "model_digest": "0" * 64}))
+    stale = run_cli("search", str(idx), query, "--mode", "sparse")
+    assert stale.returncode != 0 and "its sparse side was built by other weights than the query model" in stale.stderr
     plain = tmp_path / "plain"
     assert run_cli("index", "build", str(corpus), "--out", str(plain), "--model", str(dense_dir)).returncode == 0
     refused = run_cli("search", str(plain), query, "--mode", "sparse")

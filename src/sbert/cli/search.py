@@ -83,15 +83,11 @@ def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
 
 def _sparse_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     """The sparse side's hits, the queries encoded by the sparse model that built it (checked by digest)."""
-    from sbert.search.index import IndexFolderError
-    from sbert.search.sparse_side import open_sparse_side, sparse_digest, sparse_hits
+    from sbert.search.sparse_side import open_sparse_side, sparse_hits, sparse_info
     from sbert.sparse import SparseEncoder
 
-    side, info = open_sparse_side(index)
-    model = SparseEncoder.load(info.model, device=args.device)
-    if sparse_digest(model) != info.model_digest:
-        raise IndexFolderError(f"{index.folder}: its sparse side was built by other weights than {info.model!r}")
-    return sparse_hits(index, side, model.encode_query(args.query), depth)
+    model = SparseEncoder.load(sparse_info(index).model, device=args.device)
+    return sparse_hits(index, open_sparse_side(index, model), model.encode_query(args.query), depth)
 
 
 def _fused(args: argparse.Namespace, index: Any, dense: list[Any], sparse: list[Any], depth: int) -> list[Any]:

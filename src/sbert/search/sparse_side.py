@@ -57,19 +57,33 @@ def add_sparse_side(folder: str | Path, model: SparseEncoder, name: str, texts: 
     return info
 
 
-def open_sparse_side(dense: SearchIndex) -> tuple[SparseIndex, SparseInfo]:
-    """The postings of an index folder, checked against its dense side, or a one-line error."""
-    folder = dense.folder / SPARSE_FOLDER
-    if not (folder / SPARSE_INFO).is_file():
+def has_sparse_side(dense: SearchIndex) -> bool:
+    """Whether the index folder was built with a sparse side."""
+    return (dense.folder / SPARSE_FOLDER / SPARSE_INFO).is_file()
+
+
+def sparse_info(dense: SearchIndex) -> SparseInfo:
+    """sparse.json of an index folder (which model wrote its postings), or a one-line error."""
+    path = dense.folder / SPARSE_FOLDER / SPARSE_INFO
+    if not has_sparse_side(dense):
         raise IndexFolderError(f"{dense.folder}: no sparse side (build the index with --sparse-model)")
     try:
-        info = SparseInfo(**json.loads((folder / SPARSE_INFO).read_text(encoding="utf-8")))
+        return SparseInfo(**json.loads(path.read_text(encoding="utf-8")))
     except (TypeError, ValueError) as e:
-        raise IndexFolderError(f"{folder / SPARSE_INFO}: unreadable ({e}); rebuild the index") from None
-    index = SparseIndex.load(folder)
+        raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
+
+
+def open_sparse_side(dense: SearchIndex, model: SparseEncoder) -> SparseIndex:
+    """The postings of an index folder, checked against its dense side and `model`'s weights, or a one-line error."""
+    info = sparse_info(dense)
+    if sparse_digest(model) != info.model_digest:
+        raise IndexFolderError(f"{dense.folder}: its sparse side was built by other weights than the query model "
+                               f"(it names {info.model!r})")  # fmt: skip
+    index = SparseIndex.load(dense.folder / SPARSE_FOLDER)
     if index.size != info.count or info.count != dense.info.count:
-        raise IndexFolderError(f"{folder}: {index.size} sparse documents for {dense.info.count} dense ones; rebuild")
-    return index, info
+        raise IndexFolderError(f"{dense.folder / SPARSE_FOLDER}: {index.size} sparse documents for "
+                               f"{dense.info.count} dense ones; rebuild")  # fmt: skip
+    return index
 
 
 def sparse_hits(dense: SearchIndex, side: SparseIndex, queries: scipy.sparse.csr_matrix, top_k: int) -> list[list[Hit]]:

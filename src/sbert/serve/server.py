@@ -84,15 +84,11 @@ def build_server(
 
 def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseIndex | None:
     """The index's sparse postings for /search's sparse and hybrid modes, when --sparse-model wrote them."""
-    if index is None or sparse is None or not (index.folder / "sparse").is_dir():
-        return None
-    from sbert.errors import SbertError
-    from sbert.search.sparse_side import open_sparse_side, sparse_digest
+    from sbert.search.sparse_side import has_sparse_side, open_sparse_side
 
-    postings, info = open_sparse_side(index)
-    if sparse_digest(sparse) != info.model_digest:
-        raise SbertError(f"--sparse-model: other weights than {info.model!r}, which built {index.folder}'s sparse side")
-    return postings
+    if index is None or sparse is None or not has_sparse_side(index):
+        return None
+    return open_sparse_side(index, sparse)
 
 
 def encode_by_task(
