@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from sbert.serve.routes import Protected
 from sbert.serve.schemas import TeiSparseRequest, as_list
 from sbert.serve.sparse_search import ONE_AT_A_TIME
-from sbert.serve.state import ApiError, FastJSON, check_texts, state
-from sbert.serve.tei import check_direction
+from sbert.serve.state import ApiError, FastJSON, check_texts, state, too_long
+from sbert.serve.tei import check_direction, check_prompt_name
 
 sparse_router = APIRouter()
 
@@ -44,15 +44,11 @@ async def embed_sparse(body: TeiSparseRequest, request: Request) -> FastJSON:
     texts = as_list(body.inputs)
     st.check_limits(texts)
     check_texts(texts, "inputs")
-    if body.prompt_name is not None and body.prompt_name not in model.settings.prompts:
-        known = ", ".join(sorted(model.settings.prompts)) or "none"
-        raise ApiError(422, f"prompt_name {body.prompt_name!r} is not one of the model's prompts ({known})",
-                       "invalid_prompt")  # fmt: skip
+    check_prompt_name(model.settings.prompts, body.prompt_name)
     if body.truncate is False:
         cut, limit = await run_in_threadpool(model.truncated, texts)
         if cut:
-            raise ApiError(413, f"inputs[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
-                           "and truncate is false", "input_too_long")  # fmt: skip
+            raise too_long("inputs", cut, limit)
 
     def encode() -> scipy.sparse.csr_matrix:
         with ONE_AT_A_TIME:

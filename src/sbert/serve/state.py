@@ -95,9 +95,7 @@ class ServerState:
         check_texts(texts, field)
         lengths, cut = await run_in_threadpool(self.count_tokens, texts, kind)
         if cut and not truncate:
-            limit = getattr(self.model, "max_seq_length", 0)
-            raise ApiError(413, f"{field}[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
-                           "and truncate is false", "input_too_long")  # fmt: skip
+            raise too_long(field, cut, getattr(self.model, "max_seq_length", 0))
         tokens = sum(lengths)
         if tokens > self.settings.max_request_tokens:
             raise ApiError(
@@ -146,6 +144,12 @@ class Reranking:
             raise ApiError(499, str(e), "client_closed_request") from None
         except QueueFull as e:
             raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+
+
+def too_long(field: str, cut: Sequence[int], limit: int) -> ApiError:
+    """413 for inputs over the model's token limit when the request said truncate=false (TEI's behaviour)."""
+    return ApiError(413, f"{field}[{cut[0]}] and {len(cut) - 1} other(s) exceed the model's {limit} tokens "
+                    "and truncate is false", "input_too_long")  # fmt: skip
 
 
 def check_texts(texts: Sequence[str], field: str) -> None:

@@ -34,13 +34,17 @@ def prompt_key(request: Request, prompt_name: str | None) -> str | None:
     """The batch prompt key for TEI's prompt_name (one of the model's prompts), or None."""
     if prompt_name is None:
         return None
-    prompts = state(request).model.settings.prompts
-    if prompt_name not in prompts:
+    check_prompt_name(state(request).model.settings.prompts, prompt_name)
+    return by_name(prompt_name)
+
+
+def check_prompt_name(prompts: dict[str, str], prompt_name: str | None) -> None:
+    """422 when TEI's prompt_name is not one of the model's prompts."""
+    if prompt_name is not None and prompt_name not in prompts:
         known = ", ".join(sorted(prompts)) or "none"
         raise ApiError(
             422, f"prompt_name {prompt_name!r} is not one of the model's prompts ({known})", "invalid_prompt"
         )
-    return by_name(prompt_name)
 
 
 async def tei_vectors(body: TeiEmbedRequest, request: Request) -> np.ndarray:
