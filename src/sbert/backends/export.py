@@ -109,7 +109,7 @@ def export_onnx(chain: Chain, path: Path) -> None:
     was_training = chain.transformer.training  # the new wrapper's own flag says nothing
     graph.to("cpu").eval()
     try:
-        with eager_attention(chain), _temp_beside(path) as tmp, warnings.catch_warnings():
+        with eager_attention(chain), temp_beside(path) as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python branches
             torch.onnx.export(
                 graph,
@@ -143,7 +143,7 @@ def quantize_int8(source: Path, path: Path, feeds: Sequence[Feed] = ()) -> int:
     # The quantizer logs a generic pre-processing hint on the root logger at every call.
     logging.disable(logging.WARNING)
     try:
-        with tempfile.TemporaryDirectory(dir=path.parent, prefix=".smoothed.") as work, _temp_beside(path) as tmp:
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=".smoothed.") as work, temp_beside(path) as tmp:
             staged = Path(work) / "model.onnx"  # the quantizer takes a path on every supported version
             onnx.save(model, str(staged))
             quantize_dynamic(str(staged), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
@@ -153,7 +153,7 @@ def quantize_int8(source: Path, path: Path, feeds: Sequence[Feed] = ()) -> int:
 
 
 @contextlib.contextmanager
-def _temp_beside(path: Path) -> Iterator[Path]:
+def temp_beside(path: Path) -> Iterator[Path]:
     """A temp file name in `path`'s folder, renamed onto `path` only when the block succeeds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -46,13 +46,13 @@ class SpladeGraph(nn.Module):
 
 def export(mlm: MLMTransformer, pooling: SpladePooling, path: Path) -> None:
     """Trace the graph on the CPU into `path`, atomically."""
-    from sbert.backends.export import OPSET, _temp_beside
+    from sbert.backends.export import OPSET, temp_beside
 
     sample = mlm.pad(mlm.token_ids(["a short one", "a somewhat longer sentence here"])[0])
     names = tuple(n for n in mlm.model_inputs if n in sample)
     dynamic = {n: {0: "batch", 1: "tokens"} for n in names} | {"sparse_embedding": {0: "batch"}}
     try:
-        with _temp_beside(path) as tmp, warnings.catch_warnings():
+        with temp_beside(path) as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(SpladeGraph(mlm, pooling, names).eval(), tuple(sample[n] for n in names), str(tmp),
                               dynamo=False, input_names=list(names), output_names=["sparse_embedding"],
