@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -202,11 +202,7 @@ class SearchIndex:
             scores, ids = quantized.search_quantized(self.index, self.info.kind, q, top_k, self.vectors, multiple)
         else:
             scores, ids = self.index.search(q, min(top_k, self.info.count))
-        texts = self.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
-        return [
-            [Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
-            for row_s, row_i in zip(scores, ids, strict=True)
-        ]
+        return self.hits(scores, ids)
 
     def rerank(
         self, reranker: CrossEncoder, queries: Sequence[str], hits: list[list[Hit]], top_k: int
@@ -214,15 +210,18 @@ class SearchIndex:
         """Each query's hits reordered by a cross-encoder, the best `top_k` kept, with its scores."""
         from sbert.search.rerank import rerank_rows
 
-        width = max((len(row) for row in hits), default=0)
-        rows = np.full((len(hits), width), -1, dtype=np.int64)
-        for q, row in enumerate(hits):
-            rows[q, : len(row)] = [h.id for h in row]
+        rows = hit_arrays(hits)[1]
         text = {h.id: h.text for row in hits for h in row}
         scores, kept = rerank_rows(reranker, queries, rows, lambda ids: [text[i] for i in ids], top_k)
+        return self.hits(scores, kept, text)
+
+    def hits(self, scores: np.ndarray, ids: np.ndarray, texts: Mapping[int, str] | None = None) -> list[list[Hit]]:
+        """Per-query (scores, ids) rows as Hits, best first (-1 ids dropped); texts read here unless given."""
+        if texts is None:
+            texts = self.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
         return [
-            [Hit(int(i), float(s), text[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
-            for row_s, row_i in zip(scores, kept, strict=True)
+            [Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
+            for row_s, row_i in zip(scores, ids, strict=True)
         ]
 
     def texts(self, ids: Sequence[int]) -> dict[int, str]:
@@ -233,6 +232,17 @@ class SearchIndex:
             marks = ",".join("?" * len(part))
             out.update(self.db.execute(f"SELECT id, text FROM texts WHERE id IN ({marks})", part).fetchall())
         return out
+
+
+def hit_arrays(hits: Sequence[Sequence[Hit]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query Hits as (scores (q, k), ids (q, k)) arrays, short rows padded with -inf / -1."""
+    width = max((len(row) for row in hits), default=0)
+    scores = np.full((len(hits), width), -np.inf, dtype=np.float32)
+    ids = np.full((len(hits), width), -1, dtype=np.int64)
+    for q, row in enumerate(hits):
+        scores[q, : len(row)] = [h.score for h in row]
+        ids[q, : len(row)] = [h.id for h in row]
+    return scores, ids
 
 
 def read_info(folder: Path) -> IndexInfo:

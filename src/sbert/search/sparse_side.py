@@ -11,12 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import scipy.sparse
 
 from sbert import layout
 from sbert.search.hybrid import hybrid_fuse
-from sbert.search.index import Hit, IndexFolderError, SearchIndex
+from sbert.search.index import Hit, IndexFolderError, SearchIndex, hit_arrays
 from sbert.search.sparse_index import POSTINGS_FILE, SparseIndex
 
 if TYPE_CHECKING:
@@ -88,29 +87,12 @@ def open_sparse_side(dense: SearchIndex, model: SparseEncoder) -> SparseIndex:
 
 def sparse_hits(dense: SearchIndex, side: SparseIndex, queries: scipy.sparse.csr_matrix, top_k: int) -> list[list[Hit]]:
     """Each query's top-k documents by sparse dot product, with their texts."""
-    scores, ids = side.search(queries, top_k)
-    return _hits(dense, scores, ids)
+    return dense.hits(*side.search(queries, top_k))
 
 
 def hybrid_hits(
     dense: SearchIndex, dense_hits: list[list[Hit]], sparse: list[list[Hit]], top_k: int, method: str, alpha: float
 ) -> list[list[Hit]]:
-    """The two rankings of each query fused (RRF or weighted), with their texts."""
-    fused = hybrid_fuse(_arrays(dense_hits), _arrays(sparse), top_k, method, alpha)
-    return _hits(dense, *fused)
-
-
-def _arrays(hits: list[list[Hit]]) -> tuple[np.ndarray, np.ndarray]:
-    width = max((len(row) for row in hits), default=0)
-    scores = np.full((len(hits), width), -np.inf, dtype=np.float32)
-    ids = np.full((len(hits), width), -1, dtype=np.int64)
-    for q, row in enumerate(hits):
-        scores[q, : len(row)] = [h.score for h in row]
-        ids[q, : len(row)] = [h.id for h in row]
-    return scores, ids
-
-
-def _hits(dense: SearchIndex, scores: np.ndarray, ids: np.ndarray) -> list[list[Hit]]:
-    texts = dense.texts(sorted({int(i) for i in ids.ravel() if i >= 0}))
-    return [[Hit(int(i), float(s), texts[int(i)]) for s, i in zip(row_s, row_i, strict=True) if i >= 0]
-            for row_s, row_i in zip(scores, ids, strict=True)]  # fmt: skip
+    """The two rankings of each query fused (RRF or weighted); the texts come with the hits, not read again."""
+    fused = hybrid_fuse(hit_arrays(dense_hits), hit_arrays(sparse), top_k, method, alpha)
+    return dense.hits(*fused, {h.id: h.text for ranking in (dense_hits, sparse) for row in ranking for h in row})
