@@ -52,10 +52,17 @@ class SparseAutoEncoder(Module):
         self.latent_bias = nn.Parameter(torch.zeros(hidden_dim))
         self.register_buffer("stats_last_nonzero", torch.zeros(hidden_dim, dtype=torch.long))
 
+    def prepare(self, x: Tensor) -> Tensor:
+        """The dense vectors as the encoder reads them (standardised when `normalize`): the reconstruction target."""
+        return standardize(x) if self.normalize else x
+
+    def latents(self, prepared: Tensor) -> Tensor:
+        """Every latent before top-k: W (x - b_pre) + b_lat, (B, input_dim) -> (B, hidden_dim)."""
+        return nn.functional.linear(prepared - self.pre_bias, self.encoder.weight, self.latent_bias)
+
     def codes(self, x: Tensor, k: int | None = None) -> Tensor:
         """The sparse codes of dense vectors x (B, input_dim), k active at most (default: the module's)."""
-        x = standardize(x) if self.normalize else x
-        return top_k_relu(nn.functional.linear(x - self.pre_bias, self.encoder.weight, self.latent_bias), k or self.k)
+        return top_k_relu(self.latents(self.prepare(x)), k or self.k)
 
     def forward(self, features: Features) -> Features:
         """Replace `sentence_embedding` by its sparse code."""

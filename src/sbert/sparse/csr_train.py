@@ -19,7 +19,7 @@ from torch import Tensor
 from torch.nn import functional
 
 from sbert.errors import SbertError
-from sbert.sparse.csr import SparseAutoEncoder, standardize, top_k_relu
+from sbert.sparse.csr import SparseAutoEncoder, top_k_relu
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
@@ -46,8 +46,8 @@ class CsrSettings:
 
 def csr_loss(sae: SparseAutoEncoder, x: Tensor, anchors: Tensor, positives: Tensor, s: CsrSettings) -> Tensor:
     """The CSR objective for a batch of dense vectors `x` (reconstruction) and dense pairs (contrastive)."""
-    target = standardize(x) if sae.normalize else x
-    pre = functional.linear(target - sae.pre_bias, sae.encoder.weight, sae.latent_bias)  # (B, H)
+    target = sae.prepare(x)
+    pre = sae.latents(target)  # (B, H)
     z_k, z_4k = top_k_relu(pre, sae.k), top_k_relu(pre, 4 * sae.k)
     decode = lambda z: z @ sae.encoder.weight + sae.pre_bias  # noqa: E731  (tied weights: Wᵀ z + b_pre)
     recon_k = decode(z_k)
@@ -77,7 +77,7 @@ def train_csr(dense: SentenceEncoder, texts: list[str], pairs: list[tuple[str, s
     positives = torch.from_numpy(dense.encode([p for _, p in pairs], show_progress=False))
     sae = SparseAutoEncoder(vectors.shape[1], s.hidden_dim, s.k, s.k_aux, s.normalize, s.dead_threshold)
     with torch.no_grad():  # start the bias at the data's mean, as sparse autoencoders usually do
-        sae.pre_bias.copy_((standardize(vectors) if s.normalize else vectors).mean(0))
+        sae.pre_bias.copy_(sae.prepare(vectors).mean(0))
     optimizer = torch.optim.Adam(sae.parameters(), lr=s.lr)
     rng = np.random.default_rng(s.seed)
     steps = max(len(vectors), len(pairs)) // s.batch_size + 1
