@@ -23,14 +23,10 @@ sparse_router = APIRouter()
 
 def sparse_rows(vectors: scipy.sparse.csr_matrix) -> list[list[dict[str, Any]]]:
     """Each row's non-zero weights as TEI writes them: {"index": token id, "value": weight}, by index."""
-    rows = scipy.sparse.csr_matrix(vectors)
-    rows.sort_indices()
-    out = []
-    for i in range(rows.shape[0]):
-        start, end = rows.indptr[i], rows.indptr[i + 1]
-        out.append([{"index": int(j), "value": float(v)} for j, v in zip(rows.indices[start:end], rows.data[start:end],
-                                                                         strict=True)])  # fmt: skip
-    return out
+    from sbert.sparse.export import csr_rows
+
+    return [[{"index": j, "value": v} for j, v in zip(indices, values, strict=True)]
+            for indices, values in csr_rows(vectors)]  # fmt: skip
 
 
 @sparse_router.post("/embed_sparse", dependencies=Protected)

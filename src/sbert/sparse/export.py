@@ -17,16 +17,21 @@ import scipy.sparse
 FORMATS = ("qdrant", "opensearch", "elasticsearch")
 
 
+def csr_rows(vectors: scipy.sparse.spmatrix) -> Iterator[tuple[list[int], list[float]]]:
+    """Each row's active dimensions and weights, by dimension."""
+    rows = scipy.sparse.csr_matrix(vectors)
+    rows.sort_indices()
+    for i in range(rows.shape[0]):
+        begin, end = rows.indptr[i], rows.indptr[i + 1]
+        yield rows.indices[begin:end].tolist(), rows.data[begin:end].tolist()
+
+
 def sparse_records(
     vectors: scipy.sparse.csr_matrix, fmt: str, start: int = 0, name: str = "sparse",
     token: Callable[[int], str] = str,
 ) -> Iterator[bytes]:  # fmt: skip
     """One JSON line per row of `vectors` (ids from `start`), in the engine format `fmt`."""
-    rows = scipy.sparse.csr_matrix(vectors)
-    rows.sort_indices()
-    for i in range(rows.shape[0]):
-        begin, end = rows.indptr[i], rows.indptr[i + 1]
-        indices, values = rows.indices[begin:end].tolist(), rows.data[begin:end].tolist()
+    for i, (indices, values) in enumerate(csr_rows(vectors)):
         if fmt == "qdrant":
             record: dict[str, Any] = {"id": start + i, "vector": {name: {"indices": indices, "values": values}}}
         else:
