@@ -27,6 +27,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", type=Path, help="TOML recipe (multi-stage); flags given here override it")
     p.add_argument("--model", "-m", help="starting model: alias, sentence-transformers dir, plain encoder dir")
+    _data_flags(p)
+    _schedule_flags(p)
+    _model_flags(p)
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
+    p.add_argument("--device")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines and report how many")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(run=run)
+
+
+def _data_flags(p: argparse.ArgumentParser) -> None:
+    """What trains and what is scored: sets, objectives, columns, sampling, dev sets."""
     p.add_argument(
         "--objective",
         action="append",
@@ -42,6 +55,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a table's column roles, e.g. anchor=q,positive=doc,score=rating (one per --train, in order; "
         "'' infers them)",
     )
+    p.add_argument(
+        "--stream", type=int, metavar="ROWS",
+        help="read parquet:/hf: --train tables piece by piece through a seeded shuffle buffer of ROWS rows "
+        "(tables larger than memory); the same as stream=ROWS in a spec",
+    )  # fmt: skip
     p.add_argument(
         "--sampling",
         choices=["round-robin", "proportional"],
@@ -63,6 +81,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--select", help="with several --dev: DEV-SPEC:METRIC that picks the best model, e.g. "
                    "ir:data/snli-ir:ndcg@10")  # fmt: skip
+
+
+def _schedule_flags(p: argparse.ArgumentParser) -> None:
+    """Where the model goes and how the steps run: batches, learning rate, evaluation, checkpoints."""
     p.add_argument("--output", "-o", help="output model folder (checkpoints go to OUTPUT.run/)")
     p.add_argument("--epochs", type=int)
     p.add_argument("--batch-size", type=int)
@@ -79,6 +101,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-steps", type=int, help="evaluate every N steps (0: each epoch end)")
     p.add_argument("--checkpoint-steps", type=int, help="checkpoint every N steps (0: never)")
     p.add_argument("--max-steps", type=int, help="stop a stage after N steps")
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    """What is trained: a fresh head, sequence length, Matryoshka dimensions, a LoRA adapter."""
     p.add_argument(
         "--pooling",
         choices=POOLER_NAMES,
@@ -100,12 +126,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--gradient-checkpointing", action="store_true", help="recompute activations in backward (less "
                    "memory for long inputs, ~30%% slower)")  # fmt: skip
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])
-    p.add_argument("--device")
-    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
-    p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines and report how many")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(run=run)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -136,8 +156,9 @@ def build_config(args: argparse.Namespace) -> Any:
     if "dense" in flags:
         flags["dense"] = tuple(flags["dense"])
     if args.config is not None:
-        if args.train or args.objective or args.columns:
-            raise SbertError("--train/--objective/--columns go in the --config file's [[stage]] tables, not both")
+        if args.train or args.objective or args.columns or args.stream is not None:
+            raise SbertError("--train/--objective/--columns/--stream go in the --config file's [[stage]] tables, "
+                             "not both")  # fmt: skip
         config = load_config(args.config, flags)
         # Stage flags given beside a recipe apply to each of its stages (e.g. --batch-tokens on a GPU).
         stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
@@ -158,14 +179,20 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def _with_columns(args: argparse.Namespace) -> list[str]:
-    """Each --train spec with its --columns roles folded into the spec's options."""
-    from sbert.data import with_option
+    """Each --train spec with its --columns roles (and --stream's buffer) folded into the spec's options."""
+    from sbert.data import split_spec, with_option
 
+    specs = list(args.train)
+    if args.stream is not None:
+        tables = [t for t in specs if split_spec(t)[0] in ("parquet", "hf")]
+        if not tables:
+            raise SbertError("--stream reads parquet: and hf: tables, and no --train names one")
+        specs = [with_option(t, "stream", str(args.stream)) if t in tables else t for t in specs]
     if not args.columns:
-        return list(args.train)
-    if len(args.columns) != len(args.train):
-        raise SbertError(f"give one --columns per --train ('' to infer; got {len(args.columns)} and {len(args.train)})")
-    return [with_option(t, "columns", c) if c else t for t, c in zip(args.train, args.columns, strict=True)]
+        return specs
+    if len(args.columns) != len(specs):
+        raise SbertError(f"give one --columns per --train ('' to infer; got {len(args.columns)} and {len(specs)})")
+    return [with_option(t, "columns", c) if c else t for t, c in zip(specs, args.columns, strict=True)]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -68,5 +68,6 @@ def split_spec(spec: str) -> tuple[str, str, str]:
 
 
 __all__ = [
-    "KNOWN_FORMATS", "NLI_LABELS", "READERS", "DataFormatError", "Dataset", "from_table", "load_dataset", "with_option",
+    "KNOWN_FORMATS", "NLI_LABELS", "READERS", "DataFormatError", "Dataset", "from_table", "load_dataset", "split_spec",
+    "with_option",
 ]  # fmt: skip

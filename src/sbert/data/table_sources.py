@@ -27,13 +27,16 @@ class Table:
     types: dict[str, str] = field(default_factory=dict)  # Arrow type names, where the source has a schema
     lines: list[int] | None = None
     skipped: int = 0
+    first_row: int = 0  # a piece of a streamed table: the table's row number of this piece's first row
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values()), []))
 
     def row(self, i: int) -> str:
         """Where row i came from: `file:line` or `file row N`."""
-        return f"{self.where}:{self.lines[i]}" if self.lines is not None else f"{self.where} row {i + 1}"
+        if self.lines is not None:
+            return f"{self.where}:{self.lines[i]}"
+        return f"{self.where} row {self.first_row + i + 1}"
 
 
 def read_delimited(path: Path, delimiter: str, skip_bad: bool) -> Table:
@@ -107,6 +110,19 @@ def read_saved_dataset(path: Path, split: str | None) -> Table:
     """A folder written by `datasets`' `save_to_disk`: a Dataset, or one split of a DatasetDict."""
     import pyarrow as pa
 
+    files = saved_dataset_files(path, split)
+    try:
+        batches = [b for f in files for b in _arrow_stream(pa, f)]
+        table = pa.Table.from_batches(batches) if batches else None
+    except pa.ArrowInvalid as e:
+        raise DataFormatError(f"{path}: not Arrow data as save_to_disk writes it ({e})") from None
+    if table is None:
+        raise DataFormatError(f"{path}: no rows")
+    return arrow_table(table, str(path))
+
+
+def saved_dataset_files(path: Path, split: str | None) -> list[Path]:
+    """The Arrow files of a `save_to_disk` folder (of the named split, for a DatasetDict), checked to exist."""
     if not path.is_dir():
         raise DataFormatError(f"{path}: no such folder (hf: takes a folder written by datasets' save_to_disk)")
     if (path / "dataset_dict.json").is_file():
@@ -123,14 +139,7 @@ def read_saved_dataset(path: Path, split: str | None) -> Table:
     files = [path / f["filename"] for f in _json(state).get("_data_files", [])]
     if not files or not all(f.is_file() for f in files):
         raise DataFormatError(f"{state}: lists no Arrow data files, or names missing ones")
-    try:
-        batches = [b for f in files for b in _arrow_stream(pa, f)]
-        table = pa.Table.from_batches(batches) if batches else None
-    except pa.ArrowInvalid as e:
-        raise DataFormatError(f"{path}: not Arrow data as save_to_disk writes it ({e})") from None
-    if table is None:
-        raise DataFormatError(f"{path}: no rows")
-    return arrow_table(table, str(path))
+    return files
 
 
 def _arrow_stream(pa: Any, file: Path) -> Iterator[Any]:
@@ -138,13 +147,13 @@ def _arrow_stream(pa: Any, file: Path) -> Iterator[Any]:
         yield from pa.ipc.open_stream(source)
 
 
-def arrow_table(table: Any, where: str) -> Table:
-    """A pyarrow Table as columns, keeping each column's type name for the type checks."""
+def arrow_table(table: Any, where: str, first_row: int = 0) -> Table:
+    """A pyarrow Table (or record batch) as columns, keeping each column's type name for the type checks."""
     names = list(table.column_names)
     _unique(names, where)
     columns = {name: table.column(name).to_pylist() for name in names}
     types = {name: str(table.schema.field(name).type) for name in names}
-    return Table(where, columns, types)
+    return Table(where, columns, types, first_row=first_row)
 
 
 def in_memory(data: Any, where: str) -> Table:

@@ -19,6 +19,7 @@ import numpy as np
 from sbert.data.common import NLI_LABELS, DataFormatError, Dataset, Kind, LineChecker, parse_float, require
 from sbert.data.roles import Roles, infer_roles, missing_role
 from sbert.data.scores import parse_options, scale_bounds
+from sbert.data.streaming import open_stream
 from sbert.data.table_sources import (
     Table,
     in_memory,
@@ -29,7 +30,7 @@ from sbert.data.table_sources import (
 )
 
 TABLE_FORMATS = ("csv", "tsv", "jsonl", "parquet", "hf")
-TABLE_OPTIONS = ("columns", "scale", "split")
+TABLE_OPTIONS = ("columns", "scale", "split", "stream")
 _TEXT_TYPES = {"string", "large_string"}
 _NUMERIC_TYPES = ("int", "uint", "float", "double", "halffloat", "decimal")
 
@@ -38,8 +39,12 @@ def read_table_spec(fmt: str, path: str, options_text: str, skip_bad: bool, spec
     """The dataset of one table spec (`csv:FILE`, `hf:DIR:SPLIT`, `parquet[columns=...]:FILE`, ...)."""
     options = parse_options(options_text, spec, TABLE_OPTIONS)
     file = Path(path).expanduser()
+    split = None
     if fmt == "hf":
         file, split = _hf_split(file, options.get("split"))
+    if "stream" in options:
+        return _stream(fmt, file, split, f"{fmt}:{path}", options, skip_bad)
+    if fmt == "hf":
         table = read_saved_dataset(file, split)
     elif fmt == "parquet":
         table = read_parquet(file)
@@ -48,6 +53,21 @@ def read_table_spec(fmt: str, path: str, options_text: str, skip_bad: bool, spec
     else:
         table = read_delimited(file, "," if fmt == "csv" else "\t", skip_bad)
     return table_dataset(table, f"{fmt}:{path}", options.get("columns", ""), options.get("scale"), skip_bad)
+
+
+def _stream(fmt: str, file: Path, split: str | None, where: str, options: dict[str, str], skip_bad: bool) -> Dataset:
+    """`stream=ROWS`: a Parquet or `save_to_disk` table read piece by piece through a shuffle buffer of ROWS rows."""
+    if fmt not in ("parquet", "hf"):
+        raise DataFormatError(f"{where}: stream= reads parquet: and hf: tables; a {fmt} file is read whole")
+    buffer = options["stream"]
+    if not buffer.isdigit():
+        raise DataFormatError(f"{where}: stream={buffer!r} must be the shuffle buffer's size in rows (stream=10000)")
+    columns, scale = options.get("columns", ""), options.get("scale")
+
+    def convert(table: Table, names: tuple[str, ...]) -> Dataset:
+        return table_dataset(table, where, columns, scale, skip_bad, names)
+
+    return open_stream(fmt, file, split, where, convert, int(buffer))
 
 
 def from_table(
@@ -61,8 +81,13 @@ def from_table(
     return table_dataset(in_memory(data, name), name, columns, scale, skip_bad)
 
 
-def table_dataset(table: Table, name: str, columns: str, scale: str | None, skip_bad: bool) -> Dataset:
-    """Infer roles, check types, and turn a table's rows into examples of the kind its roles give."""
+def table_dataset(
+    table: Table, name: str, columns: str, scale: str | None, skip_bad: bool, label_names: tuple[str, ...] = ()
+) -> Dataset:
+    """Infer roles, check types, and turn a table's rows into examples of the kind its roles give.
+
+    `label_names` fixes the classes' numbering (a streamed table's pieces must all number them alike).
+    """
     if not table.columns:
         raise DataFormatError(f"{table.where}: no columns")
     names = list(table.columns)
@@ -82,7 +107,7 @@ def table_dataset(table: Table, name: str, columns: str, scale: str | None, skip
     check = LineChecker(skip_bad)
     bounds = scale_bounds(scale) if scale else (0.0, 1.0)
     texts, targets, rows = _rows(table, roles, kind, bounds, check)
-    labels, label_names = _labels(table, roles, rows) if kind == "pair-class" else (targets, ())
+    labels, label_names = _labels(table, roles, rows, label_names) if kind == "pair-class" else (targets, ())
     source = f"roles: {roles.describe()}; columns: {', '.join(names)}"
     dataset = Dataset(name, kind, texts, labels if kind in ("pair-score", "pair-class") else None, label_names,
                       skipped=table.skipped + check.skipped, source=source)  # fmt: skip
@@ -166,13 +191,15 @@ def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: d
     return values
 
 
-def _labels(table: Table, roles: Roles, rows: list[int]) -> tuple[list[float], tuple[str, ...]]:
+def _labels(
+    table: Table, roles: Roles, rows: list[int], given: tuple[str, ...] = ()
+) -> tuple[list[float], tuple[str, ...]]:
     """Class ids for the kept rows: integers as given, names numbered (NLI's order when they are NLI labels)."""
     assert roles.label is not None
     raw = [table.columns[roles.label][i] for i in rows]
     if all(isinstance(v, str) for v in raw):
         found = {v.strip() for v in raw}
-        names = NLI_LABELS if found <= set(NLI_LABELS) else tuple(sorted(found))
+        names = given or (NLI_LABELS if found <= set(NLI_LABELS) else tuple(sorted(found)))
         index = {n: k for k, n in enumerate(names)}
         return [float(index[v.strip()]) for v in raw], names
     named = next((k for k, v in enumerate(raw) if isinstance(v, str)), None)
@@ -181,7 +208,7 @@ def _labels(table: Table, roles: Roles, rows: list[int]) -> tuple[list[float], t
                               "where other rows hold numbers; use one or the other")  # fmt: skip
     ids = [v for v in map(_class_id, raw) if v is not None]
     assert len(ids) == len(raw)  # every kept row holds a class id: _rows dropped the others
-    return [float(v) for v in ids], tuple(str(k) for k in range(max(ids, default=0) + 1))
+    return [float(v) for v in ids], given or tuple(str(k) for k in range(max(ids, default=0) + 1))
 
 
 def _is_class(value: Any) -> bool:

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 # Batches are formed inside windows of this many batches' worth of examples: wide enough for
 # lengths to line up, narrow enough that a batch is still a random draw.
 GROUP_BATCHES = 50
+
+
+@dataclass(frozen=True)
+class InOrder:
+    """A streamed set in place of its lengths: `rows` rows that arrive already shuffled (data/streaming.py).
+
+    Its batches are consecutive runs of `batch_size` stream positions: lengths are unknown until a
+    row is read, so there is no length grouping, no token budget and no duplicate check.
+    """
+
+    rows: int
+
+    def batches(self, batch_size: int) -> list[list[int]]:
+        """Positions 0..rows-1 cut into batches, in order."""
+        return [list(range(i, min(i + batch_size, self.rows))) for i in range(0, self.rows, batch_size)]
 
 
 def length_grouped_batches(
@@ -82,7 +98,7 @@ def _token_cuts(chunk: list[int], lengths: Sequence[int], tokens: int) -> list[l
 
 
 def epoch_plan(
-    lengths: Sequence[Sequence[int]],
+    lengths: Sequence[Sequence[int] | InOrder],
     batch_size: int,
     seed: int,
     stage: int,
@@ -98,13 +114,16 @@ def epoch_plan(
     set finishes early, the large ones go on alone); `proportional` shuffles the turns, so at any
     point of the epoch each set's share of steps follows its size. The plan depends only on
     (seed, stage, epoch), so a resumed run replays it exactly. `texts` gives, per objective, each
-    example's text ids for batches without duplicates (None: any batch).
+    example's text ids for batches without duplicates (None: any batch). A streamed set (`InOrder`)
+    gives runs of positions in its stream's own seeded order.
     """
     rng = np.random.default_rng([seed, stage, epoch])
     keys = texts or [None] * len(lengths)
     queues = [
-        length_grouped_batches(lens, batch_size, rng, group, tokens, k) for lens, k in zip(lengths, keys, strict=True)
-    ]
+        lens.batches(batch_size) if isinstance(lens, InOrder)
+        else length_grouped_batches(lens, batch_size, rng, group, tokens, k)
+        for lens, k in zip(lengths, keys, strict=True)
+    ]  # fmt: skip
     if sampling == "proportional":
         turns = rng.permutation(np.repeat(np.arange(len(queues)), [len(q) for q in queues]))
         taken = [0] * len(queues)

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.data import Dataset, load_dataset
+from sbert.data.streaming import StreamedDataset
 from sbert.encoding.prompted import PromptPlan
 from sbert.losses import Loss, build_loss
 from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
@@ -17,6 +18,7 @@ from sbert.modules import Features
 from sbert.training.config import Stage
 from sbert.training.dev_sets import DevSet, load_devs
 from sbert.training.prefetch import split_features
+from sbert.training.stream_feed import StreamFeed
 
 if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
@@ -35,6 +37,7 @@ class Prepared:
     truncated: int
     texts: list[frozenset[int]] | None = None  # each example's text ids, for batches without duplicates
     skips: list[int] | None = None  # per column: leading prompt positions pooling leaves out (encoding/prompted.py)
+    feed: StreamFeed | None = None  # a streamed table: batches read and tokenized as the plan reaches them
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,13 @@ def describe_data(data: list[StageData]) -> list[str]:
     return [f"{name}: {len(d)} {d.kind} examples; {d.source}" for name, d in seen.items()]
 
 
-def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Dataset]) -> list[Prepared]:
-    """Build each objective's loss and tokenize its data once for all epochs."""
+def prepare_objectives(
+    model: SentenceEncoder, stage: Stage, datasets: list[Dataset], seed: int = 0, index: int = 0
+) -> list[Prepared]:
+    """Build each objective's loss and tokenize its data once for all epochs (a streamed table: per batch).
+
+    `seed` and `index` (the stage's number) fix a streamed table's order in every epoch.
+    """
     if model.router is not None:  # one forward per batch would train the default route alone, silently
         raise ValueError(
             "training a model that starts with a Router is not supported: train each route's model on its own, "
@@ -86,6 +94,12 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
         loss.check_model(list(model))
         columns, truncated = [], 0
         plans = column_prompts(model, prompt_names, len(dataset.texts[0]))
+        skips = [plan.skip for plan in plans]
+        if isinstance(dataset, StreamedDataset) and dataset.stream is not None:
+            feed = StreamFeed(dataset.stream, model.input_module.token_ids, plans, seed, index)
+            prepared.append(Prepared(objective.name, dataset, loss, [], [], None, 0, None,
+                                     skips if any(skips) else None, feed))  # fmt: skip
+            continue
         for c, plan in enumerate(plans):
             ids, cut = model.input_module.token_ids(plan.apply(dataset.column(c)))
             columns.append(ids)
@@ -93,7 +107,6 @@ def prepare_objectives(model: SentenceEncoder, stage: Stage, datasets: list[Data
         lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]
         labels = torch.tensor(dataset.labels, dtype=torch.float32) if dataset.labels is not None else None
         texts = text_ids(dataset) if loss.in_batch_negatives and not stage.allow_duplicates else None
-        skips = [plan.skip for plan in plans]
         prepared.append(Prepared(objective.name, dataset, loss, columns, lengths, labels, truncated, texts,
                                  skips if any(skips) else None))  # fmt: skip
     return prepared

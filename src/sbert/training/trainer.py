@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint
 from sbert.training.config import Stage, TrainConfig
 from sbert.training.ddp import World, barrier, close, init_world, shard
 from sbert.training.dev_sets import score_devs
-from sbert.training.epoch_plan import epoch_plan
+from sbert.training.epoch_plan import InOrder, epoch_plan
 from sbert.training.loop_state import StageState
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
 from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
@@ -134,13 +135,15 @@ class Trainer:
         self, model: SentenceEncoder, index: int, stage: Stage, data: StageData, checkpoint: Path | None
     ) -> StageState:
         torch.manual_seed(self.config.seed * 1000 + index)  # heads start the same whatever came before
-        prepared = prepare_objectives(model, stage, data.train)
+        prepared = prepare_objectives(model, stage, data.train, self.config.seed, index)
         if self.world.size > 1 and any(p.loss.needs_model for p in prepared):
             raise SbertError("cached-mnrl trains in one process: its replayed backward is not wired to DDP yet")
         module = TrainModule(model, [p.loss for p in prepared]).to(self.device)
         module.train()  # a loaded encoder is in eval mode: without this, training would run without dropout
         # A batch's padded cost counts every text column, so a token budget means the same for pairs and triplets.
-        plan_lengths = [[n * len(p.columns) for n in p.lengths] for p in prepared]
+        plan_lengths = [
+            InOrder(len(p.dataset)) if p.feed else [n * len(p.columns) for n in p.lengths] for p in prepared
+        ]
         self._plan_texts = [p.texts for p in prepared]  # in-batch-negative objectives: no text twice in a batch
         total = sum(len(self._steps(plan_lengths, stage, index, e)) for e in range(stage.epochs))
         total = min(total, stage.max_steps) if stage.max_steps else total
@@ -181,7 +184,7 @@ class Trainer:
         return state
 
     def _batches_per_set(
-        self, plan_lengths: list[list[int]], stage: Stage, index: int, total: int, names: list[str]
+        self, plan_lengths: list[list[int] | InOrder], stage: Stage, index: int, total: int, names: list[str]
     ) -> dict[str, int]:
         """How many batches each training set gets in this stage's `total` steps (the plan is deterministic)."""
         counts = [0] * len(names)
@@ -194,7 +197,7 @@ class Trainer:
             out[name] = out.get(name, 0) + count
         return out
 
-    def _steps(self, plan_lengths: list[list[int]], stage: Stage, index: int, epoch: int) -> list[Step]:
+    def _steps(self, plan_lengths: list[list[int] | InOrder], stage: Stage, index: int, epoch: int) -> list[Step]:
         plan = epoch_plan(
             plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens,
             self._plan_texts, stage.sampling,
@@ -217,7 +220,7 @@ class Trainer:
             deferred=self.device.type == "cuda" and not state.scaler.is_enabled(),
         )
 
-    def _epochs(self, state: StageState, plan_lengths: list[list[int]]) -> None:
+    def _epochs(self, state: StageState, plan_lengths: list[list[int] | InOrder]) -> None:
         stage, runner = state.stage, self._runner(state)
         bar = tqdm(
             total=state.total,
@@ -231,7 +234,7 @@ class Trainer:
             steps = self._steps(plan_lengths, stage, state.index, epoch)
             first = state.progress.step_in_epoch if epoch == state.progress.epoch else 0
             items = [item for step in steps[first:] for item in step]
-            with Prefetcher(lambda item: self._make(state, item), items) as ahead:
+            with Prefetcher(partial(self._make, state, epoch=epoch), items) as ahead:
                 batches = iter(ahead)
                 for i in range(first, len(steps)):
                     if state.progress.stage_step >= state.total:
@@ -252,13 +255,16 @@ class Trainer:
                 break
         bar.close()
 
-    def _make(self, state: StageState, item: tuple[int, list[int]]) -> StepBatch:
+    def _make(self, state: StageState, item: tuple[int, list[int]], epoch: int) -> StepBatch:
         objective, indices = item
         prepared, cuda = state.prepared[objective], self.device.type == "cuda"
+        columns, labels = prepared.columns, prepared.labels
+        if prepared.feed is not None:  # a streamed table: this batch's rows, read now (every rank reads them all)
+            columns, labels = prepared.feed.take(epoch, indices)
+            indices = list(range(len(indices)))
         # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
         pad = state.module.model.input_module.pad
-        return make_batch(pad, prepared.columns, prepared.labels, objective, shard(indices, self.world), cuda, cuda,
-                          prepared.skips)  # fmt: skip
+        return make_batch(pad, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
 
     def _last_good(self) -> str:
         found = checkpoint_dirs(self.run_dir)
