@@ -1,11 +1,14 @@
 """Sparse search speed: sbert's inverted index against scipy's brute-force CSR product, in the same run.
 
     python benchmarks/sparse_search.py [--docs 1000000] [--queries 640] [--vocab 30522]
+        [--seismic 10:0.7 20:0.9 --n-postings 4000 --threads 1]
 
 Synthetic SPLADE-like vectors: about 120 active dimensions per document and 30 per query. Terms are
 drawn from a Zipf-like law (rank^-0.8 over the vocabulary, as real term frequencies fall off), and
 weights are exponential. Both searches get the same 64-query blocks and return each query's top
 10. Recall@10 compares the index's top 10 with brute force's (both are exact, so this is a check).
+With --seismic, Seismic's approximate index (pyseismic-lsr) is built on the same documents and
+searched at each QUERY_CUT:HEAP_FACTOR; its recall@10 is against the exact top 10.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 import numpy as np
 import scipy.sparse
 
+from sbert.search.seismic_index import SeismicSettings, SeismicSparseIndex
 from sbert.search.sparse_index import SparseIndex, sparse_search
 
 
@@ -45,6 +49,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=640)
     parser.add_argument("--vocab", type=int, default=30522)
     parser.add_argument("--block", type=int, default=64)
+    parser.add_argument("--seismic", nargs="*", default=[], metavar="QUERY_CUT:HEAP_FACTOR")
+    parser.add_argument("--n-postings", type=int, default=SeismicSettings.n_postings)
+    parser.add_argument("--threads", type=int, default=1, help="Seismic's search and build threads (0: all)")
     args = parser.parse_args()
     docs = synthetic(args.docs, 120, args.vocab, 0)
     queries = synthetic(args.queries, 30, args.vocab, 1)
@@ -61,7 +68,28 @@ def main() -> None:
     print("|---|---|---|")
     print(f"| scipy CSR brute force (documents x queries) | {args.queries / brute_s:.1f} | 1.000 |")
     print(f"| sbert SparseIndex (inverted) | {args.queries / index_s:.1f} | {recall:.3f} |")
+    for line in seismic_rows(docs, queries, found, args):
+        print(line)
     print(f"\nindex / brute force: {brute_s / index_s:.1f}x")
+
+
+def seismic_rows(docs: scipy.sparse.csr_matrix, queries: scipy.sparse.csr_matrix, exact: np.ndarray,
+                 args: argparse.Namespace) -> list[str]:  # fmt: skip
+    """One table row per Seismic search setting: queries/s and recall@10 against the exact top 10."""
+    if not args.seismic:
+        return []
+    start = time.perf_counter()
+    index = SeismicSparseIndex.build(docs, SeismicSettings(n_postings=args.n_postings, threads=args.threads))
+    rows = [f"| (Seismic index built in {time.perf_counter() - start:.1f} s, n_postings {args.n_postings}, "
+            f"{args.threads or 'all'} thread(s)) | | |"]  # fmt: skip
+    for setting in args.seismic:
+        cut, heap = setting.split(":")
+        index.settings = SeismicSettings(args.n_postings, query_cut=int(cut), heap_factor=float(heap),
+                                         threads=args.threads)  # fmt: skip
+        seconds, found = timed(lambda q: index.search(q, 10), queries, args.block)
+        recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found.tolist(), exact.tolist(), strict=True)])
+        rows.append(f"| Seismic, query_cut {cut}, heap_factor {heap} | {args.queries / seconds:.1f} | {recall:.3f} |")
+    return rows
 
 
 if __name__ == "__main__":
