@@ -29,7 +29,7 @@ def built():
 
 def test_recall_against_the_exact_index_and_exact_scores(built):
     docs, queries, index = built
-    exact_scores, exact_ids = SparseIndex.build(docs).search(queries, 10)
+    _, exact_ids = SparseIndex.build(docs).search(queries, 10)
     scores, ids = index.search(queries, 10)
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids.tolist(), exact_ids.tolist(), strict=True)])
     assert recall >= 0.9

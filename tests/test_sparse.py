@@ -312,3 +312,23 @@ def test_splade_trains_through_sbert_train_and_flops_sparsifies(mlm_dirs, tiny_d
     refused = run_cli("train", "--model", str(csr), "--objective", "mnrl", "--train", f"csv:{table}", "--max-steps",
                       "1", "--output", str(tmp_path / "y"), "--no-progress")  # fmt: skip
     assert refused.returncode != 0 and "trains with `sbert train-csr`" in refused.stderr
+
+
+def test_flops_weights_ramp_up_quadratically_and_checkpoints_carry_the_count():
+    from sbert.losses.splade import SpladeLoss, flops
+
+    torch.manual_seed(0)
+    a, c = torch.rand(4, 9), torch.rand(4, 9)
+    ranking = float(SpladeLoss(0.0, 0.0)([a, c], None))
+    regular = 0.5 * float(flops(a)) + 0.25 * float(flops(c))
+    loss = SpladeLoss(0.5, 0.25, flops_warmup=4)
+    got = [float(loss([a, c], None)) - ranking for _ in range(6)]
+    assert got == pytest.approx([(t / 4) ** 2 * regular for t in (0, 1, 2, 3)] + [regular, regular], rel=1e-5)
+    assert int(loss.state_dict()["batches_seen"]) == 6
+    loss.eval()  # evaluation does not advance the ramp
+    loss([a, c], None)
+    resumed = SpladeLoss(0.5, 0.25, flops_warmup=4)
+    resumed.load_state_dict(loss.state_dict())
+    assert resumed.ramp() == 1.0 and int(resumed.batches_seen) == 6
+    with pytest.raises(SbertError, match="flops_warmup must be >= 0"):
+        SpladeLoss(flops_warmup=-1)

@@ -142,7 +142,8 @@ def test_the_stream_flag_folds_into_the_parquet_and_hf_specs(tables):
             f"parquet[scale=0-5]:{tables['parquet']}", "--objective", "mnrl", "--train", "pairs:a.tsv"]  # fmt: skip
     config = build_config(build_parser().parse_args(argv))
     assert [o.train for o in config.stages[0].objectives] == [
-        f"parquet[scale=0-5;stream=500]:{tables['parquet']}", "pairs:a.tsv"
+        f"parquet[scale=0-5;stream=500]:{tables['parquet']}",
+        "pairs:a.tsv",
     ]
     argv = ["train", "-m", "x", "-o", "y", "--stream", "500", "--objective", "mnrl", "--train", "pairs:a.tsv"]
     with pytest.raises(SbertError, match="--stream reads parquet: and hf: tables"):

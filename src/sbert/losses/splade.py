@@ -6,6 +6,11 @@ Formal et al. 2021 (SPLADE, SIGIR; v2 arXiv:2109.10086); FLOPS after Paria et al
 ranking term scores sparse vectors by their dot product (no cosine, no scale), as SPLADE is
 searched; the FLOPS terms push each vocabulary dimension's mean weight over the batch to zero,
 which keeps posting lists short. Inputs: (anchor, positive) pairs or (anchor, positive, negative).
+
+As in the SPLADE papers, the FLOPS weights can ramp up quadratically, λ·min(1, (t/T)²) over the
+first T = `flops_warmup` batches (`--option flops_warmup=2000`): regularising a fresh model at full
+strength from the first step drives its vectors to zero before the ranking term has shaped them.
+The batch count is a buffer of the loss, so checkpoints carry it and a resumed run keeps its place.
 """
 
 from __future__ import annotations
@@ -29,19 +34,32 @@ class SpladeLoss(Loss):
     kinds = ("triplet", "pair", "pair-score", "pair-class")
     in_batch_negatives = True
 
-    def __init__(self, query_weight: float = 5e-5, document_weight: float = 3e-5) -> None:
+    def __init__(self, query_weight: float = 5e-5, document_weight: float = 3e-5, flops_warmup: int = 0) -> None:
         super().__init__()
         if query_weight < 0 or document_weight < 0:
             raise SbertError(f"splade: FLOPS weights must be >= 0, got {query_weight} and {document_weight}")
-        self.query_weight, self.document_weight = query_weight, document_weight
+        if flops_warmup < 0:
+            raise SbertError(f"splade: flops_warmup must be >= 0 batches, got {flops_warmup}")
+        self.query_weight, self.document_weight, self.flops_warmup = query_weight, document_weight, flops_warmup
+        self.register_buffer("batches_seen", torch.zeros((), dtype=torch.long))
+
+    def ramp(self) -> float:
+        """The share of the FLOPS weights in force now: (t/T)² during the warm-up, then 1."""
+        if not self.flops_warmup:
+            return 1.0
+        return min(1.0, (int(self.batches_seen) / self.flops_warmup) ** 2)
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
-        """Ranking cross-entropy over dot products, plus both FLOPS terms."""
+        """Ranking cross-entropy over dot products, plus both FLOPS terms (at the ramp's current share)."""
         anchors, candidates = embeddings[0], torch.cat(embeddings[1:], dim=0)
         scores = anchors @ candidates.T  # (B, B * (columns - 1))
         target = torch.arange(len(anchors), device=anchors.device)
         ranking = functional.cross_entropy(scores, target)
-        return ranking + self.query_weight * flops(anchors) + self.document_weight * flops(candidates)
+        share = self.ramp()
+        if self.training:
+            self.batches_seen += 1
+        regular = self.query_weight * flops(anchors) + self.document_weight * flops(candidates)
+        return ranking + share * regular
 
     def check_model(self, modules: list[nn.Module]) -> None:
         """SPLADE trains a model whose chain ends in SpladePooling."""
