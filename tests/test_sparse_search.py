@@ -146,3 +146,48 @@ def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path
     assert run_cli("index", "build", str(corpus), "--out", str(plain), "--model", str(dense_dir)).returncode == 0
     refused = run_cli("search", str(plain), query, "--mode", "sparse")
     assert refused.returncode != 0 and "no sparse side (build the index with --sparse-model)" in refused.stderr
+
+
+def test_eval_scores_dense_sparse_and_hybrid_rankings_of_a_collection(tiny_dirs, tmp_path):
+    import json
+
+    from sbert import SentenceEncoder
+    from sbert.data import load_dataset
+    from sbert.data.beir import read_beir, write_beir
+    from sbert.data.beir_build import beir_from_nli
+    from sbert.evaluation.retrieval import evaluate_ir, ir_metrics
+    from sbert.sparse import SparseEncoder
+    from tests.cli_runner import run_cli
+    from tests.conftest import SHARED_DATA
+    from tests.test_sparse import build_mlm, st_splade
+
+    pairs = load_dataset(f"nli:{SHARED_DATA / 'snli'}:test")
+    folder = tmp_path / "snli"
+    corpus, queries, qrels = beir_from_nli(pairs.subset(list(range(300)), "snli"))
+    write_beir(folder, corpus, queries, {"test": qrels})
+    dense_dir = tmp_path / "dense"
+    splade_dir = st_splade(build_mlm(tiny_dirs["bert"], tmp_path / "mlm"), tmp_path / "s")
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense_dir)
+    out = tmp_path / "results"
+    result = run_cli("eval", "-t", f"ir:{folder}", "--model", str(dense_dir), "--sparse-model", str(splade_dir),
+                     "-o", str(out), "--device", "cpu")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    modes = json.loads((out / "results.json").read_text())["tasks"][f"ir:{folder}"]["modes"]
+    assert list(modes) == ["dense", "sparse", "hybrid-rrf", "hybrid-weighted"]
+    collection = read_beir(folder)
+    # Dense is exactly what evaluate_ir reports; sparse is the brute-force ranking's metrics.
+    dense = SentenceEncoder.load(dense_dir, device="cpu")
+    assert modes["dense"] == pytest.approx(evaluate_ir(dense, collection))
+    splade = SparseEncoder.load(splade_dir, device="cpu")
+    scores, rows = sparse_search(splade.encode_query(collection.queries), splade.encode_document(collection.corpus),
+                                 100)  # fmt: skip
+    hits = []
+    for row_scores, row_ids in zip(scores.tolist(), rows.tolist(), strict=True):
+        ranked = sorted((-x, collection.corpus_ids[i]) for x, i in zip(row_scores, row_ids, strict=True) if i >= 0)
+        hits.append([doc for _, doc in ranked])
+    want = ir_metrics(hits, [collection.qrels[q] for q in collection.query_ids])
+    assert modes["sparse"]["ndcg@10"] == pytest.approx(want["ndcg@10"])
+    assert "hybrid-rrf | ndcg@10" in (out / "results.md").read_text()
+    refused = run_cli("eval", "-t", f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}", "--model", str(dense_dir),
+                      "--sparse-model", str(splade_dir))  # fmt: skip
+    assert refused.returncode != 0 and "--sparse-model works on retrieval hits: add an ir:DIR task" in refused.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from sbert.cli.common import add_model_args, load_encoder
 from sbert.errors import SbertError
@@ -38,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dims", help="also score each task at these leading dimensions, e.g. 256,128,64 (Matryoshka)")
     p.add_argument("--reranker", help="ir: rerank each query's top hits with this cross-encoder folder")
     p.add_argument("--rerank-top", type=int, default=100, help="ir: hits per query the reranker reorders (default 100)")
+    p.add_argument("--sparse-model", help="ir: also score this SparseEncoder (SPLADE / CSR) alone and fused with "
+                   "--model (rrf and weighted hybrids), each with every metric")  # fmt: skip
+    p.add_argument("--alpha", type=float, default=0.5, help="ir: the dense side's weight in the weighted hybrid (0.5)")
     add_model_args(p)
     p.epilog = "--model also takes the baselines glove (GloVe 6B 50d), glove:PATH, avg:ENCODER and cls:ENCODER"
     p.set_defaults(run=run)
@@ -55,8 +59,12 @@ def run(args: argparse.Namespace) -> int:
     dims = parse_dims(args.dims) if args.dims else []
     if args.rerank_top < 1:
         raise SbertError(f"--rerank-top must be positive, got {args.rerank_top}")
-    if args.reranker and not any(task.retrieval is not None for task in tasks):
-        raise SbertError("--reranker reorders retrieval hits: add an ir:DIR task")
+    for flag, given in (("--reranker", args.reranker), ("--sparse-model", args.sparse_model)):
+        if given and not any(task.retrieval is not None for task in tasks):
+            raise SbertError(f"{flag} works on retrieval hits: add an ir:DIR task")
+    if not 0 <= args.alpha <= 1:
+        raise SbertError(f"--alpha {args.alpha}: must be in [0, 1] (the dense ranking's weight)")
+    sparse = _sparse_model(args)
     model = load_baseline(args.model, args.device) or load_encoder(args)
     reranker = None
     if args.reranker:
@@ -72,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         s = outcome.scores
         if dims:
             s["dims"] = scores_by_dimension(model, task, dims, args.batch_size)
+        if sparse is not None and task.retrieval is not None:
+            s["modes"] = _modes(model, sparse, task, args)
         run_record["tasks"][task.spec] = s
         print(f"{task.spec}: {s['metric']} {s['headline']:.2f} ({s['size']} examples, "
               f"{s['sentences']} sentences, {s['seconds']:.1f} s)")  # fmt: skip
@@ -82,6 +92,26 @@ def run(args: argparse.Namespace) -> int:
         _plots(args.output, run_record, plots)
         print(f"wrote {args.output / 'results.json'} and results.md", file=sys.stderr)
     return 0
+
+
+def _sparse_model(args: argparse.Namespace) -> Any:
+    """The --sparse-model SparseEncoder, loaded before any encoding (a bad folder fails first)."""
+    if not args.sparse_model:
+        return None
+    from sbert.sparse import SparseEncoder
+
+    return SparseEncoder.load(args.sparse_model, device=args.device)
+
+
+def _modes(model: Any, sparse: Any, task: Any, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Dense, sparse and hybrid metrics of one retrieval task; one printed line per ranking."""
+    from sbert.evaluation.retrieval_modes import evaluate_ir_modes
+
+    modes = evaluate_ir_modes(model, sparse, task.retrieval, args.batch_size, args.alpha)
+    for mode, metrics in modes.items():
+        print(f"  {mode}: ndcg@10 {metrics['ndcg@10']:.2f}, mrr@10 {metrics['mrr@10']:.2f}, "
+              f"recall@100 {metrics['recall@100']:.2f}")  # fmt: skip
+    return modes
 
 
 def _plots(folder: Path, record: dict, sts: list) -> None:

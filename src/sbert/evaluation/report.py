@@ -92,4 +92,7 @@ def render(runs: Sequence[Run]) -> str:
                          f"{s.get('size', '')} | {s.get('sentences', '')} | {s.get('seconds', '')} |")  # fmt: skip
             for subset, score in s.get("subsets", {}).items():  # STS years: each subset under the pooled score
                 lines.append(f"| {run['model']} | `{spec}` / {subset} | spearman | {score:.2f} | | | | |")
+            for mode, m in s.get("modes", {}).items():  # retrieval with --sparse-model: each ranking under the task
+                lines.append(f"| {run['model']} | `{spec}` / {mode} | ndcg@10 | {m['ndcg@10']:.2f} | "
+                             f"mrr@10 {m['mrr@10']:.2f}, recall@100 {m['recall@100']:.2f} | | | |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ class SpladeLoss(Loss):
 
     kinds = ("triplet", "pair", "pair-score", "pair-class")
     in_batch_negatives = True
+    batches_seen: Tensor
 
     def __init__(self, query_weight: float = 5e-5, document_weight: float = 3e-5, flops_warmup: int = 0) -> None:
         super().__init__()
@@ -43,11 +44,11 @@ class SpladeLoss(Loss):
         self.query_weight, self.document_weight, self.flops_warmup = query_weight, document_weight, flops_warmup
         self.register_buffer("batches_seen", torch.zeros((), dtype=torch.long))
 
-    def ramp(self) -> float:
-        """The share of the FLOPS weights in force now: (t/T)² during the warm-up, then 1."""
+    def ramp(self) -> Tensor:
+        """The share of the FLOPS weights in force now: (t/T)² during the warm-up, then 1 (on the device: no sync)."""
         if not self.flops_warmup:
-            return 1.0
-        return min(1.0, (int(self.batches_seen) / self.flops_warmup) ** 2)
+            return torch.ones((), device=self.batches_seen.device)
+        return torch.clamp((self.batches_seen.float() / self.flops_warmup) ** 2, max=1.0)
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Ranking cross-entropy over dot products, plus both FLOPS terms (at the ramp's current share)."""
