@@ -82,3 +82,50 @@ def test_search_route_runs_sparse_and_hybrid_on_an_index_with_a_sparse_side(fold
         assert refused.status_code == 424 and "built with --sparse-model" in refused.text
     finally:
         assert plain.stop()
+
+
+def test_concurrent_sparse_requests_share_groups_and_keep_their_rows(folders):
+    import concurrent.futures
+
+    dense, splade = folders
+    model = SparseEncoder.load(splade, device="cpu")
+    chunks = [[CORPUS[(i + j) % len(CORPUS)] for j in range(1 + i % 3)] for i in range(12)]
+    server = serve_in_thread("--model", dense, "--sparse-model", splade, "--max-wait-ms", "50")
+    try:
+
+        def batches() -> float:
+            text = httpx.get(f"{server.url}/metrics", timeout=60).text
+            return float(text.split("sbert_batch_texts_count ")[1].split()[0])
+
+        before = batches()
+
+        def ask(texts: list[str]) -> list:
+            answer = httpx.post(f"{server.url}/embed_sparse", json={"inputs": texts}, timeout=60)
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            for texts, got in zip(chunks, pool.map(ask, chunks), strict=True):
+                want = model.encode(texts)
+                for row, vector in zip(got, want, strict=True):
+                    assert [g["index"] for g in row] == sorted(vector.indices.tolist())
+                    np.testing.assert_allclose([g["value"] for g in row], vector.toarray()[0, sorted(vector.indices)],
+                                               rtol=1e-5, atol=1e-6)  # fmt: skip
+        assert batches() - before < len(chunks)  # some requests shared a group
+    finally:
+        assert server.stop()
+
+
+def test_a_mixed_group_is_encoded_per_prompt_and_put_back_in_order(folders):
+    from dataclasses import replace
+
+    from sbert.serve.sparse_batching import encode_keyed
+
+    model = SparseEncoder.load(folders[1], device="cpu")
+    model.settings = replace(model.settings, prompts={"q": "query: "})
+    items = [((None, "q"), CORPUS[0]), ((None, None), CORPUS[1]), ((None, "q"), CORPUS[2]), ((None, None), CORPUS[3])]
+    got = encode_keyed(model, items).toarray()
+    prompted, plain = model.encode([CORPUS[0], CORPUS[2]], prompt_name="q"), model.encode([CORPUS[1], CORPUS[3]])
+    np.testing.assert_allclose(got, np.vstack([prompted[0].toarray(), plain[0].toarray(), prompted[1].toarray(),
+                                               plain[1].toarray()]), rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert not np.allclose(got[0], model.encode([CORPUS[0]]).toarray()[0])  # the prompt did change the vector

@@ -30,11 +30,11 @@ _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client i
 class _Job:
     texts: list[Any]  # texts to embed, or (query, document) pairs to score
     lengths: list[int]  # tokens per text
-    future: asyncio.Future[np.ndarray]
+    future: asyncio.Future[Any]
     enqueued: float = field(default_factory=time.monotonic)
     next: int = 0  # first text not yet handed to a group
     served: int = 0  # tokens handed to groups so far
-    parts: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (first row, vectors) per slice
+    parts: list[tuple[int, Any]] = field(default_factory=list)  # (first row, vectors) per slice
     done: int = 0  # texts whose vectors are in
 
     @property
@@ -46,9 +46,12 @@ class _Job:
 class DynamicBatcher:
     """Queues requests' texts; one worker encodes them in merged groups and hands each job its own rows."""
 
-    def __init__(self, encode: Callable[[list[Any]], np.ndarray], metrics: Metrics, max_batch_tokens: int,
-                 max_wait_ms: float, max_queue: int) -> None:  # fmt: skip
-        self.encode, self.metrics = encode, metrics
+    def __init__(
+        self, encode: Callable[[list[Any]], Any], metrics: Metrics, max_batch_tokens: int, max_wait_ms: float,
+        max_queue: int, join: Callable[[list[Any]], Any] = np.concatenate,
+    ) -> None:  # fmt: skip
+        # `encode` returns row-sliceable vectors (a numpy array, a scipy CSR matrix); `join` stacks a job's slices.
+        self.encode, self.metrics, self.join = encode, metrics, join
         self.max_batch_tokens, self.max_wait, self.max_queue = max_batch_tokens, max_wait_ms / 1000, max_queue
         self._jobs: deque[_Job] = deque()
         self._queued = 0
@@ -63,7 +66,7 @@ class DynamicBatcher:
 
     async def submit(
         self, texts: list[Any], lengths: list[int], disconnected: Callable[[], Awaitable[bool]] | None = None
-    ) -> np.ndarray:
+    ) -> Any:
         """Embed `texts` (`lengths`: tokens of each) with whatever else is waiting; rows in input order.
 
         `disconnected` is polled while the job waits: once it says the client is gone, the job
@@ -193,7 +196,7 @@ class DynamicBatcher:
             job.done += b - a
             row += b - a
             if job.done == len(job.texts) and not job.future.done():  # a cancelled request just drops its rows
-                job.future.set_result(np.concatenate([v for _, v in sorted(job.parts, key=lambda p: p[0])]))
+                job.future.set_result(self.join([v for _, v in sorted(job.parts, key=lambda p: p[0])]))
 
     def _fail(self, job: _Job, error: Exception) -> None:
         if job in self._jobs:  # its other slices will not run

@@ -79,6 +79,10 @@ def build_server(
         settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges, sparse=sparse
     )
     state.sparse_side = sparse_side(index, sparse)
+    if sparse is not None:
+        from sbert.serve.sparse_batching import sparse_batcher
+
+        state.sparse_batcher = sparse_batcher(settings, sparse, metrics)
     return create_app(state)
 
 

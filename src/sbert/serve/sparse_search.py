@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import scipy.sparse
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.schemas import SearchRequest
-from sbert.serve.state import ApiError, ServerState, check_texts
+from sbert.serve.sparse_batching import embed_sparse
+from sbert.serve.state import ApiError, ServerState
 
 if TYPE_CHECKING:
     from sbert.search.index import Hit
-
-ONE_AT_A_TIME = threading.Lock()  # sparse encodes share the CPU threads: queue them rather than oversubscribe
 
 
 async def sparse_search(st: ServerState, body: SearchRequest, queries: list[str], request: Request) -> list[list[Hit]]:
@@ -27,19 +24,13 @@ async def sparse_search(st: ServerState, body: SearchRequest, queries: list[str]
     if index is None or side is None or model is None:
         raise ApiError(424, f"mode {body.mode!r} needs an index built with --sparse-model, served with the same "
                        "--sparse-model", "no_sparse_index")  # fmt: skip
-    st.check_limits(queries)
-    check_texts(queries, "query")
     deep = max(body.top_k, 100) if body.mode == "hybrid" else body.top_k  # fusion sees each ranking's top 100
-
-    def encode() -> scipy.sparse.csr_matrix:
-        with ONE_AT_A_TIME:
-            return model.encode_query(queries)
 
     def locked(search: Callable[..., list[list[Hit]]], *args: Any) -> list[list[Hit]]:
         with st.index_lock:  # the index's SQLite connection serves one thread at a time
             return search(*args)
 
-    encoded = await run_in_threadpool(encode)
+    encoded = await embed_sparse(st, queries, request, "query", ("query", None))  # the model's query side
     sparse = await run_in_threadpool(locked, sparse_hits, index, side, encoded, deep)
     if body.mode == "sparse":
         return sparse

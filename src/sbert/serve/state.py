@@ -58,6 +58,7 @@ class ServerState:
     ranges: np.ndarray | None = None  # calibration of int8/uint8 embeddings (--calibration, or an int8 index's)
     sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
     sparse_side: SparseIndex | None = None  # the index's sparse postings, when built by --sparse-model's weights
+    sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -100,11 +100,12 @@ class SparseEncoder(nn.Module):
         model.source_dir = self.source_dir
         return model
 
-    def truncated(self, texts: Sequence[str]) -> tuple[list[int], int]:
-        """Indices of the texts longer than the document encoder's token limit, and that limit."""
+    def token_lengths(self, texts: Sequence[str]) -> tuple[list[int], list[int], int]:
+        """Tokens per text as the document encoder sees them (truncated), the indices cut, and the token limit."""
         module = self.mlm if self.mlm is not None else self.dense.input_module if self.dense is not None else None
         assert module is not None
-        return module.token_ids(list(texts))[1], int(module.max_seq_length)
+        ids, cut = module.token_ids(list(texts))
+        return [len(row) for row in ids], cut, int(module.max_seq_length)
 
     def _splade(self) -> tuple[MLMTransformer, SpladePooling]:
         assert self.mlm is not None and self.pooling is not None

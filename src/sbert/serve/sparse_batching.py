@@ -1,0 +1,71 @@
+"""Sparse encodes through a dynamic batcher of their own: /embed_sparse requests and /search's sparse queries.
+
+Concurrent requests' texts merge into token-budget groups exactly as the dense routes' do
+(serve/scheduler.py), one group on the model at a time; a group may mix prompts (a TEI prompt_name,
+the query side of /search), so it is encoded one prompt at a time and its rows put back in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from sbert.serve.metrics import Metrics
+from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
+from sbert.serve.settings import ServeSettings
+from sbert.serve.state import ApiError, ServerState, check_texts, too_long
+
+if TYPE_CHECKING:
+    from sbert.sparse import SparseEncoder
+
+CPU_GROUP_TOKENS = 8192  # tokens per merged group on the CPU, as the dense routes use
+Key = tuple[str | None, str | None]  # (task: "query" | "document" | None, prompt name)
+
+
+def encode_keyed(model: SparseEncoder, items: Sequence[tuple[Key, str]]) -> scipy.sparse.csr_matrix:
+    """Sparse vectors of (key, text) items in input order: one encode call per (task, prompt name)."""
+    keys = list(dict.fromkeys(key for key, _ in items))
+    parts, order = [], []
+    for key in keys:
+        rows = [i for i, (k, _) in enumerate(items) if k == key]
+        task, prompt_name = key
+        parts.append(model.encode([items[i][1] for i in rows], task=task, prompt_name=prompt_name))
+        order += rows
+    stacked = scipy.sparse.vstack(parts, format="csr")
+    return stacked if order == sorted(order) else stacked[np.argsort(order)]
+
+
+def sparse_batcher(settings: ServeSettings, model: SparseEncoder, metrics: Metrics) -> DynamicBatcher:
+    """The batcher behind the sparse routes (the dense routes' limits; 8192-token groups unless --max-batch-tokens)."""
+    budget = settings.max_batch_tokens or CPU_GROUP_TOKENS
+    return DynamicBatcher(lambda items: encode_keyed(model, items), metrics, budget, settings.max_wait_ms,
+                          settings.max_queue, join=lambda parts: scipy.sparse.vstack(parts, format="csr"))  # fmt: skip
+
+
+async def embed_sparse(
+    st: ServerState, texts: list[str], request: Request, field: str, key: Key, truncate: bool = True
+) -> scipy.sparse.csr_matrix:
+    """Sparse vectors for `texts` through the sparse batcher, with the dense routes' checks and errors."""
+    model, batcher = st.sparse, st.sparse_batcher
+    if model is None or batcher is None:
+        raise ApiError(424, "this server runs no sparse model (start it with --sparse-model)", "model_not_sparse")
+    st.check_limits(texts)
+    check_texts(texts, field)
+    lengths, cut, limit = await run_in_threadpool(model.token_lengths, texts)
+    if cut and not truncate:
+        raise too_long(field, cut, limit)
+    tokens = sum(lengths)
+    if tokens > st.settings.max_request_tokens:
+        raise ApiError(413, f"{tokens} tokens in one request; the limit is {st.settings.max_request_tokens} "
+                       "(--max-request-tokens): split the request", "too_many_tokens")  # fmt: skip
+    try:
+        return await batcher.submit([(key, t) for t in texts], lengths, request.is_disconnected)
+    except ClientGone as e:
+        raise ApiError(499, str(e), "client_closed_request") from None
+    except QueueFull as e:
+        raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
