@@ -55,3 +55,41 @@ def test_bad_calls_say_what_is_wrong(built, tmp_path):
         index.search(zipf_vectors(1, 5, 2), 0)
     with pytest.raises(SbertError, match="not a Seismic index"):
         SeismicSparseIndex.load(tmp_path)
+
+
+def test_an_index_folder_with_a_seismic_sparse_side(tiny_dirs, tmp_path):
+    import json
+
+    from sbert import SentenceEncoder
+    from tests.cli_runner import run_cli
+    from tests.test_sparse import build_mlm, st_splade
+    from tests.tiny_models import CORPUS
+
+    dense_dir = tmp_path / "dense"
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense_dir)
+    splade_dir = st_splade(build_mlm(tiny_dirs["bert"], tmp_path / "mlm"), tmp_path / "splade")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n")
+    idx = tmp_path / "idx"
+    built = run_cli("index", "build", str(corpus), "--out", str(idx), "--model", str(dense_dir), "--sparse-model",
+                    str(splade_dir), "--sparse-approximate", "--seismic-postings", "50")  # fmt: skip
+    assert built.returncode == 0 and "with a Seismic approximate index" in built.stderr, built.stderr
+    assert json.loads((idx / "sparse" / "sparse.json").read_text())["approximate"] is True
+    assert json.loads((idx / "sparse" / "seismic" / "seismic.json").read_text())["n_postings"] == 50
+
+    def hits(*flags: str) -> list[int]:
+        result = run_cli("search", str(idx), CORPUS[2], "-k", "3", "--json", "--mode", "sparse", *flags)
+        assert result.returncode == 0, result.stderr
+        return [h["id"] for h in json.loads(result.stdout)["hits"]]
+
+    assert hits() == hits("--exact")  # eight documents: nothing for the approximation to miss
+    from sbert.search.index import SearchIndex
+    from sbert.search.sparse_side import open_sparse_side
+    from sbert.sparse import SparseEncoder
+
+    model = SparseEncoder.load(splade_dir, device="cpu")
+    assert isinstance(open_sparse_side(SearchIndex(idx), model), SeismicSparseIndex)
+    assert isinstance(open_sparse_side(SearchIndex(idx), model, exact=True), SparseIndex)
+    refused = run_cli("index", "build", str(corpus), "--out", str(tmp_path / "x"), "--model", str(dense_dir),
+                      "--sparse-approximate")  # fmt: skip
+    assert refused.returncode != 0 and "--sparse-approximate indexes the sparse side" in refused.stderr

@@ -24,6 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--sparse-model", help="also index sparse vectors of this SparseEncoder (SPLADE, CSR): "
                    "`sbert search --mode sparse|hybrid`")  # fmt: skip
     b.add_argument("--sparse-max-active-dims", type=int, help="keep each document's k largest sparse weights")
+    b.add_argument("--sparse-approximate", action="store_true", help="also build a Seismic approximate index of "
+                   "the sparse side (needs pyseismic-lsr); searches use it unless `sbert search --exact`")  # fmt: skip
+    b.add_argument("--seismic-postings", type=int, default=4000, help="Seismic: documents kept per term (4000)")
     add_backend_args(b)
     add_model_args(b)
     b.set_defaults(run=run)
@@ -37,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
     if args.sparse_max_active_dims is not None and args.sparse_max_active_dims <= 0:
         raise SbertError(f"--sparse-max-active-dims must be positive, got {args.sparse_max_active_dims}")
+    if args.sparse_approximate and not args.sparse_model:
+        raise SbertError("--sparse-approximate indexes the sparse side: give --sparse-model too")
+    if args.seismic_postings <= 0:
+        raise SbertError(f"--seismic-postings must be positive, got {args.seismic_postings}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SbertError(f"--out {args.out}: exists and is not a folder")
     texts = read_lines(args.corpus)
@@ -50,12 +57,16 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
     if args.sparse_model:
+        from sbert.search.seismic_index import SeismicSettings
         from sbert.search.sparse_side import add_sparse_side
         from sbert.sparse import SparseEncoder
 
         sparse = SparseEncoder.load(args.sparse_model, device=args.device)
-        side = add_sparse_side(args.out, sparse, _model_name(args.sparse_model), texts, args.sparse_max_active_dims)
-        print(f"sparse side: {side.count} documents over {side.dimension} dimensions", file=sys.stderr)
+        seismic = SeismicSettings(n_postings=args.seismic_postings) if args.sparse_approximate else None
+        side = add_sparse_side(args.out, sparse, _model_name(args.sparse_model), texts, args.sparse_max_active_dims,
+                               seismic)  # fmt: skip
+        kind = ", with a Seismic approximate index" if side.approximate else ""
+        print(f"sparse side: {side.count} documents over {side.dimension} dimensions{kind}", file=sys.stderr)
     return 0
 
 

@@ -25,6 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="dense",
                    help="sparse / hybrid need an index built with --sparse-model")  # fmt: skip
     p.add_argument("--fusion", choices=("rrf", "weighted"), default="rrf", help="how hybrid fuses the two rankings")
+    p.add_argument("--exact", action="store_true", help="sparse / hybrid: search the exact postings even where "
+                   "the index has a Seismic approximate index")  # fmt: skip
     p.add_argument("--alpha", type=float, default=0.5, help="weighted fusion: the dense ranking's weight")
     add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
@@ -87,7 +89,7 @@ def _sparse_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     from sbert.sparse import SparseEncoder
 
     model = SparseEncoder.load(sparse_info(index).model, device=args.device)
-    return sparse_hits(index, open_sparse_side(index, model), model.encode_query(args.query), depth)
+    return sparse_hits(index, open_sparse_side(index, model, args.exact), model.encode_query(args.query), depth)
 
 
 def _fused(args: argparse.Namespace, index: Any, dense: list[Any], sparse: list[Any], depth: int) -> list[Any]:

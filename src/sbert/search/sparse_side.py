@@ -2,6 +2,8 @@
 
 `sparse/` inside the index folder holds the postings (`postings.npz`) and `sparse.json` (which model wrote
 them, a digest of its weights, how many documents). The documents' ids and texts are the dense index's.
+Built with Seismic settings, `sparse/seismic/` also holds an approximate index (search/seismic_index.py),
+which searches then use unless asked for the exact postings.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import scipy.sparse
 from sbert import layout
 from sbert.search.hybrid import hybrid_fuse
 from sbert.search.index import Hit, IndexFolderError, SearchIndex, hit_arrays
+from sbert.search.seismic_index import SeismicSettings, SeismicSparseIndex
 from sbert.search.sparse_index import POSTINGS_FILE, SparseIndex
 
 if TYPE_CHECKING:
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
 
 SPARSE_FOLDER = "sparse"
 SPARSE_INFO = "sparse.json"
+SEISMIC_FOLDER = "seismic"
+SparseSearch = SparseIndex | SeismicSparseIndex  # what a sparse side searches with: exact or approximate
 _CHUNK = 4096  # documents encoded per round
 
 
@@ -34,6 +39,7 @@ class SparseInfo:
     model_digest: str
     count: int
     dimension: int
+    approximate: bool = False  # a Seismic index beside the postings
 
 
 def sparse_digest(model: SparseEncoder) -> str:
@@ -43,15 +49,23 @@ def sparse_digest(model: SparseEncoder) -> str:
     return model_digest(model)  # type: ignore[arg-type]
 
 
-def add_sparse_side(folder: str | Path, model: SparseEncoder, name: str, texts: list[str],
-                    max_active_dims: int | None = None) -> SparseInfo:  # fmt: skip
-    """Encode `texts` (the index's documents, in id order) as documents and write `sparse/` atomically."""
+def add_sparse_side(
+    folder: str | Path, model: SparseEncoder, name: str, texts: list[str], max_active_dims: int | None = None,
+    approximate: SeismicSettings | None = None,
+) -> SparseInfo:  # fmt: skip
+    """Encode `texts` (the index's documents, in id order) as documents and write `sparse/` atomically.
+
+    With `approximate`, a Seismic index of the same vectors is built beside the exact postings.
+    """
     parts = [model.encode_document(texts[s : s + _CHUNK], max_active_dims=max_active_dims)
              for s in range(0, len(texts), _CHUNK)]  # fmt: skip
-    index = SparseIndex.build(scipy.sparse.vstack(parts, format="csr"))
-    info = SparseInfo(name, sparse_digest(model), index.size, index.dimension)
+    vectors = scipy.sparse.vstack(parts, format="csr")
+    index = SparseIndex.build(vectors)
+    info = SparseInfo(name, sparse_digest(model), index.size, index.dimension, approximate is not None)
     with layout.atomic_directory(Path(folder) / SPARSE_FOLDER) as tmp:
         scipy.sparse.save_npz(tmp / POSTINGS_FILE, index.postings)
+        if approximate is not None:
+            SeismicSparseIndex.build(vectors, approximate).save(tmp / SEISMIC_FOLDER)
         layout.write_json(tmp / SPARSE_INFO, asdict(info))
     return info
 
@@ -72,8 +86,11 @@ def sparse_info(dense: SearchIndex) -> SparseInfo:
         raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
 
 
-def open_sparse_side(dense: SearchIndex, model: SparseEncoder) -> SparseIndex:
-    """The postings of an index folder, checked against its dense side and `model`'s weights, or a one-line error."""
+def open_sparse_side(dense: SearchIndex, model: SparseEncoder, exact: bool = False) -> SparseSearch:
+    """The sparse side of an index folder, checked against its dense side and `model`'s weights.
+
+    Its Seismic index when it was built with one (unless `exact`), else the exact postings.
+    """
     info = sparse_info(dense)
     if sparse_digest(model) != info.model_digest:
         raise IndexFolderError(f"{dense.folder}: its sparse side was built by other weights than the query model "
@@ -82,10 +99,14 @@ def open_sparse_side(dense: SearchIndex, model: SparseEncoder) -> SparseIndex:
     if index.size != info.count or info.count != dense.info.count:
         raise IndexFolderError(f"{dense.folder / SPARSE_FOLDER}: {index.size} sparse documents for "
                                f"{dense.info.count} dense ones; rebuild")  # fmt: skip
+    if info.approximate and not exact:
+        return SeismicSparseIndex.load(dense.folder / SPARSE_FOLDER / SEISMIC_FOLDER)
     return index
 
 
-def sparse_hits(dense: SearchIndex, side: SparseIndex, queries: scipy.sparse.csr_matrix, top_k: int) -> list[list[Hit]]:
+def sparse_hits(
+    dense: SearchIndex, side: SparseSearch, queries: scipy.sparse.csr_matrix, top_k: int
+) -> list[list[Hit]]:
     """Each query's top-k documents by sparse dot product, with their texts."""
     return dense.hits(*side.search(queries, top_k))
 

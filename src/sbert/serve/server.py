@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
-    from sbert.search.sparse_index import SparseIndex
+    from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -86,7 +86,7 @@ def build_server(
     return create_app(state)
 
 
-def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseIndex | None:
+def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseSearch | None:
     """The index's sparse postings for /search's sparse and hybrid modes, when --sparse-model wrote them."""
     from sbert.search.sparse_side import has_sparse_side, open_sparse_side
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
-    from sbert.search.sparse_index import SparseIndex
+    from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -57,7 +57,7 @@ class ServerState:
     reranker: Reranking | None = None
     ranges: np.ndarray | None = None  # calibration of int8/uint8 embeddings (--calibration, or an int8 index's)
     sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
-    sparse_side: SparseIndex | None = None  # the index's sparse postings, when built by --sparse-model's weights
+    sparse_side: SparseSearch | None = None  # the index's sparse side, when built by --sparse-model's weights
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
