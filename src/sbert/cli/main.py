@@ -22,6 +22,7 @@ from sbert.cli import (
     mine_negatives,
     report,
     reproduce,
+    rotate,
     search,
     serve,
     similarity,
@@ -34,7 +35,7 @@ from sbert.version import __version__
 # Each subcommand module exposes add_parser(subparsers); order is the order `--help` lists them.
 SUBCOMMANDS = (
     encode, encode_sparse, similarity, search, index, export, serve, train, train_csr, cross_encoder, evaluate,
-    crossval, report, reproduce, data, mine_negatives, distill, merge_adapter, demo,
+    crossval, report, reproduce, data, mine_negatives, distill, merge_adapter, rotate, demo,
 )  # fmt: skip
 
 
