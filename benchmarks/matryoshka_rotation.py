@@ -16,9 +16,9 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
-from common import STS_DIR, ir_set
 from scipy.stats import spearmanr
 
+from common import STS_DIR, ir_set
 from sbert import SentenceEncoder
 from sbert.data import load_dataset
 from sbert.evaluation.retrieval import ir_metrics
