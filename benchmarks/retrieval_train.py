@@ -58,10 +58,11 @@ def training_sets(model: SentenceEncoder) -> dict[str, Dataset]:
     }
 
 
-def train(data: Dataset, seed: int, out: Path, matryoshka: str = "", epochs: int = 1, lr: float = 2e-5) -> float:
-    """MNRL from the default model (batch 64); returns wall seconds."""
+def train(data: Dataset, seed: int, out: Path, matryoshka: str = "", epochs: int = 1, lr: float = 2e-5,
+          model: str = "all-MiniLM-L6-v2") -> float:  # fmt: skip
+    """MNRL from `model` (batch 64); returns wall seconds."""
     stage = Stage((Objective("mnrl", "bench"),), batch_size=64, lr=lr, epochs=epochs, matryoshka=matryoshka)
-    config = TrainConfig(model="all-MiniLM-L6-v2", output=str(out), stages=(stage,), seed=seed, device="cpu")
+    config = TrainConfig(model=model, output=str(out), stages=(stage,), seed=seed, device="cpu")
     start = time.perf_counter()
     Trainer(config, show_progress=False, datasets={"bench": data}).run()
     return time.perf_counter() - start
@@ -113,6 +114,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--matryoshka", default=",".join(map(str, DIMS)), help="the matryoshka run's DIM[:WEIGHT] list")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the starting model (or a rotated one)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,16 +122,16 @@ def main() -> None:
         corpus, queries, rows = beir_from_nli(load_dataset(f"nli:{SNLI}:test"))
         write_beir(folder, corpus, queries, {"test": rows})
         collection = read_beir(folder)
-        base = SentenceEncoder.load(device="cpu")
+        base = SentenceEncoder.load(args.model, device="cpu")
         sets = training_sets(base)
         for name in args.runs:
             for seed in args.seeds if name != "zero-shot" else [0]:
                 out = Path(tmp) / f"{name}-{seed}"
                 seconds = 0.0 if name == "zero-shot" else train(
                     sets["in-batch" if name == "matryoshka" else name], seed, out,
-                    args.matryoshka if name == "matryoshka" else "", args.epochs, args.lr,
+                    args.matryoshka if name == "matryoshka" else "", args.epochs, args.lr, args.model,
                 )  # fmt: skip
-                dims = DIMS if name in ("in-batch", "matryoshka") else (384,)
+                dims = DIMS if name in ("in-batch", "matryoshka", "zero-shot") else (384,)
                 row = {"run": name, "seed": seed, "seconds": seconds,
                        **scores(base.source_dir if name == "zero-shot" else out, collection, dims)}  # fmt: skip
                 print(json.dumps(row), flush=True)

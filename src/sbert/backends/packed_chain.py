@@ -60,17 +60,22 @@ def position_offset(transformer: Transformer) -> int:
 
 
 def packed_token_embeddings(transformer: Transformer, batch: PackedBatch) -> Tensor:
-    """The encoder's last hidden state for every packed token: (N, H).
+    """The encoder's last hidden state for every packed token: (N, H)."""
+    return packed_hidden(transformer.auto_model, transformer.model_inputs, batch)
+
+
+def packed_hidden(model: torch.nn.Module, model_inputs: Sequence[str], batch: PackedBatch) -> Tensor:
+    """`model`'s last hidden state for every packed token: (N, H) (a backbone; an MLM's without its head).
 
     The model must have been switched to a registered `sbert_varlen_*` attention; the
     cumulative lengths and the longest and shortest lengths travel to it as forward kwargs
     (transformers hands unknown ones through to the attention function).
     """
     inputs: Features = {"input_ids": batch.input_ids[None], "position_ids": batch.position_ids[None]}
-    if "token_type_ids" in transformer.model_inputs:
+    if "token_type_ids" in model_inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     cu, width = batch.cu_seqlens, batch.max_len
-    output = transformer.auto_model(
+    output = model(
         **inputs, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=width, max_length_k=width,
         **{varlen.MIN_LENGTH_KWARG: batch.min_len}, return_dict=True,
     )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,6 +17,7 @@ from tqdm.auto import tqdm
 
 from sbert import layout
 from sbert.device import resolve_device
+from sbert.encoding.batching import packed_batches
 from sbert.errors import ModelFormatError, SbertError
 from sbert.model import SentenceEncoder
 from sbert.model_config import EncoderSettings, model_config, read_settings
@@ -25,9 +27,12 @@ from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.onnx_engine import SpladeOnnx
+from sbert.sparse.packed import PACKED_TOKENS, PackedSplade
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
 from sbert.weights_state import WeightsKey, weights_key
+
+log = logging.getLogger(__name__)
 
 
 class SparseEncoder(nn.Module):
@@ -51,6 +56,7 @@ class SparseEncoder(nn.Module):
         self.max_active_dims: int | None = None
         self.source_dir: Path | None = None  # where ONNX graphs are cached (the folder the model came from)
         self._graphs: dict[str, tuple[WeightsKey, SpladeOnnx]] = {}  # by runtime: onnx, openvino
+        self._packed: tuple[WeightsKey, PackedSplade | None] | None = None  # the packed engine (None: refused)
         self.to(resolve_device(device))
         self.eval()
 
@@ -156,23 +162,50 @@ class SparseEncoder(nn.Module):
         return _convert(self._splade_rows(prompted, batch_size, k, backend, show_progress), convert_to, single)
 
     def _splade_rows(
-        self, texts: list[str], batch_size: int, k: int | None, backend: str, show_progress: bool
-    ) -> scipy.sparse.csr_matrix:
-        """SPLADE vectors of `texts` in input order, batched by length (similar lengths share a batch)."""
+        self, texts: list[str], batch_size: int, k: int | None, backend: str, show_progress: bool,
+        packed: bool | None = None,
+    ) -> scipy.sparse.csr_matrix:  # fmt: skip
+        """SPLADE vectors of `texts` in input order, batched by length (similar lengths share a batch).
+
+        `packed` (default: on CUDA) runs padding-free batches cut by real tokens (sparse/packed.py).
+        """
         mlm, pooling = self._splade()
         graph = self.graph(backend) if backend != "torch" else None
         ids, _ = mlm.token_ids(texts)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        wants_packed = packed if packed is not None else self.device.type == "cuda"
+        engine = self._packed_engine() if graph is None and wants_packed else None
+        if engine is not None:
+            batches = packed_batches(order, [len(row) for row in ids], PACKED_TOKENS, max(batch_size, 512))
+        else:
+            batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         parts = []
-        for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, unit="batch"):
-            features = mlm.pad([ids[i] for i in order[start : start + batch_size]])
-            features = {name: value.to(self.device) for name, value in features.items()}
-            pooled = graph.embed(features) if graph is not None else splade_batch(mlm, pooling, features)
+        for batch in tqdm(batches, disable=not show_progress, unit="batch"):
+            rows = [ids[i] for i in batch]
+            if engine is not None:
+                pooled = engine.embed(rows).float()
+            else:
+                features = {name: value.to(self.device) for name, value in mlm.pad(rows).items()}
+                pooled = graph.embed(features) if graph is not None else splade_batch(mlm, pooling, features)
             parts.append(to_csr(top_k(pooled, k)))
+        done = [i for batch in batches for i in batch]
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
-        inverse = np.empty(len(order), dtype=np.int64)
-        inverse[order] = np.arange(len(order))
+        inverse = np.empty(len(done), dtype=np.int64)
+        inverse[done] = np.arange(len(done))
         return stacked[inverse]
+
+    def _packed_engine(self) -> PackedSplade | None:
+        """The packed engine for these weights on this device (fp32: the vectors equal the padded path's), or None."""
+        key = weights_key(self, 0)
+        if self._packed is None or self._packed[0] != key:
+            mlm, pooling = self._splade()
+            try:
+                engine: PackedSplade | None = PackedSplade(mlm, pooling, self.device, torch.float32)
+            except ValueError as why:  # this model or device cannot run packed: the padded engine runs instead
+                log.info("SPLADE packed batches off (%s): running padded batches", why)
+                engine = None
+            self._packed = (key, engine)
+        return self._packed[1]
 
     def encode_query(self, sentences: str | Sequence[str], **options: Any) -> Any:
         """`encode` with the model's query prompt (its `query` prompt, if it has one)."""
