@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
     from sbert.data.beir import IRCollection
 
 ROOT = Path(__file__).resolve().parents[1]
-STS_DIR = ROOT.parent / "shared" / "data" / "stsbenchmark"
+# ../shared/data here; on the lent GPU (no ../shared there) gpu_check.sh sets SBERT_TEST_DATA to .device/data.
+STS_DIR = Path(os.environ.get("SBERT_TEST_DATA") or ROOT.parent / "shared" / "data") / "stsbenchmark"
 
 
 def sts_sentences(split: str = "test") -> list[str]:

@@ -7,9 +7,10 @@
 # carry [".device", ".whl"]); one device command may run 10 minutes, so two commands:
 #     bash benchmarks/gpu_check.sh $OUT tests encode
 #     bash benchmarks/gpu_check.sh $OUT train
+#     bash benchmarks/gpu_check.sh $OUT sparse      # SPLADE's packed engine against sentence-transformers
 # On the CPU, the same script end to end on tiny sizes (what CI runs; it measures nothing):
 #     bash benchmarks/gpu_check.sh --smoke /tmp/gpu-check
-# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S.
+# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 smoke=0
@@ -71,7 +72,10 @@ for step in "${steps[@]}"; do
                     --model "$model" --out "$out/gpu_encode.json" "${encode_args[@]}" ;;
         train) run_step train "${GPU_CHECK_TRAIN_S:-540}" "$py" benchmarks/gpu_train.py --data "$data" \
                    --model "$model" --out "$out/gpu_train.json" "${train_args[@]}" ;;
-        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train)" >&2; exit 2 ;;
+        sparse) [ $smoke -eq 1 ] && sparse_device=cpu || sparse_device=cuda
+                run_step sparse "${GPU_CHECK_SPARSE_S:-300}" "$py" benchmarks/sparse_encode.py --workdir "$out/splade" \
+                    --device "$sparse_device" --rounds 2 ;;
+        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train, sparse)" >&2; exit 2 ;;
     esac
 done
 "$py" benchmarks/gpu_summary.py "$out"

@@ -1,6 +1,6 @@
 """SPLADE encode speed and memory: sbert's SparseEncoder against sentence-transformers' in the same run.
 
-    python benchmarks/sparse_encode.py --workdir /tmp/splade [--batch-size 32] [--rounds 2]
+    python benchmarks/sparse_encode.py --workdir /tmp/splade [--batch-size 32] [--rounds 2] [--device cuda]
 
 The model is a random-weight BERT-base-size MLM (12 layers, width 768, a 30,522-token head) with
 SPLADE max pooling, built and saved by sentence-transformers. It encodes the STSb test sentences
@@ -8,6 +8,8 @@ SPLADE max pooling, built and saved by sentence-transformers. It encodes the STS
 process, so each process's peak RSS is its own. The rounds alternate between the engines, and each
 figure is the median of its rounds. Each sbert engine's vectors are compared with
 sentence-transformers': the active dimensions that differ, and the largest difference.
+With `--device cuda` (gpu_check.sh's `sparse` step) only the torch engines run, sbert on its packed
+path, both in fp32; peak memory is then torch's peak GPU allocation.
 """
 
 from __future__ import annotations
@@ -63,32 +65,35 @@ def build(workdir: Path) -> Path:
     return splade
 
 
-def child(engine: str, folder: str, batch_size: int, out: str) -> None:
-    """Encode the sentences once to warm up, then time one pass; save the vectors; print seconds and peak RSS."""
+def child(engine: str, folder: str, batch_size: int, out: str, device: str = "cpu") -> None:
+    """Encode the sentences once to warm up, then time one pass; save the vectors; print seconds and peak memory."""
     import numpy as np
     import scipy.sparse
+    import torch
 
     sentences = sts_sentences("test")
     if engine.startswith("sbert"):
         from sbert import SparseEncoder
 
         backend = {"sbert": "torch", "sbert-onnx": "onnx", "sbert-openvino": "openvino"}[engine]
-        model = SparseEncoder.load(folder, device="cpu")
+        model = SparseEncoder.load(folder, device=device)
         model.encode(sentences[:64], batch_size=batch_size, backend=backend)  # exports the graph once for onnx
         start = time.perf_counter()
         vectors = model.encode(sentences, batch_size=batch_size, backend=backend)
     else:
         from sentence_transformers import SparseEncoder as STSparse
 
-        st = STSparse(folder, device="cpu")
+        st = STSparse(folder, device=device)
         st.encode(sentences[:64], batch_size=batch_size)
         start = time.perf_counter()
         tensor = st.encode(sentences, batch_size=batch_size, convert_to_sparse_tensor=True).coalesce()
         index, values = tensor.indices().numpy(), tensor.values().numpy()
         vectors = scipy.sparse.csr_matrix((values, (index[0], index[1])), shape=tuple(tensor.shape), dtype=np.float32)
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start  # both answers are host CSR data: every GPU kernel has finished
     scipy.sparse.save_npz(out, scipy.sparse.csr_matrix(vectors))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    if device.startswith("cuda"):
+        peak = torch.cuda.max_memory_allocated() / 2**30
     print(json.dumps({"seconds": seconds, "peak_gib": peak}))
 
 
@@ -118,11 +123,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: the torch engines only")
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="store_true", help="only compare the vectors the last run saved")
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), args.child[3])
+        child(args.child[0], args.child[1], int(args.child[2]), args.child[3], args.child[4])
         return
     if args.workdir is None:
         parser.error("--workdir is required")
@@ -130,17 +136,21 @@ def main() -> None:
         compare(args.workdir)
         return
     folder = build(args.workdir)
-    engines = ("sentence-transformers", "sbert", "sbert-onnx", "sbert-openvino")
+    engines: tuple[str, ...] = ("sentence-transformers", "sbert", "sbert-onnx", "sbert-openvino")
+    if args.device != "cpu":
+        engines = engines[:2]
     runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
-            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out)]
+            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out),
+                       args.device]  # fmt: skip
             done = subprocess.run(command, check=True, capture_output=True, text=True)
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
     for engine in engines[1:]:
         compare(args.workdir, engine)
-    print("| engine | sentences/s (median) | peak RSS (GiB, median) | rounds |")
+    memory = "peak RSS" if args.device == "cpu" else "peak GPU memory"
+    print(f"| engine ({args.device}) | sentences/s (median) | {memory} (GiB, median) | rounds |")
     print("|---|---|---|---|")
     n = len(sts_sentences("test"))
     speed = {k: n / statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
