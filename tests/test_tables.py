@@ -175,3 +175,23 @@ def test_jsonl_rows_missing_keys_and_quoted_csv_lines(tmp_path):
     with pytest.raises(DataFormatError, match=r"q.csv:4: expected 2 fields"):  # the row after a 2-line field
         load_dataset(f"csv:{quoted}")
     assert load_dataset(f"csv:{quoted}", skip_bad=True).texts == [("two\nlines", "b")]
+
+
+def test_the_fast_csv_reader_equals_the_careful_one_and_steps_aside_when_lines_and_rows_differ(exports, tmp_path):
+    from sbert.data.table_sources import _arrow_delimited, python_delimited
+
+    for name, delimiter in (("csv", ","), ("tsv", "\t")):
+        fast = _arrow_delimited(exports[name], delimiter)
+        assert fast is not None
+        careful = python_delimited(exports[name], delimiter, False)
+        assert (fast.columns, fast.lines) == (careful.columns, careful.lines)
+    tricky = tmp_path / "tricky.csv"
+    # a BOM, a quoted newline, a blank line
+    tricky.write_text('\ufeffquery,document\n"two\nlines",b\n\nc,d\n', encoding="utf-8")
+    assert _arrow_delimited(tricky, ",") is None
+    table = load_dataset(f"csv:{tricky}")
+    assert table.texts == [("two\nlines", "b"), ("c", "d")]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("query,document\na,b\nc,d,e\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"bad\.csv:3: expected 2 fields as the header has, found 3"):
+        load_dataset(f"csv:{bad}")

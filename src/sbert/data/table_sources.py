@@ -40,9 +40,19 @@ class Table:
 
 
 def read_delimited(path: Path, delimiter: str, skip_bad: bool) -> Table:
-    """CSV (or TSV) with a header line; quoted fields may span lines (rows keep their first line's number)."""
-    check = LineChecker(skip_bad)
+    """CSV (or TSV) with a header line; quoted fields may span lines (rows keep their first line's number).
+
+    The common file (one row per line, every row well formed, valid UTF-8) is parsed by pyarrow's
+    C++ reader; anything else goes through Python's csv module, which names the line of each problem.
+    """
     _exists(path)
+    fast = _arrow_delimited(path, delimiter)
+    return fast if fast is not None else python_delimited(path, delimiter, skip_bad)
+
+
+def python_delimited(path: Path, delimiter: str, skip_bad: bool) -> Table:
+    """The careful reader: Python's csv module, every row's first line number, each problem named by line."""
+    check = LineChecker(skip_bad)
     with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter=delimiter)
         try:
@@ -64,6 +74,41 @@ def read_delimited(path: Path, delimiter: str, skip_bad: bool) -> Table:
         except (UnicodeDecodeError, csv.Error) as e:
             raise DataFormatError(f"{path}:{reader.line_num + 1}: {e}") from None
     return Table(str(path), dict(zip(header, values, strict=True)), lines=lines, skipped=check.skipped)
+
+
+def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
+    """The table by pyarrow, or None when its rows and lines may not correspond one to one.
+
+    Row i is line i + 2 only when no row spans lines and no line is blank: the row count must equal
+    the count of lines after the header, and the file must hold no empty line. Every cell is read as
+    text (no type guessing), as Python's csv module reads it.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    data = path.read_bytes()
+    data = data.removeprefix(b"\xef\xbb\xbf")  # utf-8-sig: the BOM is not part of the first column's name
+    first, _, _ = data.partition(b"\n")
+    try:
+        header = next(csv.reader([first.decode("utf-8").rstrip("\r")], delimiter=delimiter), [])
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if not header or len(set(header)) != len(header) or b"\n\n" in data or b"\n\r\n" in data:
+        return None  # the careful reader names the problem (or handles the blank lines)
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(data),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types={h: pa.string() for h in header},
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+        )  # fmt: skip
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if table.num_rows != lines - 1 or table.column_names != header:
+        return None
+    columns = {name: table.column(name).to_pylist() for name in header}
+    return Table(str(path), columns, lines=list(range(2, table.num_rows + 2)))
 
 
 def read_jsonl(path: Path, skip_bad: bool) -> Table:
