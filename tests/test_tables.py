@@ -195,3 +195,22 @@ def test_the_fast_csv_reader_equals_the_careful_one_and_steps_aside_when_lines_a
     bad.write_text("query,document\na,b\nc,d,e\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"bad\.csv:3: expected 2 fields as the header has, found 3"):
         load_dataset(f"csv:{bad}")
+
+
+def test_the_fast_jsonl_reader_equals_the_careful_one_and_steps_aside_on_anything_unusual(exports, tmp_path):
+    from sbert.data.table_sources import _arrow_jsonl, python_jsonl
+
+    fast = _arrow_jsonl(exports["jsonl"])
+    assert fast is not None
+    careful = python_jsonl(exports["jsonl"], False)
+    assert (fast.columns, fast.lines) == (careful.columns, careful.lines)
+    unusual = {"missing": '{"query": "a", "document": "b"}\n{"query": "c"}\n',
+               "null": '{"query": "a", "document": null}\n',
+               "blank": '{"query": "a", "document": "b"}\n\n{"query": "c", "document": "d"}\n',
+               "mixed": '{"query": "a", "document": "b"}\n{"query": 3, "document": "d"}\n'}  # fmt: skip
+    for name, text in unusual.items():
+        (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
+        assert _arrow_jsonl(tmp_path / f"{name}.jsonl") is None, name
+    with pytest.raises(DataFormatError, match=r"missing\.jsonl:2: no 'document' key, which the first row has"):
+        load_dataset(f"jsonl:{tmp_path / 'missing.jsonl'}")
+    assert load_dataset(f"jsonl:{tmp_path / 'blank.jsonl'}").texts == [("a", "b"), ("c", "d")]

@@ -112,7 +112,41 @@ def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
 
 
 def read_jsonl(path: Path, skip_bad: bool) -> Table:
-    """JSON lines, one object per line; the first object's keys are the columns."""
+    """JSON lines, one object per line; the first object's keys are the columns.
+
+    The common file (no blank line, every object with the first one's keys and no nulls) is parsed
+    by pyarrow's C++ reader; anything else by json.loads line by line, which names each problem's line.
+    """
+    _exists(path)
+    fast = _arrow_jsonl(path)
+    return fast if fast is not None else python_jsonl(path, skip_bad)
+
+
+def _arrow_jsonl(path: Path) -> Table | None:
+    """The table by pyarrow, or None when a line is blank, a key is missing, a value is null or a type mixed."""
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    data = path.read_bytes()
+    first, _, _ = data.partition(b"\n")
+    try:
+        keys = list(json.loads(first))
+    except (ValueError, TypeError):  # not a JSON object (or not UTF-8): the careful reader says which line
+        return None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if b"\n\n" in data or b"\n\r\n" in data or not data.strip():
+        return None
+    try:
+        table = pajson.read_json(pa.BufferReader(data))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != lines or table.column_names != keys or any(c.null_count for c in table.columns):
+        return None
+    return Table(str(path), {name: table.column(name).to_pylist() for name in keys}, lines=list(range(1, lines + 1)))
+
+
+def python_jsonl(path: Path, skip_bad: bool) -> Table:
+    """The careful reader: json.loads line by line, each problem named by its line."""
     check = LineChecker(skip_bad)
     columns: dict[str, list[Any]] = {}
     lines: list[int] = []
