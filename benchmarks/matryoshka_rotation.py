@@ -1,10 +1,10 @@
 """Truncated vectors with and without `sbert rotate`: SNLI-retrieval nDCG@10 and STSb Spearman at each width.
 
-The rotation is fitted on the distinct SNLI dev sentences (never the test split the scores come
-from); both models are then scored on the SNLI-test retrieval set (3,089 queries, 9,639 documents)
+The rotation is fitted on the distinct SNLI dev sentences (or STSb train's: never a test split the
+scores come from); both models are then scored on the SNLI-test retrieval set (3,089 queries, 9,639 documents)
 and on STSb test, with every vector cut to its first k dimensions and renormalised.
 
-    python benchmarks/matryoshka_rotation.py [--model all-MiniLM-L6-v2]
+    python benchmarks/matryoshka_rotation.py [--model all-MiniLM-L6-v2] [--fit snli-dev | stsb-train]
 """
 
 from __future__ import annotations
@@ -53,16 +53,17 @@ def main() -> None:
     """Fit the rotation, score both models at every width, print one table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--fit", choices=("snli-dev", "stsb-train"), default="snli-dev", help="the texts fitted on")
     args = parser.parse_args()
     model = SentenceEncoder.load(args.model, device="cpu")
-    dev = load_dataset(f"nli:{STS_DIR.parent / 'snli'}:dev")
-    texts = list(dict.fromkeys(t for example in dev.texts for t in example))
+    spec = f"nli:{STS_DIR.parent / 'snli'}:dev" if args.fit == "snli-dev" else f"stsb:{STS_DIR / 'sts-train.csv'}"
+    texts = list(dict.fromkeys(t for example in load_dataset(spec).texts for t in example))
     start = time.perf_counter()
     rotated, report = rotate(model, texts, batch_size=128)
     fitted = time.perf_counter() - start
     dims = tuple(k for k in DIMS if k <= model.embedding_dimension)
     plain, turned = scores(model, dims), scores(rotated, dims)
-    print(f"{args.model}: rotation fitted on {report.texts} SNLI dev sentences in {fitted:.0f} s (encoding included)\n")
+    print(f"{args.model}: fitted on {report.texts} {args.fit} sentences in {fitted:.0f} s (encoding included)\n")
     print("| dims | nDCG@10 truncated | nDCG@10 rotated | share of full, rotated | STSb truncated | STSb rotated |")
     print("|---|---|---|---|---|---|")
     full = turned[dims[0]][0]
