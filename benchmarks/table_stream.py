@@ -12,7 +12,7 @@ a fresh process and hands every row's texts and score to Python once:
 
 Rates are medians of --rounds alternated runs; peak is the highest VmHWM (imports included).
 
-    python benchmarks/table_stream.py --rows 2000000 --workdir /tmp/stream
+    python benchmarks/table_stream.py --rows 1000000 --rounds 2 --workdir /tmp/stream [--readers sbert-stream]
 """
 
 from __future__ import annotations
@@ -97,11 +97,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--readers", nargs="+", default=["sbert-whole", "sbert-stream", "datasets-stream"])
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     paths = write_tables(args.rows, args.workdir)
     print(json.dumps({"cpu": platform.processor() or platform.machine(), "rows": args.rows}), flush=True)
-    readers = ("sbert-whole", "sbert-stream", "datasets-stream")
+    readers = tuple(args.readers)
     lines = []
     for fmt, path in paths.items():
         runs: dict[str, list[dict[str, float]]] = {r: [] for r in readers}

@@ -43,10 +43,14 @@ def spec(fmt: str, path: Path, options: str = "stream=50;scale=0-5", split: str 
 
 @pytest.mark.parametrize(("fmt", "key", "split"), [("parquet", "parquet", ""), ("parquet", "folder", ""),
                                                    ("hf", "hf", ":train")])  # fmt: skip
-def test_each_epoch_streams_every_row_of_a_whole_read_once(tables, fmt, key, split):
+def test_each_epoch_streams_every_row_of_a_whole_read_once(tables, fmt, key, split, monkeypatch):
+    # Small pieces, read in smaller parts: several Arrow slices per file, several parts per row group.
+    monkeypatch.setattr("sbert.data.streaming.ARROW_PIECE_ROWS", 64)
+    monkeypatch.setattr("sbert.data.streaming.PIECE_ROWS", 16)
     whole = load_dataset(spec(fmt, tables[key], "scale=0-5", split))
     streamed = load_dataset(spec(fmt, tables[key], split=split))
     assert isinstance(streamed, StreamedDataset) and streamed.stream is not None
+    assert len(streamed.stream.pieces) >= 3
     assert len(streamed) == len(whole) == 300 and streamed.kind == whole.kind == "pair-score"
     assert streamed.texts == whole.texts[: len(streamed.texts)]  # the sample is the table's first rows
     expected = sorted(zip(whole.texts, whole.labels or [], strict=True))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from sbert.data.common import NLI_LABELS, DataFormatError, Dataset
 from sbert.data.table_sources import Table, arrow_table, saved_dataset_files
 
 PIECE_ROWS = 8192  # rows converted to Python at a time (a Parquet row group is read in pieces this size)
+ARROW_PIECE_ROWS = 65_536  # a `save_to_disk` file is shuffled in slices this size (Parquet: by row group)
 SAMPLE_ROWS = 8  # the rows a StreamedDataset keeps in memory, for the checks objectives run before training
 Row = tuple[tuple[str, ...], float | None]  # an example's texts and its label (None: the kind has none)
 Convert = Callable[[Table, tuple[str, ...]], Dataset]  # a piece's rows and the class names -> checked examples
@@ -166,8 +166,9 @@ def _parquet_pieces(path: Path) -> tuple[Piece, ...]:
 def _arrow_pieces(path: Path, split: str | None) -> tuple[Piece, ...]:
     pieces, first = [], 0
     for file in saved_dataset_files(path, split):
-        rows = _arrow_file(file).num_rows
-        pieces += [Piece(file, -1, first + s, min(PIECE_ROWS, rows - s), s) for s in range(0, rows, PIECE_ROWS)]
+        rows = _arrow_rows(file)
+        step = ARROW_PIECE_ROWS
+        pieces += [Piece(file, -1, first + s, min(step, rows - s), s) for s in range(0, rows, step)]
         first += rows
     return tuple(pieces)
 
@@ -182,16 +183,25 @@ def _read_piece(piece: Piece) -> Iterator[tuple[int, Any]]:
             yield first, batch
             first += batch.num_rows
         return
-    table = _arrow_file(piece.file)  # memory-mapped: slicing reads only these rows' pages
-    yield piece.first_row, table.slice(piece.offset, piece.rows)
-
-
-@lru_cache(maxsize=4)
-def _arrow_file(file: Path) -> Any:
     import pyarrow as pa
 
+    # Memory-mapped and unmapped again after the piece: only these rows' pages are read, and they
+    # do not stay resident (a mapping kept open would hold every page the epoch touched).
+    with pa.memory_map(str(piece.file)) as source:
+        rows = _arrow_stream(pa, source, piece.file).slice(piece.offset, piece.rows)
+        for start in range(0, piece.rows, PIECE_ROWS):
+            yield piece.first_row + start, rows.slice(start, PIECE_ROWS)
+
+
+def _arrow_rows(file: Path) -> int:
+    import pyarrow as pa
+
+    with pa.memory_map(str(file)) as source:
+        return int(_arrow_stream(pa, source, file).num_rows)
+
+
+def _arrow_stream(pa: Any, source: Any, file: Path) -> Any:
     try:
-        with pa.memory_map(str(file)) as source:
-            return pa.ipc.open_stream(source).read_all()
+        return pa.ipc.open_stream(source).read_all()
     except pa.ArrowInvalid as e:
         raise DataFormatError(f"{file}: not Arrow data as save_to_disk writes it ({e})") from None
