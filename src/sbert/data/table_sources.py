@@ -96,19 +96,21 @@ def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if not header or len(set(header)) != len(header) or b"\n\n" in data or b"\n\r\n" in data:
         return None  # the careful reader names the problem (or handles the blank lines)
+    source, data = pa.py_buffer(data), b""  # the parsers copy what they keep: the bytes go once parsed
     try:
         table = pacsv.read_csv(
-            pa.py_buffer(data),
+            source,
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={h: pa.string() for h in header},
                                                  strings_can_be_null=False, quoted_strings_can_be_null=False),
         )  # fmt: skip
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+    del source
     if table.num_rows != lines - 1 or table.column_names != header:
         return None
-    columns = {name: table.column(name).to_pylist() for name in header}
-    return Table(str(path), columns, lines=list(range(2, table.num_rows + 2)))
+    rows = table.num_rows
+    return Table(str(path), _python_columns(table, header), lines=list(range(2, rows + 2)))
 
 
 def read_jsonl(path: Path, skip_bad: bool) -> Table:
@@ -136,13 +138,24 @@ def _arrow_jsonl(path: Path) -> Table | None:
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if b"\n\n" in data or b"\n\r\n" in data or not data.strip():
         return None
+    source, data = pa.BufferReader(data), b""  # the parser copies what it keeps: the bytes go once parsed
     try:
-        table = pajson.read_json(pa.BufferReader(data))
+        table = pajson.read_json(source)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
+    del source
     if table.num_rows != lines or table.column_names != keys or any(c.null_count for c in table.columns):
         return None
-    return Table(str(path), {name: table.column(name).to_pylist() for name in keys}, lines=list(range(1, lines + 1)))
+    return Table(str(path), _python_columns(table, keys), lines=list(range(1, lines + 1)))
+
+
+def _python_columns(table: Any, names: list[str]) -> dict[str, list[Any]]:
+    """Each column as a Python list, the Arrow copy of each dropped once converted (the peak holds one, not all)."""
+    columns = {}
+    for name in names:
+        columns[name] = table.column(name).to_pylist()
+        table = table.drop_columns([name])
+    return columns
 
 
 def python_jsonl(path: Path, skip_bad: bool) -> Table:
