@@ -60,19 +60,13 @@ def test_bad_calls_say_what_is_wrong(built, tmp_path):
 def test_an_index_folder_with_a_seismic_sparse_side(tiny_dirs, tmp_path):
     import json
 
-    from sbert import SentenceEncoder
     from tests.cli_runner import run_cli
-    from tests.test_sparse import build_mlm, st_splade
+    from tests.test_sparse_search import sparse_index_folder
     from tests.tiny_models import CORPUS
 
-    dense_dir = tmp_path / "dense"
-    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(dense_dir)
-    splade_dir = st_splade(build_mlm(tiny_dirs["bert"], tmp_path / "mlm"), tmp_path / "splade")
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(CORPUS) + "\n")
-    idx = tmp_path / "idx"
-    built = run_cli("index", "build", str(corpus), "--out", str(idx), "--model", str(dense_dir), "--sparse-model",
-                    str(splade_dir), "--sparse-approximate", "--seismic-postings", "50")  # fmt: skip
+    dense_dir, splade_dir, corpus, idx, built = sparse_index_folder(
+        tiny_dirs, tmp_path, "--sparse-approximate", "--seismic-postings", "50"
+    )
     assert built.returncode == 0 and "with a Seismic approximate index" in built.stderr, built.stderr
     assert json.loads((idx / "sparse" / "sparse.json").read_text())["approximate"] is True
     assert json.loads((idx / "sparse" / "seismic" / "seismic.json").read_text())["n_postings"] == 50

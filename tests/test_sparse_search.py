@@ -103,12 +103,12 @@ def test_encode_sparse_writes_what_the_engines_ingest(tiny_dirs, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path):
-    import json
+def sparse_index_folder(tiny_dirs, tmp_path, *flags: str):
+    """A tiny dense model, a tiny SPLADE and `sbert index build` of CORPUS with a sparse side (plus `flags`).
 
+    Returns the dense and SPLADE folders, the corpus file, the index folder and the build's result.
+    """
     from sbert import SentenceEncoder
-    from sbert.search import semantic_search
-    from sbert.sparse import SparseEncoder
     from tests.cli_runner import run_cli
     from tests.test_sparse import build_mlm, st_splade
     from tests.tiny_models import CORPUS
@@ -120,7 +120,20 @@ def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path
     corpus.write_text("\n".join(CORPUS) + "\n")
     idx = tmp_path / "idx"
     built = run_cli("index", "build", str(corpus), "--out", str(idx), "--model", str(dense_dir), "--sparse-model",
-                    str(splade_dir))  # fmt: skip
+                    str(splade_dir), *flags)  # fmt: skip
+    return dense_dir, splade_dir, corpus, idx, built
+
+
+def test_index_with_a_sparse_side_searches_sparse_and_hybrid(tiny_dirs, tmp_path):
+    import json
+
+    from sbert import SentenceEncoder
+    from sbert.search import semantic_search
+    from sbert.sparse import SparseEncoder
+    from tests.cli_runner import run_cli
+    from tests.tiny_models import CORPUS
+
+    dense_dir, splade_dir, corpus, idx, built = sparse_index_folder(tiny_dirs, tmp_path)
     assert built.returncode == 0 and f"sparse side: {len(CORPUS)} documents" in built.stderr, built.stderr
     query = "a cat on a mat"
 
