@@ -14,7 +14,7 @@ about the origin, so no bias is needed and cosine similarity at full size is exa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -64,7 +64,7 @@ def rotate(
     with torch.no_grad():
         dense.linear.weight.copy_(torch.from_numpy(rotation))
     rotated = SentenceEncoder([*model, dense], device=model.device)
-    rotated.settings = model.settings
+    rotated.settings = replace(model.settings)  # its own copy: prompts and truncate_dim as the model had them
     kept = [k for k in ks if k < dim]
     report = RotationReport(len(vectors), energy_share(vectors, kept), energy_share(vectors @ rotation.T, kept))
     return rotated, report
