@@ -15,7 +15,7 @@ and the buffer, whatever the table's size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def open_stream(fmt: str, file: Path, split: str | None, where: str, convert: Co
     if sample is None or kind is None:
         raise DataFormatError(f"{where}: no examples")
     label_names = _label_names(names) if kind == "pair-class" else ()
-    stream = TableStream(where, pieces, convert, buffer, label_names)
+    stream = replace(stream, label_names=label_names)
     head = next(stream.examples(pieces[0])) if kind == "pair-class" else sample  # labels numbered as all pieces are
     keep = min(SAMPLE_ROWS, len(head))
     labels = head.labels[:keep] if head.labels is not None else None

@@ -93,8 +93,8 @@ def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
         header = next(csv.reader([first.decode("utf-8").rstrip("\r")], delimiter=delimiter), [])
     except (UnicodeDecodeError, csv.Error):
         return None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if not header or len(set(header)) != len(header) or b"\n\n" in data or b"\n\r\n" in data:
+    lines = _line_count(data)
+    if not header or len(set(header)) != len(header) or lines is None:
         return None  # the careful reader names the problem (or handles the blank lines)
     source, data = pa.py_buffer(data), b""  # the parsers copy what they keep: the bytes go once parsed
     try:
@@ -111,6 +111,13 @@ def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
         return None
     rows = table.num_rows
     return Table(str(path), _python_columns(table, header), lines=list(range(2, rows + 2)))
+
+
+def _line_count(data: bytes) -> int | None:
+    """The file's lines, or None when one is blank: then rows and lines may not map one to one."""
+    if b"\n\n" in data or b"\n\r\n" in data:
+        return None
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
 def read_jsonl(path: Path, skip_bad: bool) -> Table:
@@ -135,8 +142,8 @@ def _arrow_jsonl(path: Path) -> Table | None:
         keys = list(json.loads(first))
     except (ValueError, TypeError):  # not a JSON object (or not UTF-8): the careful reader says which line
         return None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if b"\n\n" in data or b"\n\r\n" in data or not data.strip():
+    lines = _line_count(data)
+    if lines is None or not data.strip():
         return None
     source, data = pa.BufferReader(data), b""  # the parser copies what it keeps: the bytes go once parsed
     try:

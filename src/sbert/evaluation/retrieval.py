@@ -48,11 +48,14 @@ def search(
 
 
 def ranked_ids(scores: np.ndarray, rows: np.ndarray, corpus_ids: Sequence[str]) -> list[list[str]]:
-    """Each query's hits as corpus ids, ordered by (-score, corpus id) as sentence-transformers orders them."""
+    """Each query's hits as corpus ids, ordered by (-score, corpus id) as sentence-transformers orders them.
+
+    A row of -1 (a ranking with fewer hits than its width, as the sparse index pads) is no hit.
+    """
     out = []
     for s, r in zip(scores.tolist(), rows.tolist(), strict=True):
-        hits = sorted(zip(s, (corpus_ids[i] for i in r), strict=True), key=lambda hit: (-hit[0], hit[1]))
-        out.append([doc for _, doc in hits])
+        found = [(score, corpus_ids[i]) for score, i in zip(s, r, strict=True) if i >= 0]
+        out.append([doc for _, doc in sorted(found, key=lambda hit: (-hit[0], hit[1]))])
     return out
 
 

@@ -16,7 +16,7 @@ import scipy.sparse
 
 from sbert.data.beir import IRCollection
 from sbert.evaluation.common import Embedder
-from sbert.evaluation.retrieval import DEPTH, corpus_vectors, ir_metrics, search
+from sbert.evaluation.retrieval import DEPTH, corpus_vectors, ir_metrics, ranked_ids, search
 from sbert.search.hybrid import METHODS, hybrid_fuse
 from sbert.search.sparse_index import SparseIndex
 from sbert.similarity import similarity_of
@@ -46,10 +46,7 @@ def sparse_ranking(model: SparseEncoder, collection: IRCollection, batch_size: i
 
 def metrics_of(ranking: Ranking, collection: IRCollection) -> dict[str, float]:
     """The IR metrics of a ranking, with ties ordered by corpus id as evaluate_ir orders them."""
-    hits = []
-    for scores, rows in zip(ranking[0].tolist(), ranking[1].tolist(), strict=True):
-        found = [(s, collection.corpus_ids[r]) for s, r in zip(scores, rows, strict=True) if r >= 0]
-        hits.append([doc for _, doc in sorted(found, key=lambda hit: (-hit[0], hit[1]))])
+    hits = ranked_ids(*ranking, collection.corpus_ids)
     return ir_metrics(hits, [collection.qrels[q] for q in collection.query_ids])
 
 

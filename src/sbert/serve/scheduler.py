@@ -23,6 +23,7 @@ class ClientGone(Exception):  # noqa: N818  (a condition: nobody is left to answ
     """The client disconnected while its texts were waiting."""
 
 
+CPU_GROUP_TOKENS = 8192  # tokens per merged group of requests on the CPU (serve/server.py's group_budget)
 _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client is still there
 
 

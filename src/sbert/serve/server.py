@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from sbert.serve.app import create_app
 from sbert.serve.metrics import Metrics
-from sbert.serve.scheduler import DynamicBatcher
+from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.settings import ServeSettings
 from sbert.serve.state import Reranking, ServerState, prompt_call
 
@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
-
-
-CPU_GROUP_TOKENS = 8192
 
 
 def build_server(

@@ -16,14 +16,13 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.metrics import Metrics
-from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
+from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.settings import ServeSettings
-from sbert.serve.state import ApiError, ServerState, check_texts, too_long
+from sbert.serve.state import ApiError, ServerState, check_texts, queued, too_long
 
 if TYPE_CHECKING:
     from sbert.sparse import SparseEncoder
 
-CPU_GROUP_TOKENS = 8192  # tokens per merged group on the CPU, as the dense routes use
 Key = tuple[str | None, str | None]  # (task: "query" | "document" | None, prompt name)
 
 
@@ -59,13 +58,5 @@ async def embed_sparse(
     lengths, cut, limit = await run_in_threadpool(model.token_lengths, texts)
     if cut and not truncate:
         raise too_long(field, cut, limit)
-    tokens = sum(lengths)
-    if tokens > st.settings.max_request_tokens:
-        raise ApiError(413, f"{tokens} tokens in one request; the limit is {st.settings.max_request_tokens} "
-                       "(--max-request-tokens): split the request", "too_many_tokens")  # fmt: skip
-    try:
-        return await batcher.submit([(key, t) for t in texts], lengths, request.is_disconnected)
-    except ClientGone as e:
-        raise ApiError(499, str(e), "client_closed_request") from None
-    except QueueFull as e:
-        raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+    st.check_request_tokens(lengths, "split the request")
+    return await queued(batcher, [(key, t) for t in texts], lengths, request)

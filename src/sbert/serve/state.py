@@ -97,19 +97,27 @@ class ServerState:
         lengths, cut = await run_in_threadpool(self.count_tokens, texts, kind)
         if cut and not truncate:
             raise too_long(field, cut, getattr(self.model, "max_seq_length", 0))
+        tokens = self.check_request_tokens(lengths, "split the request")
+        items = [(kind, t) for t in texts]  # groups may mix tasks: the encoder sorts them back by task
+        return await queued(self.batcher, items, lengths, request), tokens, cut
+
+    def check_request_tokens(self, lengths: Sequence[int], advice: str) -> int:
+        """The request's token count, or 413 when it is over --max-request-tokens (`advice` says what to do)."""
         tokens = sum(lengths)
         if tokens > self.settings.max_request_tokens:
-            raise ApiError(
-                413, f"{tokens} tokens in one request; the limit is {self.settings.max_request_tokens} "
-                "(--max-request-tokens): split the request", "too_many_tokens",
-            )  # fmt: skip
-        try:
-            items = [(kind, t) for t in texts]  # groups may mix tasks: the encoder sorts them back by task
-            return await self.batcher.submit(items, lengths, request.is_disconnected), tokens, cut
-        except ClientGone as e:  # nobody reads the answer; 499 as nginx logs it, and no traceback
-            raise ApiError(499, str(e), "client_closed_request") from None
-        except QueueFull as e:
-            raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+            raise ApiError(413, f"{tokens} tokens in one request; the limit is {self.settings.max_request_tokens} "
+                           f"(--max-request-tokens): {advice}", "too_many_tokens")  # fmt: skip
+        return tokens
+
+
+async def queued(batcher: DynamicBatcher, items: list[Any], lengths: list[int], request: Request) -> Any:
+    """`batcher.submit` for a route: a client gone while waiting is 499, a full queue 503 (with Retry-After)."""
+    try:
+        return await batcher.submit(items, lengths, request.is_disconnected)
+    except ClientGone as e:  # nobody reads the answer; 499 as nginx logs it, and no traceback
+        raise ApiError(499, str(e), "client_closed_request") from None
+    except QueueFull as e:
+        raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
 
 
 @dataclass
@@ -132,19 +140,11 @@ class Reranking:
         check_texts(documents, "documents")
         pairs = [(query, d) for d in documents]
         lengths = [len(row) for row in await run_in_threadpool(self.model.classifier.pair_ids, pairs)]
-        tokens = sum(lengths)
-        if tokens > server.settings.max_request_tokens:
-            raise ApiError(413, f"{tokens} tokens in one request; the limit is {server.settings.max_request_tokens} "
-                           "(--max-request-tokens): send fewer documents", "too_many_tokens")  # fmt: skip
-        try:
-            logits = (await self.batcher.submit(pairs, lengths, request.is_disconnected))[:, 0]
-            from sbert.cross_encoder import ACTIVATIONS
+        tokens = server.check_request_tokens(lengths, "send fewer documents")
+        logits = (await queued(self.batcher, pairs, lengths, request))[:, 0]
+        from sbert.cross_encoder import ACTIVATIONS
 
-            return (logits if raw else ACTIVATIONS[self.model.activation](logits)), tokens
-        except ClientGone as e:
-            raise ApiError(499, str(e), "client_closed_request") from None
-        except QueueFull as e:
-            raise ApiError(503, f"server busy ({e}); retry shortly", "queue_full", {"Retry-After": "1"}) from None
+        return (logits if raw else ACTIVATIONS[self.model.activation](logits)), tokens
 
 
 def too_long(field: str, cut: Sequence[int], limit: int) -> ApiError:
