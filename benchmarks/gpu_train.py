@@ -72,7 +72,7 @@ def sbert_run(
     Trainer(config, show_progress=False, datasets={"bench": data}).run()
     sync()
     seconds = time.perf_counter() - start
-    rate = steady_rate(Path(f"{out}.run") / "train_log.jsonl", batch)
+    rate = steady_rate(Path(out) / "train_log.jsonl", batch)
     return {"pairs_per_s": rate, "seconds": seconds, "peak_gib": peak_gib(), "model": out}
 
 

@@ -74,7 +74,7 @@ def child(model_dir: str, family: str, mode: str, steps: int) -> None:
     try:
         train(model, str(out / "model"), {"stsb": f"stsb:{STS_DIR / 'sts-train.csv'}"}, {"stsb": "regression"},
               max_steps=steps, batch_size=16, log_steps=1, lr=1e-4, show_progress=False, **MODES[mode])  # fmt: skip
-        log = [json.loads(line) for line in (out / "model.run" / "train_log.jsonl").read_text().splitlines()]
+        log = [json.loads(line) for line in (out / "model" / "train_log.jsonl").read_text().splitlines()]
     finally:
         shutil.rmtree(out, ignore_errors=True)
     stage = next(r for r in log if r["event"] == "stage")

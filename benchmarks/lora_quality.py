@@ -35,7 +35,7 @@ def one_run(seed: int, epochs: int, lr: float, lora: str | None) -> dict[str, fl
         train("all-MiniLM-L6-v2", str(out), {"stsb": f"stsb:{STS_DIR / 'sts-train.csv'}"}, {"stsb": "regression"},
               seed=seed, epochs=epochs, lr=lr, batch_size=16, device="cpu", lora=lora, show_progress=False)  # fmt: skip
         seconds = time.perf_counter() - start
-        stage = json.loads((Path(f"{out}.run") / "train_log.jsonl").read_text().splitlines()[0])
+        stage = json.loads((Path(out) / "train_log.jsonl").read_text().splitlines()[0])
         size = sum(p.stat().st_size for p in out.glob("*.safetensors"))
         score = evaluate_sts(SentenceEncoder.load(out, device="cpu"), load_dataset(TEST))["spearman"]
     return {"test": score, "seconds": seconds, "trainable": stage["trainable_parameters"], "mib": size / 2**20}

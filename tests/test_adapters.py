@@ -57,7 +57,7 @@ def test_trained_adapter_is_saved_alone_and_loads_in_peft(base, trained):
     ours = SentenceEncoder.load(trained).encode(TEXTS)
     np.testing.assert_allclose(ours, peft_vectors(base, trained), **CLOSE)
     assert np.abs(ours - SentenceEncoder.load(base).encode(TEXTS)).max() > 1e-4  # training moved the adapter
-    stage = json.loads((Path(f"{trained}.run") / "train_log.jsonl").read_text().splitlines()[0])
+    stage = json.loads((Path(trained) / "train_log.jsonl").read_text().splitlines()[0])
     lora = 3 * 2 * 4 * (32 + 32)  # query/key/value x 2 layers x r=4 x (A: 32 in + B: 32 out)
     assert stage["trainable_parameters"] == lora < stage["total_parameters"]
 

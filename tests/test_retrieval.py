@@ -143,6 +143,6 @@ def test_data_command_writes_a_collection_eval_scores(tmp_path):
 def test_training_keeps_the_best_model_by_ndcg(tiny_dirs, tmp_path, snli_ir):
     stage = Stage((Objective("mnrl", f"{SNLI_TEST}"),), dev=f"ir:{snli_ir}", batch_size=16, max_steps=6, eval_steps=3)
     Trainer(TrainConfig(model=str(tiny_dirs["bert"]), output=str(tmp_path / "m"), stages=(stage,)), False).run()
-    log = [json.loads(line) for line in (tmp_path / "m.run" / "train_log.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (tmp_path / "m" / "train_log.jsonl").read_text().splitlines()]
     evals = [e for e in log if e["event"] == "eval"]
     assert len(evals) == 2 and all(e["metric"] == "ndcg@10" and "recall@100" in e["scores"] for e in evals)

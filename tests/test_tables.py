@@ -72,7 +72,7 @@ def test_roles_from_names_explicit_and_by_position():
     assert explicit.describe() == "anchor=q, positive=doc, score=rating"
     positional = infer_roles(["a", "b", "c", "n"], ["a", "b", "c"], "", "t")
     assert positional.texts == ("a", "b", "c") and positional.by_position and positional.ignored == ("n",)
-    with pytest.raises(DataFormatError, match=r"t: no column 'rating' \(columns: q, doc\)"):
+    with pytest.raises(DataFormatError, match=r"t: no column 'rating' \(columns: q, doc\); --columns ROLE=COLUMN"):
         infer_roles(["q", "doc"], ["q", "doc"], "anchor=q,score=rating", "t")
     with pytest.raises(DataFormatError, match="expected ROLE=COLUMN"):
         infer_roles(["q"], ["q"], "query=q", "t")
@@ -117,7 +117,9 @@ def test_bad_rows_name_file_line_and_column(tmp_path):
     assert skipped.texts == [("q1", "a1")] and skipped.skipped == 3
     path.write_text("question,answer,score\nq1,a1,0.5\nq3,a3,4\n", encoding="utf-8")
     with pytest.raises(
-        DataFormatError, match=r"faq.csv:3: score '4' in column 'score' is not a number in \[0, 1\]; give scale="
+        DataFormatError,
+        match=r"faq.csv:3: score '4' in column 'score' is not a number in \[0, 1\]; give the range in the spec, "
+        r"e.g. csv\[scale=0-4\]:.*faq.csv$",
     ):
         load_dataset(f"csv:{path}")
     assert load_dataset(f"csv[scale=0-5]:{path}").labels == pytest.approx([0.1, 0.8])
@@ -129,7 +131,8 @@ def test_a_table_without_the_needed_roles_says_which(tmp_path):
     dataset = load_dataset(f"csv:{path}")
     with pytest.raises(
         SbertError,
-        match=r"'regression' needs anchor, positive and score columns, but .* columns: query, document, clicks",
+        match=r"'regression': csv:.* columns: query, document, clicks; it needs anchor, positive and score columns; "
+        r"name yours with --columns anchor=COLUMN,positive=COLUMN,score=COLUMN",
     ):
         build_loss("regression", 8, dataset)
     assert load_dataset(with_option(f"csv:{path}", "columns", "score=clicks").replace("]", ";scale=0-10]")).labels == [
@@ -214,3 +217,13 @@ def test_the_fast_jsonl_reader_equals_the_careful_one_and_steps_aside_on_anythin
     with pytest.raises(DataFormatError, match=r"missing\.jsonl:2: no 'document' key, which the first row has"):
         load_dataset(f"jsonl:{tmp_path / 'missing.jsonl'}")
     assert load_dataset(f"jsonl:{tmp_path / 'blank.jsonl'}").texts == [("a", "b"), ("c", "d")]
+
+
+def test_jsonl_dates_stay_text_whichever_reader_reads_them(tmp_path):
+    # pyarrow reads "2024-01-01" as a timestamp; json.loads keeps it text: the roles must not depend on the reader
+    rows = '{"date": "2024-01-01", "title": "a title", "body": "a body"}\n' * 3
+    (tmp_path / "plain.jsonl").write_text(rows, encoding="utf-8")
+    (tmp_path / "blank.jsonl").write_text(rows + "\n", encoding="utf-8")  # a blank line: the careful reader
+    plain, blank = (load_dataset(f"jsonl:{tmp_path / name}.jsonl") for name in ("plain", "blank"))
+    assert plain.kind == blank.kind == "triplet"
+    assert plain.texts == blank.texts == [("2024-01-01", "a title", "a body")] * 3

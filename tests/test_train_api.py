@@ -72,7 +72,10 @@ def test_api_refuses_what_cannot_train(tiny_dirs, tmp_path):
         sbert.train(model, str(tmp_path / "o"), datasets={"a": {"text": ["x"]}}, objectives={"a": "infomax"}, epoch=2)
     with pytest.raises(SbertError, match="set 'b' needs both a dataset and an objective"):
         sbert.train(model, str(tmp_path / "o"), datasets={"a": {"text": ["x"]}}, objectives={"a": "mnrl", "b": "mnrl"})
-    with pytest.raises(SbertError, match=r"'regression' needs anchor, positive and score columns, but a has"):
+    with pytest.raises(
+        SbertError,
+        match=r"'regression': a has .*; it needs anchor, positive and score columns; name yours with --columns",
+    ):
         sbert.train(model, str(tmp_path / "o"), datasets={"a": {"q": ["x"], "d": ["y"]}},
                     objectives={"a": "regression"}, columns={"a": "anchor=q,positive=d"}, device="cpu")  # fmt: skip
 
@@ -107,7 +110,7 @@ def test_several_dev_sets_pick_the_best_by_their_mean_or_a_named_metric(tiny_dir
     for r in evals:
         spearman = [r["scores"][f"{d}:spearman"] for d in devs]
         assert r["score"] == pytest.approx(sum(spearman) / 2, abs=2e-4)
-    table = (tmp_path / "mean.run" / "dev_curves.csv").read_text().splitlines()
+    table = (tmp_path / "mean" / "dev_curves.csv").read_text().splitlines()
     assert (
         table[0] == f'step,"selected (mean)","{devs[0]}:spearman","{devs[1]}:spearman"' and len(table) == len(evals) + 1
     )

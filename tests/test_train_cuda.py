@@ -75,7 +75,7 @@ def test_every_dev_evaluation_scores_the_weights_of_its_step(tiny_dirs, tmp_path
     stage = Stage((Objective("regression", train),), dev=dev, batch_size=16, max_steps=24, eval_steps=8, lr=1e-4)
     run = TrainConfig(model=str(tiny_dirs["bert"]), output=str(tmp_path / "m"), stages=(stage,), device="cuda")
     Trainer(run, show_progress=False).run()
-    log = [json.loads(line) for line in (tmp_path / "m.run" / "train_log.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (tmp_path / "m" / "train_log.jsonl").read_text().splitlines()]
     scores = [e["score"] for e in log if e["event"] == "eval"]
     assert len(scores) == 3 and len(set(scores)) == 3, scores
 

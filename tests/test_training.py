@@ -4,6 +4,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -112,6 +113,14 @@ def test_kill_9_then_resume_gives_the_uninterrupted_weights(tiny_dirs, data, tmp
     )
     assert resumed.returncode == 0, resumed.stderr
     assert_same_weights(weights(reference), weights(out))
+
+
+def test_a_run_without_checkpoints_leaves_only_the_model(tiny_dirs, data, tmp_path):
+    scratch = set(Path(tempfile.gettempdir()).glob("sbert-run-*"))
+    Trainer(regression(tiny_dirs["bert"], data, tmp_path / "out"), show_progress=False).run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert set(Path(tempfile.gettempdir()).glob("sbert-run-*")) == scratch
+    assert (tmp_path / "out" / "train_log.jsonl").is_file()
 
 
 def test_existing_checkpoints_need_resume(tiny_dirs, data, tmp_path):

@@ -12,3 +12,5 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 POOLER_NAMES = ("mean", "max", "cls", "mean_sqrt_len_tokens", "weightedmean", "lasttoken", "cnn", "ngram-cnn")
 # `--dense OUT[:ACTIVATION]`: the activations by the short names the CLI takes.
 DENSE_ACTIVATIONS = ("identity", "tanh", "relu", "gelu", "sigmoid")
+# `sbert encode-sparse --format`: the search engines whose ingest shape sbert.sparse.export writes.
+SPARSE_EXPORT_FORMATS = ("qdrant", "opensearch", "elasticsearch")

@@ -9,20 +9,19 @@ import sys
 from sbert.cli.common import stream_lines
 from sbert.errors import SbertError
 from sbert.layout import atomic_file
+from sbert.names import SPARSE_EXPORT_FORMATS
 
 _CHUNK = 4096  # lines encoded and written per round: memory stays flat for any input size
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    from sbert.sparse.export import FORMATS
-
     p = sub.add_parser("encode-sparse", help="sparse vectors (SPLADE, CSR) as JSON lines for a search engine",
                        description=__doc__)  # fmt: skip
     p.add_argument("--model", "-m", required=True, help="a SparseEncoder folder (SPLADE, inference-free SPLADE, CSR)")
     p.add_argument("--input", "-i", required=True, help="UTF-8 text file, one text per line ('-' = stdin)")
     p.add_argument("--output", "-o", required=True, help="the .jsonl to write (atomically)")
-    p.add_argument("--format", choices=FORMATS, default="qdrant")
+    p.add_argument("--format", choices=SPARSE_EXPORT_FORMATS, default="qdrant")
     p.add_argument("--task", choices=("query", "document"), default="document", help="which prompt / route")
     p.add_argument("--max-active-dims", type=int, help="keep each vector's k largest weights")
     p.add_argument("--name", default="sparse", help="the named vector (qdrant) or the field (opensearch)")

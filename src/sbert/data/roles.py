@@ -89,7 +89,10 @@ def infer_roles(columns: Sequence[str], text_columns: Sequence[str], explicit: s
     for names in given.values():
         for name in names:
             if name not in columns:
-                raise DataFormatError(f"{where}: no column {name!r} (columns: {_list(columns)})")
+                raise DataFormatError(
+                    f"{where}: no column {name!r} (columns: {_list(columns)}); "
+                    f"--columns ROLE=COLUMN takes one of these names"
+                )
     taken = {c for names in given.values() for c in names}
     found: dict[str, list[str]] = {role: list(names) for role, names in given.items()}
     for column in columns:

@@ -81,10 +81,13 @@ def _arrow_delimited(path: Path, delimiter: str) -> Table | None:
 
     Row i is line i + 2 only when no row spans lines and no line is blank: the row count must equal
     the count of lines after the header, and the file must hold no empty line. Every cell is read as
-    text (no type guessing), as Python's csv module reads it.
+    text (no type guessing), as Python's csv module reads it. None too where pyarrow is not installed.
     """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # a base dependency, but an install without it still reads every table
+        return None
 
     data = path.read_bytes()
     data = data.removeprefix(b"\xef\xbb\xbf")  # utf-8-sig: the BOM is not part of the first column's name
@@ -132,9 +135,16 @@ def read_jsonl(path: Path, skip_bad: bool) -> Table:
 
 
 def _arrow_jsonl(path: Path) -> Table | None:
-    """The table by pyarrow, or None when a line is blank, a key is missing, a value is null or a type mixed."""
-    import pyarrow as pa
-    import pyarrow.json as pajson
+    """The table by pyarrow, or None when a line is blank, a key is missing, a value is null or a type mixed.
+
+    None too when pyarrow read a value as a date or time: it guesses those from strings, which json.loads
+    keeps as text, and a guessed type would change which column gets which role.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.json as pajson
+    except ImportError:  # a base dependency, but an install without it still reads every table
+        return None
 
     data = path.read_bytes()
     first, _, _ = data.partition(b"\n")
@@ -152,6 +162,8 @@ def _arrow_jsonl(path: Path) -> Table | None:
         return None
     del source
     if table.num_rows != lines or table.column_names != keys or any(c.null_count for c in table.columns):
+        return None
+    if any(pa.types.is_temporal(c.type) for c in table.columns):
         return None
     return Table(str(path), _python_columns(table, keys), lines=list(range(1, lines + 1)))
 

@@ -106,7 +106,7 @@ def table_dataset(
         raise DataFormatError(f"{table.where}: scale={scale} given, but no score column ({roles.describe()})")
     check = LineChecker(skip_bad)
     bounds = scale_bounds(scale) if scale else (0.0, 1.0)
-    texts, targets, rows = _rows(table, roles, kind, bounds, check)
+    texts, targets, rows = _rows(table, roles, kind, bounds, check, name)
     labels, label_names = _labels(table, roles, rows, label_names) if kind == "pair-class" else (targets, ())
     source = f"roles: {roles.describe()}; columns: {', '.join(names)}"
     dataset = Dataset(name, kind, texts, labels if kind in ("pair-score", "pair-class") else None, label_names,
@@ -138,7 +138,7 @@ def _check_type(table: Table, column: str, what: str, allowed: Callable[[str], b
 
 
 def _rows(
-    table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], check: LineChecker
+    table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], check: LineChecker, spec: str
 ) -> tuple[list[tuple[str, ...]], list[float], list[int]]:
     """Each good row's texts and (for scored pairs) its score mapped to [0, 1]; bad rows raise or are counted.
 
@@ -155,7 +155,7 @@ def _rows(
         for i in (i for i, v in enumerate(labels) if not _is_class(v)):
             reason = f"label {_shown(labels[i])} in column {roles.label!r} is not a class (an integer >= 0 or a name)"
             problems.setdefault(i, reason)
-    scores = _scores(table, roles, bounds, problems) if kind == "pair-score" else None
+    scores = _scores(table, roles, bounds, problems, spec) if kind == "pair-score" else None
     for i in sorted(problems):
         check.bad_row(table.row(i), problems[i])
     texts = list(zip(*(table.columns[c] for c in roles.texts), strict=True))
@@ -174,7 +174,7 @@ def _bad_texts(values: list[Any]) -> list[int]:
     return [i for i, v in enumerate(values) if type(v) is not str or not v or v.isspace()]
 
 
-def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: dict[int, str]) -> np.ndarray:
+def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: dict[int, str], spec: str) -> np.ndarray:
     """The score column as floats; rows whose score is unreadable or out of `bounds` join `problems`."""
     assert roles.score is not None
     raw = table.columns[roles.score]
@@ -184,11 +184,19 @@ def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: d
         values = np.array([np.nan if (n := _number(v)) is None else n for v in raw], dtype=np.float64)
     lo, hi = bounds
     bad = ~(np.isfinite(values) & (values >= lo) & (values <= hi))
-    hint = "; give scale=LOW-HIGH (e.g. scale=0-5)" if (lo, hi) == (0.0, 1.0) else ""
+    hint = _scale_hint(spec, values) if (lo, hi) == (0.0, 1.0) else ""
     for i in np.flatnonzero(bad).tolist():
         reason = f"score {_shown(raw[i])} in column {roles.score!r} is not a number in [{lo:g}, {hi:g}]"
         problems.setdefault(i, reason + (hint if _number(raw[i]) is not None else ""))
     return values
+
+
+def _scale_hint(spec: str, values: np.ndarray) -> str:
+    """How to give the score range: the user's own spec with `[scale=0-TOP]`, TOP the largest score rounded up."""
+    fmt, _, path = spec.partition(":")
+    finite = values[np.isfinite(values)]
+    top = max(1, int(np.ceil(finite.max()))) if finite.size else 5
+    return f"; give the range in the spec, e.g. {fmt}[scale=0-{top}]:{path}"
 
 
 def _labels(

@@ -29,12 +29,22 @@ LOSSES: dict[str, type[Loss]] = {
 }
 # The table columns each kind of example needs (data/tables.py decides the kind from the roles).
 KIND_ROLES = {
-    "pair-score": "anchor, positive and score columns",
-    "pair-class": "anchor, positive and label columns",
-    "triplet": "anchor, positive and negative columns",
-    "pair": "anchor and positive columns",
-    "text": "a text column",
+    "pair-score": ("anchor", "positive", "score"),
+    "pair-class": ("anchor", "positive", "label"),
+    "triplet": ("anchor", "positive", "negative"),
+    "pair": ("anchor", "positive"),
+    "text": ("anchor",),
 }
+
+
+def _roles_needed(kinds: tuple[str, ...]) -> str:
+    """'anchor, positive and score columns or ...', then the --columns syntax that names them."""
+    named = [", ".join(KIND_ROLES[k][:-1]) + f" and {KIND_ROLES[k][-1]}" if len(KIND_ROLES[k]) > 1 else "a text"
+             for k in kinds]  # fmt: skip
+    example = ",".join(f"{role}=COLUMN" for role in KIND_ROLES[kinds[0]])
+    return f"{' or '.join(named)} columns; name yours with --columns {example} (or csv[columns=...]:FILE)"
+
+
 ALIASES = {
     "softmax": "classification",
     "cosine": "regression",
@@ -52,8 +62,9 @@ def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | 
         raise SbertError(f"unknown objective {name!r}; known: {', '.join(LOSSES)}")
     if dataset.kind not in cls.kinds:
         if dataset.source:  # a table: say which columns are missing rather than which kind
-            needed = " or ".join(KIND_ROLES[k] for k in cls.kinds)
-            raise SbertError(f"objective {key!r} needs {needed}, but {dataset.name} has {dataset.source}")
+            raise SbertError(
+                f"objective {key!r}: {dataset.name} has {dataset.source}; it needs {_roles_needed(cls.kinds)}"
+            )
         raise SbertError(f"objective {key!r} needs {' or '.join(cls.kinds)} data, but {dataset.name} is {dataset.kind}")
     options = dict(options or {})
     try:

@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
 import scipy.sparse
 
-FORMATS = ("qdrant", "opensearch", "elasticsearch")
+from sbert.names import SPARSE_EXPORT_FORMATS as FORMATS
+
+try:  # orjson (the serve extra) writes these lines several times faster; the standard library is the fallback
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - exercised by the run-install smoke step
+    import json
+
+    def _dumps(record: dict[str, Any]) -> bytes:
+        return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def csr_rows(vectors: scipy.sparse.spmatrix) -> Iterator[tuple[list[int], list[float]]]:
@@ -36,4 +43,4 @@ def sparse_records(
             record: dict[str, Any] = {"id": start + i, "vector": {name: {"indices": indices, "values": values}}}
         else:
             record = {"id": start + i, name: {token(j): v for j, v in zip(indices, values, strict=True)}}
-        yield orjson.dumps(record) + b"\n"
+        yield _dumps(record) + b"\n"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -65,7 +67,7 @@ class Trainer:
         self.datasets = datasets  # specs served from memory instead of read from disk
         self.given_model = model  # trained in place instead of loading config.model
         self.output = Path(config.output)
-        self.run_dir = Path(f"{config.output}.run")
+        self.run_dir = _run_dir(config)
         self.device = resolve_device(config.device, local_rank=True)
         self.world: World = init_world(self.device)
         self.log = RunLog(self.run_dir / "train_log.jsonl", enabled=self.world.main)
@@ -94,6 +96,8 @@ class Trainer:
             self._finish(model, state, self.elapsed())
         finally:
             close(self.world)
+            if self.run_dir.name.startswith(_SCRATCH_PREFIX):
+                shutil.rmtree(self.run_dir, ignore_errors=True)
         return TrainResult(self.output, self.global_step, self.elapsed(), state.progress.best_score)
 
     def elapsed(self) -> float:
@@ -331,13 +335,28 @@ class Trainer:
             event="done", step=self.global_step, seconds=round(seconds, 1), best_score=state.progress.best_score
         )
         curves = dev_curves(self.log.path) if self.log.path.is_file() else {}
-        if curves:  # the dev curves beside the log, as a table (`sbert report --train-log` plots them)
-            write_curves_csv(curves, self.run_dir / "dev_curves.csv")
         text = card.render(self.config, state, self.global_step, seconds)
         if state.dev and state.progress.best_score is not None:
             card.write_beside(self.output, text, self.log.path)  # the best model is already in place
         else:
             model.save(self.output, extras=lambda path: card.write_into(path, text, self.log.path, state))
+        if curves:  # the dev curves beside the log, as a table (`sbert report --train-log` plots them)
+            write_curves_csv(curves, self.output / "dev_curves.csv")
+
+
+_SCRATCH_PREFIX = "sbert-run-"
+
+
+def _run_dir(config: TrainConfig) -> Path:
+    """OUTPUT.run/ where checkpoints are on (or an earlier run left one to resume), else a scratch folder.
+
+    The run's log and dev curves end up in the model folder either way; a run without checkpoints
+    leaves nothing else behind.
+    """
+    kept = Path(f"{config.output}.run")
+    if config.checkpoint_steps > 0 or kept.exists():
+        return kept
+    return Path(tempfile.mkdtemp(prefix=_SCRATCH_PREFIX))
 
 
 def _seed_everything(seed: int) -> None:
