@@ -13,8 +13,6 @@ from typing import Any
 
 import scipy.sparse
 
-from sbert.names import SPARSE_EXPORT_FORMATS as FORMATS
-
 try:  # orjson (the serve extra) writes these lines several times faster; the standard library is the fallback
     from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover - exercised by the run-install smoke step
