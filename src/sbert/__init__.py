@@ -39,4 +39,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sbert' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    # The lazy names above are attributes too: dir(sbert) and tab completion list them.
+    return sorted({*globals(), *__all__})
+
+
 __all__ = ["CrossEncoder", "SentenceEncoder", "SparseEncoder", "StaticEncoder", "__version__", "train"]

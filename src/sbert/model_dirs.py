@@ -41,4 +41,23 @@ def _hub_download(repo_id: str) -> tuple[Path | None, str]:
     try:
         return Path(snapshot_download(repo_id)), ""
     except Exception as e:  # offline, unknown repo, auth: all mean "not here"
-        return None, f"{type(e).__name__}: {first_line(e)[:200]}"
+        return None, hub_reason(e)
+
+
+# Why a Hub download failed, in words a user can act on; huggingface_hub's own messages run to several
+# sentences (a cut one ended mid-word), so each known failure gets one short clause.
+_HUB_REASONS = {
+    "RepositoryNotFoundError": "no such repository on the Hub, or it is private",
+    "GatedRepoError": "a gated repository: accept its terms on the Hub and log in (`hf auth login`)",
+    "RevisionNotFoundError": "no such revision in the repository",
+    "LocalEntryNotFoundError": "not in the local Hub cache, and the Hub could not be reached (offline?)",
+}
+
+
+def hub_reason(error: BaseException) -> str:
+    """A one-clause reason for a failed Hub download: a known failure's own words, else the message's first sentence."""
+    for kind in type(error).__mro__:
+        if kind.__name__ in _HUB_REASONS:
+            return _HUB_REASONS[kind.__name__]
+    sentence = first_line(error).split(". ")[0].rstrip(".")
+    return f"{type(error).__name__}: {sentence}"

@@ -18,6 +18,7 @@ from sbert.encoding.tokens import fast_ids
 from sbert.errors import ModelFormatError, first_line
 from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.modules.base import Features, Module
+from sbert.progress import weight_bars
 
 log = logging.getLogger(__name__)
 # Encoder-decoder families whose encoder alone embeds sentences, by config model_type.
@@ -88,9 +89,10 @@ class Transformer(Module):
             # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
             # dtype: transformers 5 keeps the stored dtype by default ("auto"), so an fp16 file
             # would silently compute in half precision and train half-precision master weights.
-            model = cls.model_class(config).from_pretrained(
-                path, config=config, trust_remote_code=trust_remote_code, weights_only=True, dtype=torch_dtype
-            )
+            with weight_bars():
+                model = cls.model_class(config).from_pretrained(
+                    path, config=config, trust_remote_code=trust_remote_code, weights_only=True, dtype=torch_dtype
+                )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         except pickle.UnpicklingError:
             raise ModelFormatError(
@@ -167,7 +169,8 @@ class Transformer(Module):
         if self.has_adapter:
             peft_io.save_adapter(self.auto_model, path)
         else:
-            self.auto_model.save_pretrained(path)
+            with weight_bars():
+                self.auto_model.save_pretrained(path)
         # Recorded in tokenizer_config.json too, where sentence-transformers 6 looks for it.
         self.tokenizer.model_max_length = self.max_seq_length
         self.tokenizer.save_pretrained(path)

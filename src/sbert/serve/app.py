@@ -87,15 +87,26 @@ async def http_error(request: Request, exc: Exception) -> FastJSON:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 400 and not isinstance(exc, ApiError):
         # FastAPI's own 400: the body could not be parsed (invalid UTF-8, JSON nested too deep)
-        return error_answer(request, 422, f"body is not valid JSON ({exc.detail})", "invalid_json")
+        return error_answer(request, 400, f"body is not valid JSON ({exc.detail})", "invalid_json")
     code = exc.code if isinstance(exc, ApiError) else None
     return error_answer(request, exc.status_code, str(exc.detail), code, exc.headers)
 
 
 async def validation_error(request: Request, exc: Exception) -> FastJSON:
-    """422 naming the first offending field."""
+    """400 for a body that is not JSON (as OpenAI, TEI and Cohere answer), else 422 naming the first offending field."""
     assert isinstance(exc, RequestValidationError)
-    return error_answer(request, 422, describe_validation(list(exc.errors())), "invalid_request")
+    errors = list(exc.errors())
+    broken = next((e for e in errors if e.get("type") == "json_invalid"), None)
+    if broken is not None:
+        return error_answer(request, 400, describe_bad_json(broken), "invalid_json")
+    return error_answer(request, 422, describe_validation(errors), "invalid_request")
+
+
+def describe_bad_json(error: Any) -> str:
+    """`body is not valid JSON: Expecting ',' delimiter at character 18`, from pydantic's json_invalid error."""
+    reason = str((error.get("ctx") or {}).get("error") or "JSON decode error")
+    where = [p for p in error.get("loc", ()) if isinstance(p, int)]
+    return f"body is not valid JSON: {reason}" + (f" at character {where[0]}" if where else "")
 
 
 def describe_validation(errors: list[Any]) -> str:

@@ -1,0 +1,37 @@
+"""Whether transformers' own progress bars show while sbert reads or writes weights: one policy.
+
+transformers 5 draws a "Loading weights" bar on every `from_pretrained` and a "Writing model shards"
+bar on every `save_pretrained`: noise on each load and save of a library call, a CLI command or a
+server start. They show only when the `sbert` logger is at INFO (`sbert --verbose`, or
+`logging.getLogger("sbert").setLevel(logging.INFO)`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def weight_bars_wanted() -> bool:
+    """True where the user asked for loading details (the sbert logger at INFO or below)."""
+    return logging.getLogger("sbert").isEnabledFor(logging.INFO)
+
+
+@contextmanager
+def weight_bars() -> Iterator[None]:
+    """transformers' weight bars on or off for the block (by `weight_bars_wanted`), restored after it."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    if weight_bars_wanted():
+        hf_logging.enable_progress_bar()
+    else:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+        else:
+            hf_logging.disable_progress_bar()
