@@ -11,7 +11,18 @@ from sbert import SentenceEncoder
 from sbert.model_dirs import hub_reason
 
 # Optional extras and heavy libraries: building the CLI's parsers (`sbert --help`) must import none of them.
-HEAVY = ("torch", "transformers", "scipy", "orjson", "pyarrow", "fastapi", "uvicorn", "onnxruntime", "openvino", "faiss")
+HEAVY = (
+    "torch",
+    "transformers",
+    "scipy",
+    "orjson",
+    "pyarrow",
+    "fastapi",
+    "uvicorn",
+    "onnxruntime",
+    "openvino",
+    "faiss",
+)
 
 
 def test_building_the_cli_parsers_imports_no_heavy_or_optional_library():

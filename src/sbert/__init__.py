@@ -9,6 +9,7 @@ from sbert.version import __version__
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.model_kind import load
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
     from sbert.training.api import train
@@ -20,6 +21,10 @@ def __getattr__(name: str) -> Any:
         from sbert.model import SentenceEncoder
 
         return SentenceEncoder
+    if name == "load":
+        from sbert.model_kind import load
+
+        return load
     if name == "CrossEncoder":
         from sbert.cross_encoder import CrossEncoder
 
@@ -44,4 +49,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = ["CrossEncoder", "SentenceEncoder", "SparseEncoder", "StaticEncoder", "__version__", "train"]
+__all__ = ["CrossEncoder", "SentenceEncoder", "SparseEncoder", "StaticEncoder", "__version__", "load", "train"]

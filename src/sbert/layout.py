@@ -16,6 +16,8 @@ from sbert.errors import ModelFormatError
 
 MODULES_FILE = "modules.json"
 MODEL_CONFIG_FILE = "config_sentence_transformers.json"
+# Modules that only sentence-transformers' SparseEncoder chains hold: such a folder is a sparse model.
+SPARSE_MODULES = frozenset({"SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder", "MLMTransformer"})
 TRANSFORMER_CONFIG_FILE = "sentence_bert_config.json"
 
 

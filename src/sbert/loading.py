@@ -9,13 +9,10 @@ import torch
 
 from sbert.adapters.peft_io import is_adapter_dir
 from sbert.errors import ModelFormatError
-from sbert.layout import MODULES_FILE, ModuleEntry, read_modules
+from sbert.layout import MODULES_FILE, SPARSE_MODULES, ModuleEntry, read_modules
 from sbert.modules import Module, Pooling, Router, Transformer, module_class
 
 log = logging.getLogger(__name__)
-
-# sentence-transformers' SparseEncoder modules: their models load with sbert.SparseEncoder.
-_SPARSE_MODULES = {"SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder", "MLMTransformer"}
 
 
 def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> list[Module]:
@@ -35,7 +32,7 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
 
     entries = read_modules(root)
-    sparse = [e.class_name for e in entries if e.class_name in _SPARSE_MODULES]
+    sparse = [e.class_name for e in entries if e.class_name in SPARSE_MODULES]
     if sparse:
         raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
     return load_entries(root, entries, trust_remote_code, dtype)

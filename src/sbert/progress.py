@@ -20,7 +20,7 @@ def weight_bars_wanted() -> bool:
 
 @contextmanager
 def weight_bars() -> Iterator[None]:
-    """transformers' weight bars on or off for the block (by `weight_bars_wanted`), restored after it."""
+    """Transformers' weight bars on or off for the block (by `weight_bars_wanted`), restored after it."""
     from transformers.utils import logging as hf_logging
 
     was = hf_logging.is_progress_bar_enabled()

@@ -20,7 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from sbert.names import BACKEND_NAMES
 
     routes = "/v1/embeddings, /v1/rerank, /similarity, /search, /metrics"
-    p = sub.add_parser("serve", help=f"HTTP server: {routes}", description=__doc__)
+    p = sub.add_parser("serve", help=f"HTTP server: {routes}", description=__doc__,
+                       epilog="--model may name any kind: dense, static, sparse (SPLADE, CSR) or a cross-encoder; "
+                       "the routes that kind answers are served, the others answer 404 in one line")  # fmt: skip
     add_model_args(p)
     p.add_argument("--backend", choices=BACKEND_NAMES, default="torch", help="inference engine (default torch)")
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
@@ -38,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
     p.add_argument("--sparse-model", help="a SPLADE folder (sbert.SparseEncoder) to serve at TEI's /embed_sparse")
-    p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)")
+    p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's, "
+                   "else ranges fitted at start-up on texts the package ships)")  # fmt: skip
     p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
     p.add_argument(
         "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
@@ -89,20 +92,39 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     if args.index is not None and not Path(args.index).is_dir():
         raise SbertError(f"--index {args.index}: no such folder")
     name = args.served_name or Path(str(args.model).rstrip("/")).name
-    reranker, reranker_name = None, "reranker"
-    if args.reranker:
-        from sbert.cross_encoder import CrossEncoder
-
-        reranker = CrossEncoder.load(args.reranker, device=args.device)
-        reranker_name = args.reranker_name or Path(str(args.reranker).rstrip("/")).name
-    sparse = None
-    if args.sparse_model:
-        from sbert.sparse import SparseEncoder
-
-        sparse = SparseEncoder.load(args.sparse_model, device=args.device)
-    app = build_server(settings, load_encoder(args), name, reranker, reranker_name, sparse)
+    model, reranker, sparse = load_served(args)
+    reranker_name = name if model is None and sparse is None else (
+        args.reranker_name or Path(str(args.reranker).rstrip("/")).name if args.reranker else "reranker")  # fmt: skip
+    app = build_server(settings, model, name, reranker, reranker_name, sparse)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     return app, settings
+
+
+def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """(dense model, cross-encoder, sparse model) for the flags: --model may be any kind, each kind once."""
+    from sbert.model_dirs import resolve_model_dir
+    from sbert.model_kind import kind_of
+
+    kind = kind_of(resolve_model_dir(args.model))
+    if kind == "sparse" and args.sparse_model:
+        raise SbertError(f"--model {args.model} is a sparse model: drop --sparse-model or give a dense --model")
+    if kind == "cross-encoder" and args.reranker:
+        raise SbertError(f"--model {args.model} is a cross-encoder: drop --reranker or give a dense --model")
+    if kind in ("sparse", "cross-encoder") and args.index is not None:
+        raise SbertError(f"--index needs the dense model that built it; --model {args.model} is a {kind}")
+    model = load_encoder(args) if kind in ("dense", "static") else None
+    reranker_path = args.model if kind == "cross-encoder" else args.reranker
+    sparse_path = args.model if kind == "sparse" else args.sparse_model
+    reranker = sparse = None
+    if reranker_path:
+        from sbert.cross_encoder import CrossEncoder
+
+        reranker = CrossEncoder.load(reranker_path, device=args.device)
+    if sparse_path:
+        from sbert.sparse import SparseEncoder
+
+        sparse = SparseEncoder.load(sparse_path, device=args.device)
+    return model, reranker, sparse
 
 
 def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:

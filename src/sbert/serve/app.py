@@ -37,7 +37,8 @@ def create_app(server: ServerState) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        batchers = [server.batcher] + ([server.reranker.batcher] if server.reranker is not None else [])
+        batchers = [server.batcher] if server.batcher is not None else []
+        batchers += [server.reranker.batcher] if server.reranker is not None else []
         batchers += [server.sparse_batcher] if server.sparse_batcher is not None else []
         for batcher in batchers:
             batcher.start()

@@ -28,7 +28,7 @@ def prompt_kind(request: Request, input_type: str | None) -> str | None:
     """The prompt key for Cohere's input_type."""
     if input_type is None or input_type in TASKS:
         return TASKS.get(input_type or "")
-    return by_name(input_type) if input_type in state(request).model.settings.prompts else None
+    return by_name(input_type) if input_type in state(request).dense.settings.prompts else None
 
 
 async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[str, list[object]], int]:
@@ -39,14 +39,14 @@ async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[
         raise ApiError(422, "truncate 'START' is not supported: inputs keep their start (use END or NONE)",
                        "invalid_request")  # fmt: skip
     st = state(request)
-    dim = st.model.embedding_dimension
+    dim = st.dense.embedding_dimension
     if body.output_dimension is not None and body.output_dimension > dim:
         raise ApiError(422, f"output_dimension={body.output_dimension} exceeds the model's {dim}", "invalid_dimensions")
     truncate, kind = body.truncate == "END", prompt_kind(request, body.input_type)
     vectors, tokens, _ = await st.embed(body.texts, request, "texts", truncate=truncate, kind=kind)
     if body.output_dimension is not None:  # leading dimensions, unit length again (as /v1/embeddings' dimensions)
         vectors = unit_rows(vectors[:, : body.output_dimension])
-    similarity = similarity_of(st.model)
+    similarity = similarity_of(st.dense)
     types = body.embedding_types or ["float"]
     # NumPy rows go to orjson as they are, as on /v1/embeddings: Python floats from .tolist() cost a
     # conversion and print float32 values with float64's 17 digits (0.94x /v1/embeddings' rate measured).

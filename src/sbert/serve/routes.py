@@ -52,7 +52,9 @@ async def health(request: Request) -> FastJSON:
     st = state(request)
     index = st.index.info.count if st.index is not None else None
     reranker = st.reranker.model_id if st.reranker is not None else None
-    return FastJSON({"status": "ok", "model": st.model_id, "dimension": st.model.embedding_dimension,
+    dimension = st.model.embedding_dimension if st.model is not None else (
+        st.sparse.dimension if st.sparse is not None else None)  # fmt: skip
+    return FastJSON({"status": "ok", "model": st.model_id, "kind": st.kind, "dimension": dimension,
                      "backend": st.settings.backend, "index_size": index, "reranker": reranker})  # fmt: skip
 
 
@@ -70,13 +72,13 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     st = state(request)
     if body.model != st.model_id:
         raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
-    dim = st.model.embedding_dimension
+    dim = st.dense.embedding_dimension
     if body.dimensions is not None and body.dimensions > dim:
         raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
     vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate, kind=body.input_type)
     if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
         vectors = unit_rows(vectors[:, : body.dimensions])
-    rows = encode_rows(vectors, body.encoding_format, st.ranges, dim, similarity_of(st.model))
+    rows = encode_rows(vectors, body.encoding_format, st.ranges, dim, similarity_of(st.dense))
     data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     answer: dict[str, object] = {"object": "list", "data": data, "model": st.model_id, "usage": usage}
@@ -138,7 +140,7 @@ async def similarity(body: SimilarityRequest | TeiSimilarityRequest, request: Re
     for p, pair in enumerate(body.pairs):  # errors name the pair and its side, pairs[p][0 or 1]
         check_texts(pair, f"pairs[{p}]")
     vectors, tokens, _ = await st.embed([t for pair in body.pairs for t in pair], request, "pairs")
-    name = similarity_of(st.model)
+    name = similarity_of(st.dense)
     scores = pairwise_similarity(vectors[0::2], vectors[1::2], name)
     return FastJSON({"scores": scores.astype(float).tolist(), "similarity_fn_name": name,
                      "usage": {"prompt_tokens": tokens}})  # fmt: skip
@@ -150,7 +152,7 @@ async def similarity_scores(body: TeiSimilarityRequest, request: Request) -> lis
     vectors, _, _ = await state(request).embed(texts, request, "inputs")
     others = vectors[1:]
     source = np.repeat(vectors[:1], len(others), axis=0)
-    return pairwise_similarity(source, others, similarity_of(state(request).model)).astype(float).tolist()
+    return pairwise_similarity(source, others, similarity_of(state(request).dense)).astype(float).tolist()
 
 
 @router.post("/search", dependencies=Protected)

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
+from sbert.errors import SbertError
 from sbert.serve.app import create_app
+from sbert.serve.calibration import server_calibration
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.settings import ServeSettings
@@ -31,21 +33,56 @@ if TYPE_CHECKING:
 
 def build_server(
     settings: ServeSettings,
-    model: SentenceEncoder | StaticEncoder,
+    model: SentenceEncoder | StaticEncoder | None,
     model_id: str,
     reranker: CrossEncoder | None = None,
     reranker_id: str = "reranker",
     sparse: SparseEncoder | None = None,
 ) -> FastAPI:
-    """The app for `model` (and `reranker`, `sparse`); backends are built (ONNX exported) before the first request."""
-    settings.validate()
-    index = None
-    if settings.index is not None:
-        from sbert.search.index import SearchIndex
+    """The app for `model` (and `reranker`, `sparse`); backends are built (ONNX exported) before the first request.
 
-        index = SearchIndex(settings.index)
-        index.check_model(model.weights_digest(), model.embedding_dimension)
-        index.check_prompt(model.prompt_plan(task="document").text)  # /search embeds queries with the query prompt
+    `model` None serves the sparse model or the cross-encoder alone (`sbert serve --model` of that kind);
+    the dense routes then answer 404 in one line.
+    """
+    settings.validate()
+    if model is None and sparse is None and reranker is None:
+        raise SbertError("nothing to serve: give a dense, sparse or cross-encoder model")
+    metrics = Metrics()
+    index, batcher, calibration = None, None, None
+    if model is not None:
+        index = open_index(settings, model)
+        batcher = dense_batcher(settings, model, metrics)
+        calibration = server_calibration(settings, model)
+    elif settings.index is not None:
+        raise SbertError("--index needs the dense model that built it as --model")
+    served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
+    if sparse is not None:
+        sparse.encode(["warm-up"])
+    state = ServerState(
+        settings, model, model_id, batcher, metrics, index, reranker=served, calibration=calibration, sparse=sparse
+    )
+    state.sparse_side = sparse_side(index, sparse)
+    if sparse is not None:
+        from sbert.serve.sparse_batching import sparse_batcher
+
+        state.sparse_batcher = sparse_batcher(settings, sparse, metrics)
+    return create_app(state)
+
+
+def open_index(settings: ServeSettings, model: SentenceEncoder | StaticEncoder) -> SearchIndex | None:
+    """--index, checked to be built by this model with its document prompt."""
+    if settings.index is None:
+        return None
+    from sbert.search.index import SearchIndex
+
+    index = SearchIndex(settings.index)
+    index.check_model(model.weights_digest(), model.embedding_dimension)
+    index.check_prompt(model.prompt_plan(task="document").text)  # /search embeds queries with the query prompt
+    return index
+
+
+def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncoder, metrics: Metrics) -> DynamicBatcher:
+    """The dense model, warmed up, behind the batcher that groups concurrent requests' texts."""
 
     def budget_now() -> int:
         from sbert.static import StaticEncoder
@@ -65,22 +102,9 @@ def build_server(
         return vectors
 
     model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
-    metrics = Metrics()
     budget = settings.max_batch_tokens or budget_now()
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
-    served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
-    ranges = calibration(settings, model.embedding_dimension)
-    if sparse is not None:
-        sparse.encode(["warm-up"])
-    state = ServerState(
-        settings, model, model_id, batcher, metrics, index, reranker=served, ranges=ranges, sparse=sparse
-    )
-    state.sparse_side = sparse_side(index, sparse)
-    if sparse is not None:
-        from sbert.serve.sparse_batching import sparse_batcher
-
-        state.sparse_batcher = sparse_batcher(settings, sparse, metrics)
-    return create_app(state)
+    return batcher
 
 
 def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseSearch | None:
@@ -109,25 +133,6 @@ def encode_by_task(
         out[rows] = vectors
     assert out is not None
     return out
-
-
-def calibration(settings: ServeSettings, dim: int) -> np.ndarray | None:
-    """int8/uint8 ranges: --calibration's file, else the int8 index's ranges.npy, else None (those formats refused)."""
-    import numpy as np
-
-    from sbert.errors import SbertError
-    from sbert.search.quantized_index import RANGES_FILE
-
-    path = settings.calibration or (f"{settings.index}/{RANGES_FILE}" if settings.index else None)
-    if path is None or (settings.calibration is None and not os.path.isfile(path)):
-        return None
-    try:
-        ranges = np.load(path)
-    except (OSError, ValueError) as e:
-        raise SbertError(f"--calibration {path}: not a .npy array ({e})") from None
-    if ranges.shape != (2, dim) or not np.isfinite(ranges).all():
-        raise SbertError(f"--calibration {path}: expected finite (2, {dim}) min/max ranges, got {ranges.shape}")
-    return ranges.astype(np.float32)
 
 
 def serve_reranker(settings: ServeSettings, reranker: CrossEncoder, reranker_id: str, metrics: Metrics) -> Reranking:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
+    from sbert.serve.calibration import Calibration
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -49,28 +50,68 @@ class ServerState:
     """One served model with its batcher; `index` when started with --index."""
 
     settings: ServeSettings
-    model: SentenceEncoder | StaticEncoder
+    model: SentenceEncoder | StaticEncoder | None  # None: a server of a sparse model or a cross-encoder alone
     model_id: str
-    batcher: DynamicBatcher
+    batcher: DynamicBatcher | None
     metrics: Metrics
     index: SearchIndex | None = None
     reranker: Reranking | None = None
-    ranges: np.ndarray | None = None  # calibration of int8/uint8 embeddings (--calibration, or an int8 index's)
+    calibration: Calibration | None = None  # int8/uint8 ranges, fixed at start-up (serve/calibration.py)
     sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
     sparse_side: SparseSearch | None = None  # the index's sparse side, when built by --sparse-model's weights
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def dense(self) -> SentenceEncoder | StaticEncoder:
+        """The dense model, or a 404 saying which kind this server holds and how to serve a dense one."""
+        if self.model is None:
+            held = "a sparse model" if self.sparse is not None else "a cross-encoder"
+            raise ApiError(404, f"this server holds {held} ({self.model_id}), not a dense model: this route needs "
+                           "one (sbert serve --model DENSE_MODEL)", "no_dense_model")  # fmt: skip
+        return self.model
+
+    @property
+    def ranges(self) -> np.ndarray | None:
+        """The int8/uint8 ranges every request quantizes with."""
+        return self.calibration.ranges if self.calibration is not None else None
+
+    @property
+    def calibration_source(self) -> dict[str, object] | None:
+        """/info's record of the int8/uint8 calibration."""
+        return self.calibration.describe() if self.calibration is not None else None
+
+    @property
+    def kind(self) -> str:
+        """The kind of model --model named: dense (static included), sparse, or cross-encoder."""
+        if self.model is not None:
+            return "dense"
+        return "sparse" if self.sparse is not None else "cross-encoder"
+
+    def max_input_length(self) -> int | None:
+        """The token limit of the model --model named (None for a static model: it has none)."""
+        held: Any = self.model if self.model is not None else self.sparse
+        if held is None and self.reranker is not None:
+            held = self.reranker.model
+        return getattr(held, "max_seq_length", None)
+
+    def group_tokens(self) -> int:
+        """The token budget of one merged group on the model --model named."""
+        batcher = self.batcher or self.sparse_batcher or (self.reranker.batcher if self.reranker else None)
+        assert batcher is not None
+        return batcher.max_batch_tokens
+
     def count_tokens(self, texts: Sequence[str], task: str | None = None) -> tuple[list[int], list[int]]:
         """Tokens per text as the model sees them (prompt and special tokens included, truncated), and the cut texts."""
+        model = self.dense
         task, prompt_name = prompt_call(task)
-        prompted = self.model.prompt_plan(task=task, prompt_name=prompt_name).apply(texts)
+        prompted = model.prompt_plan(task=task, prompt_name=prompt_name).apply(texts)
         from sbert.static import StaticEncoder
 
-        if isinstance(self.model, StaticEncoder):  # no limit: nothing is ever cut
-            return [len(row) for row in self.model.token_ids(prompted)], []
-        ids, cut = self.model.routed(task).input_module.token_ids(prompted)  # a Router's route for the task
+        if isinstance(model, StaticEncoder):  # no limit: nothing is ever cut
+            return [len(row) for row in model.token_ids(prompted)], []
+        ids, cut = model.routed(task).input_module.token_ids(prompted)  # a Router's route for the task
         return [len(row) for row in ids], cut
 
     def check_limits(self, texts: Sequence[str]) -> None:
@@ -92,11 +133,13 @@ class ServerState:
         prompt policy of encoding/prompted.py, include_prompt included); `by_name(prompt_name)` one of
         the model's prompts by name (TEI's prompt_name); None its default prompt.
         """
+        model = self.dense
+        assert self.batcher is not None  # built with the dense model
         self.check_limits(texts)
         check_texts(texts, field)
         lengths, cut = await run_in_threadpool(self.count_tokens, texts, kind)
         if cut and not truncate:
-            raise too_long(field, cut, getattr(self.model, "max_seq_length", 0))
+            raise too_long(field, cut, getattr(model, "max_seq_length", 0))
         tokens = self.check_request_tokens(lengths, "split the request")
         items = [(kind, t) for t in texts]  # groups may mix tasks: the encoder sorts them back by task
         return await queued(self.batcher, items, lengths, request), tokens, cut

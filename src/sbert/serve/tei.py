@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.routes import Protected, similarity_scores
 from sbert.serve.schemas import TeiEmbedRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest, as_list
-from sbert.serve.state import ApiError, FastJSON, by_name, state
+from sbert.serve.state import ApiError, FastJSON, ServerState, by_name, state
 from sbert.similarity import unit_rows
 from sbert.version import __version__
 
@@ -34,7 +34,7 @@ def prompt_key(request: Request, prompt_name: str | None) -> str | None:
     """The batch prompt key for TEI's prompt_name (one of the model's prompts), or None."""
     if prompt_name is None:
         return None
-    check_prompt_name(state(request).model.settings.prompts, prompt_name)
+    check_prompt_name(state(request).dense.settings.prompts, prompt_name)
     return by_name(prompt_name)
 
 
@@ -51,8 +51,8 @@ async def tei_vectors(body: TeiEmbedRequest, request: Request) -> np.ndarray:
     """The vectors /embed answers: the model's, cut to `dimensions`, unit length when `normalize`."""
     check_direction(body.truncation_direction)
     st = state(request)
-    if body.dimensions is not None and body.dimensions > st.model.embedding_dimension:
-        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {st.model.embedding_dimension}",
+    if body.dimensions is not None and body.dimensions > st.dense.embedding_dimension:
+        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {st.dense.embedding_dimension}",
                        "invalid_dimensions")  # fmt: skip
     kind = prompt_key(request, body.prompt_name)
     truncate = body.truncate is not False
@@ -93,15 +93,26 @@ async def info(request: Request) -> FastJSON:
     """What TEI's /info says: the model, its type, its input limit and the batching limits."""
     st = state(request)
     settings = st.settings
-    model_type = {"embedding": {"pooling": pooling_name(st.model)}}  # a reranker, when loaded, rides beside it
+    model_type = info_model_type(st)
     return FastJSON({
         "model_id": st.model_id, "model_sha": None, "model_dtype": settings.precision, "model_type": model_type,
         "reranker_id": st.reranker.model_id if st.reranker is not None else None,
-        "max_concurrent_requests": settings.max_queue, "max_input_length": getattr(st.model, "max_seq_length", None),
-        "max_batch_tokens": st.batcher.max_batch_tokens, "max_batch_requests": None,
+        "max_concurrent_requests": settings.max_queue, "max_input_length": st.max_input_length(),
+        "max_batch_tokens": st.group_tokens(), "max_batch_requests": None,
         "max_client_batch_size": settings.max_inputs, "auto_truncate": True, "tokenization_workers": 1,
-        "version": __version__, "sha": None, "docker_label": None,
+        "version": __version__, "sha": None, "docker_label": None, "int8_calibration": st.calibration_source,
     })  # fmt: skip
+
+
+def info_model_type(st: ServerState) -> dict[str, Any]:
+    """TEI's model_type for the kind --model named; a reranker served beside a dense model rides in reranker_id."""
+    if st.model is not None:
+        return {"embedding": {"pooling": pooling_name(st.model)}}
+    if st.sparse is not None:
+        return {"embedding": {"pooling": "splade"}}
+    assert st.reranker is not None
+    labels = st.reranker.model.classifier.auto_model.config.id2label
+    return {"reranker": {"id2label": {str(k): v for k, v in labels.items()}}}
 
 
 def pooling_name(model: Any) -> str:
@@ -121,8 +132,8 @@ async def tokenize(body: TeiTokenizeRequest, request: Request) -> FastJSON:
     st.check_limits(texts)
     if body.prompt_name is not None:
         prompt_key(request, body.prompt_name)
-        texts = st.model.prompt_plan(prompt_name=body.prompt_name).apply(texts)
-    return FastJSON(await run_in_threadpool(token_spans, st.model, texts, body.add_special_tokens))
+        texts = st.dense.prompt_plan(prompt_name=body.prompt_name).apply(texts)
+    return FastJSON(await run_in_threadpool(token_spans, st.dense, texts, body.add_special_tokens))
 
 
 def token_spans(model: Any, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:

@@ -108,10 +108,19 @@ class SparseEncoder(nn.Module):
 
     def token_lengths(self, texts: Sequence[str]) -> tuple[list[int], list[int], int]:
         """Tokens per text as the document encoder sees them (truncated), the indices cut, and the token limit."""
-        module = self.mlm if self.mlm is not None else self.dense.input_module if self.dense is not None else None
-        assert module is not None
+        module = self._document_input()
         ids, cut = module.token_ids(list(texts))
         return [len(row) for row in ids], cut, int(module.max_seq_length)
+
+    @property
+    def max_seq_length(self) -> int:
+        """The document encoder's token limit."""
+        return int(self._document_input().max_seq_length)
+
+    def _document_input(self) -> Any:
+        module = self.mlm if self.mlm is not None else self.dense.input_module if self.dense is not None else None
+        assert module is not None
+        return module
 
     def _splade(self) -> tuple[MLMTransformer, SpladePooling]:
         assert self.mlm is not None and self.pooling is not None

@@ -1,0 +1,82 @@
+"""Which kind of model a folder holds: dense, sparse, cross-encoder or static. Decided here, once.
+
+`sbert.load` and `sbert serve --model` ask this function; each kind's own `load` still refuses a
+folder of another kind with a one-line error.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from sbert.errors import ModelFormatError
+from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, SPARSE_MODULES, read_json, read_modules
+from sbert.model_dirs import resolve_model_dir
+
+if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
+    from sbert.model import SentenceEncoder
+    from sbert.sparse import SparseEncoder
+    from sbert.static import StaticEncoder
+
+Kind = Literal["dense", "sparse", "cross-encoder", "static"]
+# sentence-transformers' `model_type` in config_sentence_transformers.json (written by its 5.x and 6.x saves).
+_SAVED_TYPES: dict[str, Kind] = {
+    "SentenceTransformer": "dense",
+    "SparseEncoder": "sparse",
+    "CrossEncoder": "cross-encoder",
+}
+
+
+def kind_of(root: Path) -> Kind:
+    """The kind of the model in folder `root`: its saved model_type, else its modules, else its config.json."""
+    from sbert.static import is_static_dir
+
+    if is_static_dir(root):
+        return "static"
+    saved = _saved_type(root)
+    if saved is not None:
+        return saved
+    if (root / MODULES_FILE).is_file():
+        names = {e.class_name for e in read_modules(root)}
+        return "sparse" if names & SPARSE_MODULES else "dense"
+    config = read_json(root / "config.json") if (root / "config.json").is_file() else {}
+    architectures = [str(a) for a in config.get("architectures") or []]
+    return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in architectures) else "dense"
+
+
+def _saved_type(root: Path) -> Kind | None:
+    path = root / MODEL_CONFIG_FILE
+    if not path.is_file():
+        return None
+    config = read_json(path)
+    if not isinstance(config, dict):
+        raise ModelFormatError(f"{path}: expected a JSON object")
+    return _SAVED_TYPES.get(str(config.get("model_type") or ""))
+
+
+def load(
+    name_or_path: str | os.PathLike[str] = "all-MiniLM-L6-v2", device: str | None = None, **options: Any
+) -> SentenceEncoder | SparseEncoder | CrossEncoder | StaticEncoder:
+    """Load any kind of model (alias, folder or Hub id) with the class its folder calls for.
+
+    `options` go to that class's `load` (e.g. `trust_remote_code`, `dtype`, `max_active_dims`).
+    """
+    root = resolve_model_dir(name_or_path)
+    kind = kind_of(root)
+    if kind == "static":
+        from sbert.static import StaticEncoder
+
+        return StaticEncoder.load(root, **options)
+    if kind == "sparse":
+        from sbert.sparse import SparseEncoder
+
+        return SparseEncoder.load(root, device=device, **options)
+    if kind == "cross-encoder":
+        from sbert.cross_encoder import CrossEncoder
+
+        return CrossEncoder.load(root, device=device, **options)
+    from sbert.model import SentenceEncoder
+
+    return SentenceEncoder.load(root, device=device, **options)
