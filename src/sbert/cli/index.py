@@ -35,7 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read the corpus, embed it (resumably), write the index."""
     from sbert.search.corpus import index_corpus
+    from sbert.search.quantized_index import faiss_module
 
+    faiss_module()  # the extra is checked before minutes of encoding, not after
     if args.shard_size <= 0:
         raise ValueError(f"--shard-size must be positive, got {args.shard_size}")
     if args.sparse_max_active_dims is not None and args.sparse_max_active_dims <= 0:

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The install a user gets: `make run`'s venv (torch, then `.[default-model]`, no dev extra) and the
+# README's first steps in it, each checked. Usage: .ci/smoke-run-install.sh VENV (created when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${1:-.venv-run}
+make run VENV="$VENV" >/dev/null  # the README's first command: builds the venv, then runs the demo
+SBERT="$PWD/$VENV/bin/sbert"
+PY="$PWD/$VENV/bin/python"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+step() { echo "smoke: $*"; }
+
+step "sbert --help, and --help of every subcommand"
+"$SBERT" --help >/dev/null
+for command in $("$PY" -c "from sbert.cli.main import build_parser; p = build_parser(); \
+print(' '.join(p._subparsers._group_actions[0].choices))"); do
+    "$SBERT" "$command" --help >/dev/null
+done
+
+step "sbert demo"
+"$SBERT" demo | grep -q "Most similar pairs"
+
+step "sbert encode a text file"
+printf 'A man is eating food.\nA man is riding a horse.\nSomeone eats.\n' > sentences.txt
+"$SBERT" encode --input sentences.txt --output emb.npy
+"$PY" -c "import numpy as np; e = np.load('emb.npy'); assert e.shape == (3, 384), e.shape"
+
+step "sbert train on a CSV (scores 0-5) and on a JSON lines file"
+cat > pairs.csv <<'CSV'
+sentence1,sentence2,score
+A man is eating food.,Someone eats a meal.,4.6
+A man is riding a horse.,A woman plays the violin.,0.4
+A cat sits on the mat.,A cat is on a rug.,3.8
+The stock market fell.,Children play in the park.,0.0
+CSV
+cat > pairs.jsonl <<'JSONL'
+{"query": "how do cats sleep", "document": "Cats sleep up to sixteen hours a day."}
+{"query": "capital of france", "document": "Paris is the capital of France."}
+{"query": "boil an egg", "document": "Put the egg in boiling water for nine minutes."}
+JSONL
+"$SBERT" train --model all-MiniLM-L6-v2 --objective regression --train 'csv[scale=0-5]:pairs.csv' \
+    --output from-csv --epochs 1 --batch-size 2 --no-progress
+"$SBERT" train --model all-MiniLM-L6-v2 --objective mnrl --train jsonl:pairs.jsonl \
+    --output from-jsonl --epochs 1 --batch-size 3 --no-progress
+test ! -e from-csv.run  # no run folder without checkpoints
+
+step "the trained models load (CLI and library)"
+"$SBERT" encode --model from-csv --input sentences.txt --output trained.npy
+"$PY" -c "import sbert; m = sbert.load('from-jsonl'); assert m.encode(['x']).shape == (1, 384)"
+
+step "commands that need an extra say which, in one line"
+one_line_error() {  # one_line_error EXPECTED COMMAND...: exit 2, one stderr line that contains EXPECTED
+    local expected=$1; shift
+    if "$@" 2>err.txt >/dev/null; then echo "smoke: '$*' should have failed"; exit 1; fi
+    if [ "$(wc -l < err.txt)" -ne 1 ] || ! grep -qF "$expected" err.txt; then
+        echo "smoke: '$*' printed:"; cat err.txt; exit 1
+    fi
+}
+one_line_error "pip install 'sbert[serve]'" "$SBERT" serve
+one_line_error "pip install 'sbert[onnx]'" "$SBERT" encode --input sentences.txt --output o.npy --backend onnx
+one_line_error "pip install 'sbert[index]'" "$SBERT" index build sentences.txt --out idx
+step "all passed"
