@@ -86,7 +86,7 @@ def child(engine: str, folder: str, batch_size: int, out: str, device: str = "cp
         st = STSparse(folder, device=device)
         st.encode(sentences[:64], batch_size=batch_size)
         start = time.perf_counter()
-        tensor = st.encode(sentences, batch_size=batch_size, convert_to_sparse_tensor=True).coalesce()
+        tensor = st.encode(sentences, batch_size=batch_size, convert_to_sparse_tensor=True).coalesce().cpu()
         index, values = tensor.indices().numpy(), tensor.values().numpy()
         vectors = scipy.sparse.csr_matrix((values, (index[0], index[1])), shape=tuple(tensor.shape), dtype=np.float32)
     seconds = time.perf_counter() - start  # both answers are host CSR data: every GPU kernel has finished
@@ -145,7 +145,9 @@ def main() -> None:
             out = args.workdir / f"{engine}.npz"
             command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out),
                        args.device]  # fmt: skip
-            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:  # the child's own traceback, not only its exit status
+                sys.exit(f"{engine} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
     for engine in engines[1:]:
         compare(args.workdir, engine)
