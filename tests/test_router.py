@@ -185,3 +185,18 @@ def test_training_a_router_model_is_refused_in_one_line(tiny_dirs, tmp_path):
     data = Dataset("pairs", "pairs", [("a query", "a document")] * 4)
     with pytest.raises(ValueError, match="starts with a Router is not supported"):
         prepare_objectives(model, stage, [data])
+
+
+def test_a_router_reports_its_largest_route_limit_as_sentence_transformers_does(tiny_dirs, tmp_path):
+    query, document = st_modules.Transformer(str(tiny_dirs["bert"])), st_modules.Transformer(str(tiny_dirs["bert"]))
+    query.max_seq_length, document.max_seq_length = 24, 16
+    width = query.get_embedding_dimension()
+    router = st_modules.Router.for_query_document(
+        query_modules=[query, st_modules.Pooling(width, "mean")],
+        document_modules=[document, st_modules.Pooling(width, "mean")],
+    )
+    st = SentenceTransformer(modules=[router], device="cpu")
+    st.save(str(tmp_path / "st"))
+    reference = SentenceTransformer(str(tmp_path / "st"), device="cpu").max_seq_length
+    ours = SentenceEncoder.load(tmp_path / "st", device="cpu")
+    assert ours.router.default_route == "document" and ours.max_seq_length == reference == 24

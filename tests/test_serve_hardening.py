@@ -263,3 +263,15 @@ def test_int8_embeddings_without_calibration_use_the_packaged_ranges(server):
     assert answer.status_code == 200 and len(answer.json()["data"][0]["embedding"]) == 384
     body["encoding_format"] = "ubinary"
     assert len(httpx.post(server.url + "/v1/embeddings", json=body, timeout=30).json()["data"][0]["embedding"]) == 48
+
+
+def test_tei_tokenize_gives_the_tokens_the_model_sees(server):
+    # all-MiniLM-L6-v2's tokenizer.json saves padding to 128 and truncation at 128; the model's limit is 256
+    def tokens(body):
+        answer = httpx.post(server.url + "/tokenize", json=body, timeout=30)
+        assert answer.status_code == 200, answer.text
+        return answer.json()[0]
+
+    assert [t["text"] for t in tokens({"inputs": "hello world"})] == ["[CLS]", "hello", "world", "[SEP]"]
+    assert len(tokens({"inputs": "word " * 300})) == 256
+    assert [t["text"] for t in tokens({"inputs": "hello world", "add_special_tokens": False})] == ["hello", "world"]

@@ -67,6 +67,10 @@ def test_a_cross_encoder_alone_is_served_with_the_rerank_routes(folders):
         assert "holds a cross-encoder" in dense.json()["error"]["message"]
         info = httpx.get(f"{server.url}/info", timeout=30).json()
         assert "reranker" in info["model_type"]
+        long_pair = {"query": TEXTS[0], "texts": ["the cat sat on the mat " * 20, TEXTS[1]]}
+        assert httpx.post(f"{server.url}/rerank", json=long_pair, timeout=60).status_code == 200  # cut, as by default
+        refused = httpx.post(f"{server.url}/rerank", json={**long_pair, "truncate": False}, timeout=60)
+        assert refused.status_code == 413 and "texts[0]" in refused.json()["error"]
     finally:
         assert server.stop()
 
@@ -102,5 +106,26 @@ def test_cohere_int8_needs_no_calibration_and_its_codes_do_not_depend_on_the_bat
         for i, text in enumerate(TEXTS):  # alone, each text gets the codes it got in the batch (one step at most)
             alone = client.embed(texts=[text], model="m", input_type="search_document", embedding_types=["int8"])
             assert np.abs(np.asarray(alone.embeddings.int8[0], dtype=int) - codes[i].astype(int)).max() <= 1
+    finally:
+        assert server.stop()
+
+
+def test_embed_sparse_counts_the_prompt_before_refusing_an_input_over_the_limit(folders, tmp_path):
+    import json
+    import shutil
+
+    splade, _ = folders
+    prompted = shutil.copytree(splade, tmp_path / "prompted")
+    config_file = prompted / "config_sentence_transformers.json"
+    config = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**config, "prompts": {"query": "a man is playing a guitar "}}))
+    text = "the cat sat on the mat " * 10  # 60 tokens and [CLS], [SEP]: fits the 64 alone, not after the prompt
+    server = serve_in_thread("--model", prompted)
+    try:
+        alone = httpx.post(f"{server.url}/embed_sparse", json={"inputs": text, "truncate": False}, timeout=60)
+        assert alone.status_code == 200, alone.text
+        body = {"inputs": text, "truncate": False, "prompt_name": "query"}
+        refused = httpx.post(f"{server.url}/embed_sparse", json=body, timeout=60)
+        assert refused.status_code == 413 and "64 tokens" in refused.json()["error"]
     finally:
         assert server.stop()

@@ -167,8 +167,13 @@ class SentenceEncoder(nn.Sequential):
 
     @property
     def max_seq_length(self) -> int:
-        """Token limit per input (inputs are truncated beyond it)."""
-        return self.input_module.max_seq_length
+        """Token limit per input (inputs are truncated beyond it); a Router's largest, as sentence-transformers says."""
+        router = self.router
+        if router is None:
+            return self.input_module.max_seq_length
+        starts = [route[0] for route in router.route_lists().values() if route]
+        limits = [m.max_seq_length for m in starts if isinstance(m, (Transformer, StaticEmbedding))]
+        return max(limits, default=self.input_module.max_seq_length)
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:

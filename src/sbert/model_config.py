@@ -31,6 +31,7 @@ class EncoderSettings:
     truncate_dim: int | None = None
     similarity_fn_name: str = DEFAULT_SIMILARITY  # cosine, dot, euclidean or manhattan (sbert/similarity.py)
     model_type: str = ""  # "SparseEncoder" for a SPLADE chain: sentence-transformers then loads it as one
+    max_active_dims: int | None = None  # a sparse model's saved top-k per row (None: every active dimension)
 
     def resolve_prompt(
         self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None
@@ -64,11 +65,20 @@ def check_truncate_dim(value: int | None, width: int) -> int | None:
     return value
 
 
-def read_settings(root: Path) -> EncoderSettings:
-    """The prompts, default prompt and truncate_dim recorded in a model folder (defaults when absent)."""
+# sentence-transformers' similarity where a folder saves none (null): by the kind of model.
+_DEFAULT_SIMILARITY_OF = {"SparseEncoder": "dot"}
+
+
+def read_settings(root: Path, model_type: str = "") -> EncoderSettings:
+    """The prompts, default prompt, truncate_dim, similarity and top-k recorded in a model folder.
+
+    `model_type` is the kind loading it ("SparseEncoder" for a sparse model): a null or missing
+    similarity_fn_name means that kind's default, as in sentence-transformers (dot for sparse).
+    """
     path = root / MODEL_CONFIG_FILE
     if not path.is_file():
-        return EncoderSettings()
+        return EncoderSettings(similarity_fn_name=check_similarity(_DEFAULT_SIMILARITY_OF.get(model_type)),
+                               model_type=model_type)  # fmt: skip
     config: Any = read_json(path)
     prompts = config.get("prompts") or {} if isinstance(config, dict) else None
     if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
@@ -79,11 +89,14 @@ def read_settings(root: Path) -> EncoderSettings:
     truncate = config.get("truncate_dim")
     if truncate is not None and (not isinstance(truncate, int) or truncate <= 0):
         raise ModelFormatError(f"{path}: truncate_dim must be a positive integer")
+    top_k = config.get("max_active_dims")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0):
+        raise ModelFormatError(f"{path}: max_active_dims must be a positive integer")
     try:
-        similarity = check_similarity(config.get("similarity_fn_name"))
+        similarity = check_similarity(config.get("similarity_fn_name") or _DEFAULT_SIMILARITY_OF.get(model_type))
     except ValueError as e:
         raise ModelFormatError(f"{path}: {e}") from None
-    return EncoderSettings(dict(prompts), default, truncate, similarity)
+    return EncoderSettings(dict(prompts), default, truncate, similarity, model_type, top_k)
 
 
 def settings_config(settings: EncoderSettings) -> dict[str, Any]:
@@ -97,6 +110,8 @@ def settings_config(settings: EncoderSettings) -> dict[str, Any]:
         out["truncate_dim"] = settings.truncate_dim
     if settings.model_type:
         out["model_type"] = settings.model_type
+    if settings.max_active_dims is not None:
+        out["max_active_dims"] = settings.max_active_dims
     return out
 
 

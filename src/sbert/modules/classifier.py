@@ -43,15 +43,23 @@ class PairClassifier(Transformer):
         The same ids as the tokenizer's `tokenizer(a, b, truncation=True)` (longest_first),
         which is what sentence-transformers' CrossEncoder feeds its model.
         """
+        return self._pair_ids(pairs, self.max_seq_length)
+
+    def over_limit(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """The indices of the pairs longer than max_seq_length, which `pair_ids` cuts."""
+        limit = self.max_seq_length
+        return [i for i, row in enumerate(self._pair_ids(pairs, limit + 1)) if len(row) > limit]
+
+    def _pair_ids(self, pairs: Sequence[tuple[str, str]], max_length: int) -> list[list[int]]:
         if not pairs:
             return []
         if self.do_lower_case:
             pairs = [(a.lower(), b.lower()) for a, b in pairs]
-        fast = self._fast_tokenizer(self.max_seq_length)
+        fast = self.fast_tokenizer(max_length)
         if fast is not None:
             return [e.ids for e in fast.encode_batch_fast([(a, b) for a, b in pairs])]
         encoded = self.tokenizer(
-            [a for a, _ in pairs], [b for _, b in pairs], truncation=True, max_length=self.max_seq_length,
+            [a for a, _ in pairs], [b for _, b in pairs], truncation=True, max_length=max_length,
             return_attention_mask=False, return_token_type_ids=False,
         )  # fmt: skip
         return list(encoded["input_ids"])

@@ -206,7 +206,8 @@ class Transformer(Module):
         limit = self.max_seq_length
         # Tokenize with one spare slot: a row that fills it was truncated. Only those rows are
         # tokenized again at the real limit, so the special tokens close the sequence.
-        short = [cut_at_space(t, limit * _CHARS_PER_TOKEN_BOUND) for t in texts]
+        keep_end = self.truncation_side == "left"
+        short = [cut_at_space(t, limit * _CHARS_PER_TOKEN_BOUND, keep_end) for t in texts]
         ids = self._ids(short, limit + 1)
         # A cut text that came out short (huge [UNK] words, long whitespace runs) is redone in full.
         redo = [i for i, row in enumerate(ids) if len(row) <= limit and short[i] is not texts[i]]
@@ -220,7 +221,7 @@ class Transformer(Module):
     def _ids(self, texts: list[str], max_length: int) -> list[list[int]]:
         if not texts:
             return []
-        fast = self._fast_tokenizer(max_length)
+        fast = self.fast_tokenizer(max_length)
         if fast is not None:
             return fast_ids(fast, texts)
         encoded = self.tokenizer(
@@ -233,12 +234,19 @@ class Transformer(Module):
         )
         return list(encoded["input_ids"])
 
-    def _fast_tokenizer(self, max_length: int) -> Any:
-        """A copy of the Rust tokenizer truncating at `max_length`, or None for slow tokenizers.
+    @property
+    def truncation_side(self) -> str:
+        """Which end of an over-long input is cut: "right" (keep the start), or "left" as tokenizer_config.json says."""
+        return "left" if getattr(self.tokenizer, "truncation_side", "right") == "left" else "right"
 
-        Calling it directly (`encode_batch_fast`: no offsets, no Python-side BatchEncoding)
-        gives the same ids as `tokenizer(...)` several times faster; a copy per limit leaves
-        the shared tokenizer's settings alone.
+    def fast_tokenizer(self, max_length: int) -> Any:
+        """A copy of the Rust tokenizer as the model tokenizes: no padding, truncation at `max_length`.
+
+        The cut is on the tokenizer's truncation side, and tokenizer.json's own padding and truncation
+        settings are dropped (they are saved for other callers, not the model's limit). Calling it
+        directly (`encode_batch_fast`: no offsets, no Python-side BatchEncoding) gives the same ids as
+        `tokenizer(...)` several times faster; a copy per limit leaves the shared tokenizer alone.
+        None for slow tokenizers.
         """
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is None or not hasattr(backend, "encode_batch_fast"):
@@ -249,7 +257,7 @@ class Transformer(Module):
 
             copy = Tokenizer.from_str(backend.to_str())
             copy.no_padding()
-            copy.enable_truncation(max_length)
+            copy.enable_truncation(max_length, direction=self.truncation_side)
             cache[max_length] = copy
         return cache[max_length]
 
@@ -282,15 +290,20 @@ class Transformer(Module):
         return features
 
 
-def cut_at_space(text: str, budget: int) -> str:
+def cut_at_space(text: str, budget: int, keep_end: bool = False) -> str:
     """The text up to the last ASCII whitespace before `budget` characters (whole text if none).
 
     Tokenizers split words at whitespace, so the tokens of such a prefix are the first tokens
     of the whole text: a 1 MB input costs the same as a few KB. Without whitespace in the
-    second half of the window the text is returned whole, to stay exact.
+    second half of the window the text is returned whole, to stay exact. `keep_end` (left
+    truncation) keeps the text from the first whitespace inside its last `budget` characters.
     """
     if len(text) <= budget:
         return text
+    if keep_end:
+        start = len(text) - budget
+        cuts = [i for i in (text.find(sep, start, start + budget // 2) for sep in " \n\t") if i >= 0]
+        return text if not cuts else text[min(cuts) + 1 :]
     end = max(text.rfind(sep, budget // 2, budget) for sep in " \n\t")
     return text if end < 0 else text[:end]
 

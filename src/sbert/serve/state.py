@@ -172,16 +172,22 @@ class Reranking:
     batcher: DynamicBatcher
 
     async def scores(
-        self, server: ServerState, query: str, documents: list[str], request: Request, raw: bool = False
-    ) -> tuple[np.ndarray, int]:
+        self, server: ServerState, query: str, documents: list[str], request: Request, raw: bool = False,
+        truncate: bool = True,
+    ) -> tuple[np.ndarray, int]:  # fmt: skip
         """The score of (query, document) for each document (`raw`: the logit), and the request's token count.
 
-        The same limits as /v1/embeddings: inputs, characters, tokens, empty or invalid texts.
+        The same limits as /v1/embeddings: inputs, characters, tokens, empty or invalid texts; with
+        `truncate=False` a pair over the model's limit is refused (413) instead of cut.
         """
         server.check_limits([query, *documents])
         check_texts([query], "query")
         check_texts(documents, "documents")
         pairs = [(query, d) for d in documents]
+        if not truncate:
+            cut = await run_in_threadpool(self.model.classifier.over_limit, pairs)
+            if cut:
+                raise too_long("texts", cut, self.model.classifier.max_seq_length)
         lengths = [len(row) for row in await run_in_threadpool(self.model.classifier.pair_ids, pairs)]
         tokens = server.check_request_tokens(lengths, "send fewer documents")
         logits = (await queued(self.batcher, pairs, lengths, request))[:, 0]

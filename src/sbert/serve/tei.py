@@ -82,7 +82,8 @@ async def rerank(body: TeiRerankRequest, request: Request) -> FastJSON:
     served = state(request).reranker
     if served is None:
         raise ApiError(424, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
-    scores, _ = await served.scores(state(request), body.query, body.texts, request, raw=body.raw_scores)
+    scores, _ = await served.scores(state(request), body.query, body.texts, request, raw=body.raw_scores,
+                                    truncate=body.truncate is not False)  # fmt: skip
     order = np.argsort(-scores, kind="stable")
     return FastJSON([{"index": int(i), "score": float(scores[i])} | ({"text": body.texts[i]} if body.return_text
                      else {}) for i in order])  # fmt: skip
@@ -137,11 +138,12 @@ async def tokenize(body: TeiTokenizeRequest, request: Request) -> FastJSON:
 
 
 def token_spans(model: Any, texts: list[str], special: bool) -> list[list[dict[str, Any]]]:
-    """Per text, its tokens as TEI lists them, from the Rust tokenizer's offsets."""
-    rust = getattr(model, "tokenizer", None)  # a StaticEncoder holds the Rust tokenizer itself
-    if rust is None or not hasattr(rust, "encode_batch"):
-        rust = model.input_module.tokenizer
-        rust = getattr(rust, "backend_tokenizer", rust)
+    """Per text, its tokens as TEI lists them, from the Rust tokenizer's offsets: the tokens the model sees.
+
+    The model's own tokenizer policy (no padding, cut at max_seq_length on its truncation side), not
+    tokenizer.json's saved padding and truncation.
+    """
+    rust = _model_tokenizer(model)
     out = []
     for text, encoding in zip(texts, rust.encode_batch(texts, add_special_tokens=special), strict=True):
         out.append([
@@ -150,3 +152,19 @@ def token_spans(model: Any, texts: list[str], special: bool) -> list[list[dict[s
                                          encoding.offsets, strict=True)
         ])  # fmt: skip
     return out
+
+
+def _model_tokenizer(model: Any) -> Any:
+    """The Rust tokenizer as the model tokenizes (a StaticEncoder holds one with no limit)."""
+    module = getattr(model, "input_module", None)
+    if module is not None:
+        fast = module.fast_tokenizer(module.max_seq_length)
+        if fast is None:
+            raise ApiError(422, "this model's tokenizer is a slow (Python) one: it gives no offsets", "no_offsets")
+        return fast
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(model.tokenizer.to_str())
+    copy.no_padding()
+    copy.no_truncation()
+    return copy

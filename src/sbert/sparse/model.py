@@ -52,7 +52,8 @@ class SparseEncoder(nn.Module):
         self.mlm, self.pooling, self.query, self.dense, self.sae = mlm, pooling, query, dense, sae
         if query is not None and mlm is not None and query.weight.shape[0] != mlm.vocab_size:
             raise ModelFormatError(f"query weights cover {query.weight.shape[0]} tokens; the MLM head {mlm.vocab_size}")
-        self.settings = EncoderSettings()
+        # dot, as sentence-transformers' SparseEncoder scores by default
+        self.settings = EncoderSettings(similarity_fn_name="dot", model_type="SparseEncoder")
         self.max_active_dims: int | None = None
         self.source_dir: Path | None = None  # where ONNX graphs are cached (the folder the model came from)
         self._graphs: dict[str, tuple[WeightsKey, SpladeOnnx]] = {}  # by runtime: onnx, openvino
@@ -66,11 +67,11 @@ class SparseEncoder(nn.Module):
         """Load a SPLADE model: a sentence-transformers SparseEncoder folder, or a plain MLM (max pooling, relu)."""
         root = resolve_model_dir(name_or_path)
         model = cls(**load_sparse(root, trust_remote_code), device=device)
-        model.settings = read_settings(root)
+        model.settings = read_settings(root, model_type="SparseEncoder")
         model.source_dir = root
         if model.dense is not None:
             model.dense.settings = model.settings
-        model.max_active_dims = _check_k(max_active_dims)
+        model.max_active_dims = _check_k(max_active_dims) or model.settings.max_active_dims
         return model
 
     @property
@@ -106,10 +107,16 @@ class SparseEncoder(nn.Module):
         model.source_dir = self.source_dir
         return model
 
-    def token_lengths(self, texts: Sequence[str]) -> tuple[list[int], list[int], int]:
-        """Tokens per text as the document encoder sees them (truncated), the indices cut, and the token limit."""
+    def token_lengths(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[int], list[int], int]:
+        """Tokens per text as the encoder sees them, the indices cut, and the token limit.
+
+        The prompt `encode` would put in front (by `task` / `prompt_name`) is counted, and the rows are truncated.
+        """
         module = self._document_input()
-        ids, cut = module.token_ids(list(texts))
+        text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name)
+        ids, cut = module.token_ids([text + t for t in texts] if text else list(texts))
         return [len(row) for row in ids], cut, int(module.max_seq_length)
 
     @property
@@ -252,9 +259,13 @@ class SparseEncoder(nn.Module):
         """Write sentence-transformers' SparseEncoder layout atomically (the old copy survives a crash)."""
         with layout.atomic_directory(path) as tmp:
             if self.dense is not None and self.sae is not None:
-                save_csr(tmp, self.dense.chain(), self.sae, model_config(self.settings))
+                save_csr(tmp, self.dense.chain(), self.sae, model_config(self._saved_settings()))
             else:
-                save_sparse(tmp, (*self._splade(), self.query), model_config(self.settings))
+                save_sparse(tmp, (*self._splade(), self.query), model_config(self._saved_settings()))
+
+    def _saved_settings(self) -> EncoderSettings:
+        # The top-k in use is the one saved, as sentence-transformers saves its max_active_dims.
+        return replace(self.settings, max_active_dims=self.max_active_dims)
 
 
 def _check_k(k: int | None) -> int | None:
