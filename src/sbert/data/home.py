@@ -27,6 +27,17 @@ def data_home() -> Path:
     return Path.home() / ".cache" / "sbert" / "data"
 
 
+DATA_VARIABLE = "$SBERT_DATA"
+
+
+def expand_data_home(path: str) -> str:
+    """A path that starts with `$SBERT_DATA` (a recipe's data path) with the data home in its place."""
+    for prefix in (DATA_VARIABLE, "${SBERT_DATA}"):
+        if path == prefix or path.startswith(prefix + "/"):
+            return str(data_home()) + path[len(prefix) :]
+    return path
+
+
 def missing_sets(home: Path | None = None) -> list[str]:
     """The data sets (stsb, snli, sst2) whose folder the data home lacks."""
     root = data_home() if home is None else home

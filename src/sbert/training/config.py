@@ -205,8 +205,13 @@ def _relative_stage(stage: Stage, base: Path) -> Stage:
 
 
 def relative_spec(spec: str, base: Path) -> str:
-    """`fmt:rel/path` -> `fmt:base/rel/path` (absolute paths are kept)."""
+    """`fmt:rel/path` -> `fmt:base/rel/path`; `fmt:$SBERT_DATA/...` -> the data home's path; absolute paths kept."""
+    from sbert.data.home import expand_data_home
+
     fmt, sep, path = spec.partition(":")
-    if not sep or Path(path).expanduser().is_absolute():
+    if not sep:
         return spec
+    path = expand_data_home(path)
+    if Path(path).expanduser().is_absolute():
+        return f"{fmt}:{path}"
     return f"{fmt}:{base / path}"
