@@ -82,3 +82,37 @@ def test_no_layer_imports_upward(graph):
         if any(dep == b or dep.startswith(b + ".") for b in banned)
     )
     assert not bad, bad
+
+
+# Each file of the sentence-transformers layout is parsed in exactly one function; everything else asks it.
+LAYOUT_READERS = {
+    "MODULES_FILE": {"sbert.layout.read_modules"},
+    "ROUTER_CONFIG_FILE": {"sbert.layout.read_router_config"},
+    "MODEL_CONFIG_FILE": {"sbert.model_config.read_settings"},
+}
+LAYOUT_NAMES = {"modules.json": "MODULES_FILE", "router_config.json": "ROUTER_CONFIG_FILE",
+                "config_sentence_transformers.json": "MODEL_CONFIG_FILE"}  # fmt: skip
+
+
+def json_reads() -> dict[str, set[str]]:
+    """For each layout file, the functions that hand a path naming it to a JSON reader (read_json, json.load(s))."""
+    found: dict[str, set[str]] = {name: set() for name in LAYOUT_READERS}
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            # A path assigned from a layout name and read later counts too: the function body is searched whole.
+            named = {LAYOUT_NAMES.get(n.value, "") for n in ast.walk(function) if isinstance(n, ast.Constant)}
+            named |= {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+            named |= {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute)}
+            calls = [ast.unparse(n.func) for n in ast.walk(function) if isinstance(n, ast.Call)]
+            reads = any(c.endswith(("read_json", "json.load", "json.loads")) for c in calls)
+            for constant in LAYOUT_READERS:
+                if reads and constant in named:
+                    found[constant].add(f"{module_name(path)}.{function.name}")
+    return found
+
+
+def test_each_layout_file_is_parsed_in_one_function():
+    assert json_reads() == LAYOUT_READERS

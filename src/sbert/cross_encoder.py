@@ -26,6 +26,7 @@ from sbert.backends import Backend, Chain, open_backend
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError
+from sbert.model_config import read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.weights_state import WeightsKey, placement, weights_key
@@ -198,11 +199,9 @@ def check_activation(name: str) -> None:
 
 def saved_activation(root: Path, config: dict[str, Any]) -> str | None:
     """The activation a folder records: config_sentence_transformers.json (6.x), config.json (4-5, older)."""
-    model_config = root / layout.MODEL_CONFIG_FILE
-    if model_config.is_file():
-        value = layout.read_json(model_config).get("activation_fn")
-        if value:
-            return str(value)
+    saved = read_settings(root).activation_fn
+    if saved:
+        return saved
     return (config.get("sentence_transformers") or {}).get("activation_fn") or config.get(
         "sbert_ce_default_activation_function"
     )

@@ -16,6 +16,7 @@ from sbert.errors import ModelFormatError
 
 MODULES_FILE = "modules.json"
 MODEL_CONFIG_FILE = "config_sentence_transformers.json"
+ROUTER_CONFIG_FILE = "router_config.json"
 # Modules that only sentence-transformers' SparseEncoder chains hold: such a folder is a sparse model.
 SPARSE_MODULES = frozenset({"SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder", "MLMTransformer"})
 TRANSFORMER_CONFIG_FILE = "sentence_bert_config.json"
@@ -75,6 +76,55 @@ def read_modules(root: Path) -> list[ModuleEntry]:
 def write_modules(root: Path, entries: list[ModuleEntry]) -> None:
     """Write modules.json."""
     write_json(root / MODULES_FILE, [asdict(e) for e in entries])
+
+
+def architectures(folder: Path) -> list[str]:
+    """The model classes a Hugging Face folder's config.json names ([] when it names none)."""
+    config = folder / "config.json"
+    found = read_json(config).get("architectures") if config.is_file() else None
+    return [str(a) for a in found or []]
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """router_config.json: module id -> class, route -> module ids in order, and the Router's parameters."""
+
+    types: dict[str, str]
+    structure: dict[str, list[str]]
+    parameters: dict[str, Any]
+    path: Path  # the file it was read from, for one-line errors
+
+    def type_names(self, route: str) -> list[str]:
+        """The class names (`...SpladePooling` -> `SpladePooling`) of a route's modules, in order."""
+        return [self.types.get(m, "").rsplit(".", 1)[-1] for m in self.structure.get(route, [])]
+
+
+def read_router_config(folder: Path) -> RouterConfig:
+    """The one reader of router_config.json (config.json in old Asym folders, as sentence-transformers reads it).
+
+    Module ids are checked to stay inside the folder.
+    """
+    path = folder / ROUTER_CONFIG_FILE
+    if not path.is_file():
+        path = folder / "config.json"
+    config = read_json(path)
+    try:
+        types = {str(k): str(v) for k, v in dict(config["types"]).items()}
+        structure = {str(k): [str(m) for m in v] for k, v in dict(config["structure"]).items()}
+        parameters = dict(config.get("parameters", {}))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ModelFormatError(f"{path}: expected 'types', 'structure' and 'parameters'") from None
+    for module_id in types:
+        if Path(module_id).is_absolute() or ".." in Path(module_id).parts:
+            raise ModelFormatError(f"{path}: module id {module_id!r} leaves the model folder")
+    return RouterConfig(types, structure, parameters, path)
+
+
+def write_router_config(
+    folder: Path, types: dict[str, str], structure: dict[str, list[str]], parameters: dict[str, Any]
+) -> None:
+    """Write router_config.json as sentence-transformers lays it out."""
+    write_json(folder / ROUTER_CONFIG_FILE, {"types": types, "structure": structure, "parameters": parameters})
 
 
 def _umask() -> int:

@@ -32,6 +32,7 @@ class EncoderSettings:
     similarity_fn_name: str = DEFAULT_SIMILARITY  # cosine, dot, euclidean or manhattan (sbert/similarity.py)
     model_type: str = ""  # "SparseEncoder" for a SPLADE chain: sentence-transformers then loads it as one
     max_active_dims: int | None = None  # a sparse model's saved top-k per row (None: every active dimension)
+    activation_fn: str | None = None  # a cross-encoder's score activation, as sentence-transformers 6 saves it
 
     def resolve_prompt(
         self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None
@@ -96,7 +97,10 @@ def read_settings(root: Path, model_type: str = "") -> EncoderSettings:
         similarity = check_similarity(config.get("similarity_fn_name") or _DEFAULT_SIMILARITY_OF.get(model_type))
     except ValueError as e:
         raise ModelFormatError(f"{path}: {e}") from None
-    return EncoderSettings(dict(prompts), default, truncate, similarity, model_type, top_k)
+    saved_type = config.get("model_type")
+    activation = config.get("activation_fn")
+    return EncoderSettings(dict(prompts), default, truncate, similarity, str(saved_type or model_type), top_k,
+                           str(activation) if activation else None)  # fmt: skip
 
 
 def settings_config(settings: EncoderSettings) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sbert.errors import ModelFormatError
-from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, SPARSE_MODULES, read_json, read_modules
+from sbert.layout import MODULES_FILE, SPARSE_MODULES, architectures, read_modules
+from sbert.model_config import read_settings
 from sbert.model_dirs import resolve_model_dir
 
 if TYPE_CHECKING:
@@ -35,25 +35,13 @@ def kind_of(root: Path) -> Kind:
 
     if is_static_dir(root):
         return "static"
-    saved = _saved_type(root)
+    saved = _SAVED_TYPES.get(read_settings(root).model_type)
     if saved is not None:
         return saved
     if (root / MODULES_FILE).is_file():
         names = {e.class_name for e in read_modules(root)}
         return "sparse" if names & SPARSE_MODULES else "dense"
-    config = read_json(root / "config.json") if (root / "config.json").is_file() else {}
-    architectures = [str(a) for a in config.get("architectures") or []]
-    return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in architectures) else "dense"
-
-
-def _saved_type(root: Path) -> Kind | None:
-    path = root / MODEL_CONFIG_FILE
-    if not path.is_file():
-        return None
-    config = read_json(path)
-    if not isinstance(config, dict):
-        raise ModelFormatError(f"{path}: expected a JSON object")
-    return _SAVED_TYPES.get(str(config.get("model_type") or ""))
+    return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in architectures(root)) else "dense"
 
 
 def load(

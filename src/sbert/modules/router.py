@@ -17,11 +17,11 @@ from typing import Any, Self, cast
 from torch import nn
 
 from sbert.errors import ModelFormatError
-from sbert.layout import read_json, write_json
+from sbert.layout import ROUTER_CONFIG_FILE, read_router_config, write_router_config
 from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 
-CONFIG_FILE = "router_config.json"
+CONFIG_FILE = ROUTER_CONFIG_FILE
 TEXT = "text"  # the one modality sbert encodes
 RouteKey = tuple[str | None, str | None]
 Loader = Callable[[str, Path], Module]
@@ -121,7 +121,7 @@ class Router(Module):
                     module.save(path / ids[id(module)])
                 structure[name].append(ids[id(module)])
         path.mkdir(parents=True, exist_ok=True)
-        write_json(path / CONFIG_FILE, {"types": types, "structure": structure, "parameters": self.get_config()})
+        write_router_config(path, types, structure, self.get_config())
 
     @classmethod
     def load(cls, path: Path) -> Self:
@@ -131,20 +131,9 @@ class Router(Module):
     @classmethod
     def load_routes(cls, path: Path, load_one: Loader) -> Self:
         """Rebuild from router_config.json, each module read by `load_one(type, folder)`."""
-        config_path = path / CONFIG_FILE
-        if not config_path.is_file():
-            config_path = path / "config.json"  # what sentence-transformers falls back to (old Asym models)
-        config = read_json(config_path)
-        try:
-            types, structure = dict(config["types"]), dict(config["structure"])
-            parameters = dict(config.get("parameters", {}))
-        except (KeyError, TypeError, ValueError):
-            raise ModelFormatError(f"{config_path}: expected 'types', 'structure' and 'parameters'") from None
-        loaded: dict[str, Module] = {}
-        for module_id, type_name in types.items():
-            if Path(module_id).is_absolute() or ".." in Path(module_id).parts:
-                raise ModelFormatError(f"{config_path}: module id {module_id!r} leaves the model folder")
-            loaded[module_id] = load_one(str(type_name), path / module_id)
+        config = read_router_config(path)
+        config_path, structure, parameters = config.path, config.structure, config.parameters
+        loaded = {module_id: load_one(type_name, path / module_id) for module_id, type_name in config.types.items()}
         try:
             routes = {name: [loaded[m] for m in ids] for name, ids in structure.items()}
         except KeyError as e:

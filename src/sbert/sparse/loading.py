@@ -13,7 +13,6 @@ from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
 
-ROUTER_FILE = "router_config.json"
 ROUTER_TYPE = "sentence_transformers.base.modules.router.Router"
 Modules = tuple[MLMTransformer, SpladePooling, SparseStaticEmbedding | None]
 
@@ -54,15 +53,12 @@ def _splade(route: list[tuple[Path, str]], root: Path, trust_remote_code: bool) 
 
 def _load_router(folder: Path, trust_remote_code: bool) -> Modules:
     """Inference-free SPLADE: a `query` route of one SparseStaticEmbedding, a `document` route of SPLADE."""
-    config = layout.read_json(folder / ROUTER_FILE)
-    structure: dict[str, list[str]] = config.get("structure", {}) if isinstance(config, dict) else {}
-    types: dict[str, str] = config.get("types", {}) if isinstance(config, dict) else {}
-    query, document = structure.get("query", []), structure.get("document", [])
-    query_types = [types.get(m, "").rsplit(".", 1)[-1] for m in query]
-    if query_types != ["SparseStaticEmbedding"] or not document:
-        raise ModelFormatError(f"{folder / ROUTER_FILE}: sbert loads a Router of a SparseStaticEmbedding query route "
-                               f"and a SPLADE document route; got {structure}")  # fmt: skip
-    mlm, pooling = _splade([(folder / m, types.get(m, "")) for m in document], folder, trust_remote_code)
+    config = layout.read_router_config(folder)
+    query, document = config.structure.get("query", []), config.structure.get("document", [])
+    if config.type_names("query") != ["SparseStaticEmbedding"] or not document:
+        raise ModelFormatError(f"{config.path}: sbert loads a Router of a SparseStaticEmbedding query route "
+                               f"and a SPLADE document route; got {config.structure}")  # fmt: skip
+    mlm, pooling = _splade([(folder / m, config.types.get(m, "")) for m in document], folder, trust_remote_code)
     return mlm, pooling, SparseStaticEmbedding.load(folder / query[0])
 
 
@@ -86,6 +82,6 @@ def save_sparse(tmp: Path, modules: Modules, model_config: dict[str, Any]) -> No
         structure = {"query": ["query_0_SparseStaticEmbedding"],
                      "document": ["document_0_Transformer", "document_1_SpladePooling"]}  # fmt: skip
         parameters = {"default_route": "document", "allow_empty_key": True, "route_mappings": {}}
-        layout.write_json(tmp / ROUTER_FILE, {"types": kinds, "structure": structure, "parameters": parameters})
+        layout.write_router_config(tmp, kinds, structure, parameters)
         layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", ROUTER_TYPE)])
     layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {**model_config, "model_type": "SparseEncoder"})

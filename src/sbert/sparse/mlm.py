@@ -15,7 +15,7 @@ from torch import Tensor
 from transformers import AutoModelForMaskedLM
 
 from sbert.errors import ModelFormatError
-from sbert.layout import read_json
+from sbert.layout import architectures, read_json
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer
 
@@ -72,12 +72,6 @@ def is_fill_mask(folder: Path, type_name: str) -> bool:
         return True
     config = folder / "sentence_bert_config.json"
     return config.is_file() and read_json(config).get("transformer_task") == "fill-mask"
-
-
-def architectures(folder: Path) -> list[str]:
-    """The model classes a Hugging Face folder's config.json names ([] when it names none)."""
-    config = folder / "config.json"
-    return list((read_json(config).get("architectures") if config.is_file() else None) or [])
 
 
 def check_mlm_head(folder: Path) -> None:

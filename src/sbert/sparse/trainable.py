@@ -7,8 +7,8 @@ from typing import Any
 
 from sbert import layout
 from sbert.errors import ModelFormatError
+from sbert.layout import architectures
 from sbert.model_dirs import resolve_model_dir
-from sbert.sparse.mlm import architectures
 from sbert.sparse.model import SparseEncoder
 
 
@@ -35,6 +35,5 @@ def _sparse_router(root: Path, names: set[str]) -> bool:
     if "Router" not in names:
         return False
     entry = next(e for e in layout.read_modules(root) if e.class_name == "Router")
-    config = layout.read_json(root / entry.path / "router_config.json")
-    kinds = config.get("types", {}).values() if isinstance(config, dict) else []
-    return any(str(k).endswith(("SpladePooling", "SparseStaticEmbedding")) for k in kinds)
+    config = layout.read_router_config(root / entry.path)
+    return any(k.endswith(("SpladePooling", "SparseStaticEmbedding")) for k in config.types.values())

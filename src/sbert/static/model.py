@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.encoding.tokens import fast_ids
 from sbert.errors import BackendError, ModelFormatError
-from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, write_json
+from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, read_modules, write_json
 from sbert.model_config import EncoderSettings, check_truncate_dim, read_settings, settings_config
 
 # The type sentence-transformers 3-6 all resolve to their StaticEmbedding module.
@@ -64,16 +64,13 @@ def static_chain(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
 
 def _module_names(root: Path) -> list[tuple[str, str]] | None:
     """(path, class name) of each modules.json row, None when there is no readable modules.json."""
-    modules = root / MODULES_FILE
-    if not modules.is_file():
+    if not (root / MODULES_FILE).is_file():
         return None
     try:
-        rows = read_json(modules)
+        entries = read_modules(root)
     except (OSError, ModelFormatError):
         return None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return None
-    return [(str(r.get("path", "")), str(r.get("type", "")).rsplit(".", 1)[-1]) for r in rows]
+    return [(e.path, e.class_name) for e in entries]
 
 
 def average_matrix(ids: Sequence[Sequence[int]], vocab_size: int) -> sp.csr_matrix:
