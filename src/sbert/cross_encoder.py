@@ -29,6 +29,7 @@ from sbert.errors import ModelFormatError
 from sbert.model_config import read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
+from sbert.similarity import rank_order
 from sbert.weights_state import WeightsKey, placement, weights_key
 
 # The activations sentence-transformers records by dotted path, as NumPy functions on logits.
@@ -147,7 +148,7 @@ class CrossEncoder(nn.Module):
         if not docs:
             return []
         scores = self.predict([(query, d) for d in docs], **predict_options)
-        order = np.argsort(-scores, kind="stable")[: len(docs) if top_k is None else top_k]
+        order = rank_order(scores, top_k)
         return [
             {"corpus_id": int(i), "score": float(scores[i])} | ({"text": docs[i]} if return_documents else {})
             for i in order

@@ -31,6 +31,15 @@ def check_similarity(name: str | None) -> str:
     return canonical
 
 
+def rank_order(scores: np.ndarray, top_k: int | None = None) -> np.ndarray:
+    """Indices of `scores` (n,), best first, ties in input order; the first `top_k` (None: all).
+
+    The one rerank order: CrossEncoder.rank, retrieve-then-rerank and every server dialect use it.
+    """
+    order = np.argsort(-np.asarray(scores), kind="stable")
+    return order if top_k is None else order[:top_k]
+
+
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Each row scaled to unit L2 length (an all-zero row stays zero): float32 (n, d)."""
     x = np.ascontiguousarray(x, dtype=np.float32)

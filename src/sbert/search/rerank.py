@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sbert.similarity import rank_order
+
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
 
@@ -52,7 +54,7 @@ def rerank_rows(
     for q, row in enumerate(rows):
         n = int((row >= 0).sum())
         mine = scores[start : start + n]
-        best = np.argsort(-mine, kind="stable")[:k]
+        best = rank_order(mine, k)
         out_scores[q, : len(best)], out_rows[q, : len(best)] = mine[best], row[row >= 0][best]
         start += n
     return out_scores, out_rows

@@ -28,6 +28,8 @@ _BRANCH_TAG = re.compile(r"^(str|int|float|bool|list\[.*\]|constrained-.*|functi
 # connection closes, so a client that writes its whole body first still reads the answer.
 _LINGER_BYTES = 16 * 1024 * 1024
 _LINGER_SECONDS = 5.0
+# The codes of a route whose kind of model the server does not hold (serve/service.py, state.py).
+MISSING_KIND = frozenset({"no_dense_model", "no_reranker", "model_not_sparse"})
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 413: "invalid_request_error", 422: "invalid_request_error", 503: "server_busy"}  # fmt: skip
 
@@ -77,7 +79,8 @@ def error_answer(request: Request, status: int, message: str, code: str | None, 
     if request.url.path not in TEI_PATHS:
         return FastJSON(error_body(status, message, code), status, headers=headers)
     # TEI's types; it answers an overloaded queue with 429, an empty input as "Empty", and a route the model
-    # cannot serve (/embed_sparse on a dense model) with 424 "Backend".
+    # cannot serve (/embed_sparse on a dense model, /rerank without a reranker) with 424 "Backend".
+    status = 424 if code in MISSING_KIND else status
     kind = "Empty" if code == "empty_input" else "Overloaded" if status == 503 else (
         "Backend" if status >= 500 or status == 424 else "Validation")  # fmt: skip
     return FastJSON({"error": message, "error_type": kind}, 429 if status == 503 else status, headers=headers)

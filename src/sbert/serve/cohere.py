@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import uuid
 
-import numpy as np
 from fastapi import APIRouter, Request
 
-from sbert.serve.routes import Protected, encode_rows
+from sbert.serve.routes import Protected
 from sbert.serve.schemas import CohereEmbedRequest, CohereRerankRequest
-from sbert.serve.state import ApiError, FastJSON, by_name, state
-from sbert.similarity import similarity_of, unit_rows
+from sbert.serve.service import EmbedAsk, embed, prompt_key, rerank
+from sbert.serve.state import ApiError, FastJSON, ServerState, state
 
 cohere_router = APIRouter()
 # The paths whose errors answer in Cohere's body (app.py picks the shape by path).
@@ -24,11 +23,11 @@ COHERE_PATHS = frozenset({"/v1/embed", "/v2/embed", "/v2/rerank"})
 TASKS = {"search_query": "query", "search_document": "document"}
 
 
-def prompt_kind(request: Request, input_type: str | None) -> str | None:
-    """The prompt key for Cohere's input_type."""
+def prompt_for(st: ServerState, input_type: str | None) -> str | None:
+    """The prompt key for Cohere's input_type: search_* are the query / document tasks, others a prompt by name."""
     if input_type is None or input_type in TASKS:
         return TASKS.get(input_type or "")
-    return by_name(input_type) if input_type in state(request).dense.settings.prompts else None
+    return prompt_key(st.dense.settings.prompts, prompt_name=input_type, strict=False)
 
 
 async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[str, list[object]], int]:
@@ -39,18 +38,10 @@ async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[
         raise ApiError(422, "truncate 'START' is not supported: inputs keep their start (use END or NONE)",
                        "invalid_request")  # fmt: skip
     st = state(request)
-    dim = st.dense.embedding_dimension
-    if body.output_dimension is not None and body.output_dimension > dim:
-        raise ApiError(422, f"output_dimension={body.output_dimension} exceeds the model's {dim}", "invalid_dimensions")
-    truncate, kind = body.truncate == "END", prompt_kind(request, body.input_type)
-    vectors, tokens, _ = await st.embed(body.texts, request, "texts", truncate=truncate, kind=kind)
-    if body.output_dimension is not None:  # leading dimensions, unit length again (as /v1/embeddings' dimensions)
-        vectors = unit_rows(vectors[:, : body.output_dimension])
-    similarity = similarity_of(st.dense)
-    types = body.embedding_types or ["float"]
-    # NumPy rows go to orjson as they are, as on /v1/embeddings: Python floats from .tolist() cost a
-    # conversion and print float32 values with float64's 17 digits (0.94x /v1/embeddings' rate measured).
-    return {t: encode_rows(vectors, t, st.ranges, dim, similarity) for t in dict.fromkeys(types)}, tokens
+    ask = EmbedAsk(body.texts, "texts", prompt_for(st, body.input_type), truncate=body.truncate == "END",
+                   dimensions=body.output_dimension, formats=tuple(body.embedding_types or ["float"]))  # fmt: skip
+    done = await embed(st, request, ask)
+    return done.rows, done.tokens
 
 
 def meta(tokens: int, version: str) -> dict[str, object]:
@@ -79,13 +70,6 @@ async def embed_v1(body: CohereEmbedRequest, request: Request) -> FastJSON:
 @cohere_router.post("/v2/rerank", dependencies=Protected)
 async def rerank_v2(body: CohereRerankRequest, request: Request) -> FastJSON:
     """ClientV2.rerank: results (index, relevance_score) best first, top_n of them."""
-    st = state(request)
-    served = st.reranker
-    if served is None:
-        raise ApiError(404, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
-    if body.model is not None and body.model != served.model_id:
-        raise ApiError(404, f"model {body.model!r} is not served here; use {served.model_id!r}", "model_not_found")
-    scores, tokens = await served.scores(st, body.query, body.documents, request)
-    order = np.argsort(-scores, kind="stable")[: body.top_n or len(scores)]
-    results = [{"index": int(i), "relevance_score": float(scores[i])} for i in order]
-    return FastJSON({"id": str(uuid.uuid4()), "results": results, "meta": meta(tokens, "2")})
+    ranked = await rerank(state(request), request, body.query, body.documents, model=body.model, top_n=body.top_n)
+    results = [{"index": i, "relevance_score": score} for i, score in ranked.order]
+    return FastJSON({"id": str(uuid.uuid4()), "results": results, "meta": meta(ranked.tokens, "2")})

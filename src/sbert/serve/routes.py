@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 from importlib import resources
@@ -13,7 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sbert.search.exact import paraphrase_mining
-from sbert.search.quantize import quantize_embeddings
+from sbert.serve import service
 from sbert.serve.schemas import (
     EmbeddingsRequest,
     MineRequest,
@@ -23,8 +22,9 @@ from sbert.serve.schemas import (
     TeiSimilarityRequest,
     as_list,
 )
+from sbert.serve.service import EmbedAsk
 from sbert.serve.state import ApiError, FastJSON, check_texts, state
-from sbert.similarity import pairwise_similarity, scaled_rows, similarity_of, unit_rows
+from sbert.similarity import pairwise_similarity, similarity_of
 
 router = APIRouter()
 # Hits per /search request: 2,048 queries x top_k 1,000 turned 42 KB into a 12 MB answer.
@@ -72,60 +72,28 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     st = state(request)
     if body.model != st.model_id:
         raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
-    dim = st.dense.embedding_dimension
-    if body.dimensions is not None and body.dimensions > dim:
-        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {dim}", "invalid_dimensions")
-    vectors, tokens, cut = await st.embed(as_list(body.input), request, truncate=body.truncate, kind=body.input_type)
-    if body.dimensions is not None:  # shortened as OpenAI does: leading dimensions, unit length again
-        vectors = unit_rows(vectors[:, : body.dimensions])
-    rows = encode_rows(vectors, body.encoding_format, st.ranges, dim, similarity_of(st.dense))
-    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
-    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    ask = EmbedAsk(as_list(body.input), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
+                   formats=(body.encoding_format,))  # fmt: skip
+    done = await service.embed(st, request, ask)
+    data = [
+        {"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(done.rows[body.encoding_format])
+    ]
+    usage = {"prompt_tokens": done.tokens, "total_tokens": done.tokens}
     answer: dict[str, object] = {"object": "list", "data": data, "model": st.model_id, "usage": usage}
-    if cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
-        answer["truncated"] = cut
+    if done.cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
+        answer["truncated"] = done.cut
     return FastJSON(answer)
 
 
 @router.post("/v1/rerank", dependencies=Protected)
 async def rerank(body: RerankRequest, request: Request) -> FastJSON:
     """The documents ordered by the cross-encoder's score for the query: results with index and relevance_score."""
-    st = state(request)
-    served = st.reranker
-    if served is None:
-        raise ApiError(404, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
-    if body.model is not None and body.model != served.model_id:
-        raise ApiError(404, f"model {body.model!r} is not served here; use {served.model_id!r}", "model_not_found")
-    if body.top_n is not None and body.top_n > len(body.documents):
-        raise ApiError(422, f"top_n={body.top_n} exceeds the {len(body.documents)} documents", "invalid_top_n")
-    scores, tokens = await served.scores(st, body.query, body.documents, request)
-    order = np.argsort(-scores, kind="stable")[: body.top_n or len(scores)]
-    results = [{"index": int(i), "relevance_score": float(scores[i])}
+    ranked = await service.rerank(state(request), request, body.query, body.documents, model=body.model,
+                                  top_n=body.top_n)  # fmt: skip
+    results = [{"index": i, "relevance_score": score}
                | ({"document": {"text": body.documents[i]}} if body.return_documents else {})
-               for i in order]  # fmt: skip
-    return FastJSON({"model": served.model_id, "results": results, "usage": {"total_tokens": tokens}})
-
-
-def encode_rows(
-    vectors: np.ndarray, encoding: str, ranges: np.ndarray | None, full_dim: int, similarity: str
-) -> list[object]:
-    """Each row as the format asks: float32 (a list or base64 of its bytes), int8/uint8 codes, packed bits."""
-    if encoding in ("float", "base64"):
-        rows = np.ascontiguousarray(vectors, dtype="<f4")
-        if encoding == "float":
-            return list(rows)
-        return [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
-    if encoding in ("int8", "uint8"):
-        if ranges is None:
-            raise ApiError(422, f"encoding_format {encoding!r} needs calibration ranges: start the server with "
-                           "--calibration RANGES.npy or an int8 --index", "no_calibration")  # fmt: skip
-        if vectors.shape[1] != full_dim:
-            raise ApiError(422, f"encoding_format {encoding!r} is calibrated for the full {full_dim} dimensions; "
-                           "drop `dimensions`", "invalid_dimensions")  # fmt: skip
-        # The ranges (an int8 index's, or --calibration's) describe the vectors as the index holds them: unit
-        # rows for a cosine model. Quantizing other vectors than they describe saturates the codes.
-        vectors = scaled_rows(vectors, similarity)
-    return list(quantize_embeddings(vectors, encoding, ranges=ranges))
+               for i, score in ranked.order]  # fmt: skip
+    return FastJSON({"model": ranked.model_id, "results": results, "usage": {"total_tokens": ranked.tokens}})
 
 
 @router.post("/similarity", dependencies=Protected)

@@ -13,9 +13,10 @@ from fastapi import APIRouter, Request
 
 from sbert.serve.routes import Protected
 from sbert.serve.schemas import TeiSparseRequest, as_list
+from sbert.serve.service import prompt_key
 from sbert.serve.sparse_batching import embed_sparse as encode_sparse
 from sbert.serve.state import FastJSON, state
-from sbert.serve.tei import check_direction, check_prompt_name
+from sbert.serve.tei import check_direction
 
 sparse_router = APIRouter()
 
@@ -34,7 +35,7 @@ async def embed_sparse(body: TeiSparseRequest, request: Request) -> FastJSON:
     check_direction(body.truncation_direction)
     st = state(request)
     if st.sparse is not None:
-        check_prompt_name(st.sparse.settings.prompts, body.prompt_name)
+        prompt_key(st.sparse.settings.prompts, prompt_name=body.prompt_name)  # 422 for a name the model lacks
     texts = as_list(body.inputs)
     vectors = await encode_sparse(st, texts, request, "inputs", (None, body.prompt_name), body.truncate is not False)
     return FastJSON(sparse_rows(vectors))

@@ -13,10 +13,11 @@ import numpy as np
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from sbert.serve import service
 from sbert.serve.routes import Protected, similarity_scores
 from sbert.serve.schemas import TeiEmbedRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest, as_list
-from sbert.serve.state import ApiError, FastJSON, ServerState, by_name, state
-from sbert.similarity import unit_rows
+from sbert.serve.service import EmbedAsk, prompt_key
+from sbert.serve.state import ApiError, FastJSON, ServerState, state
 from sbert.version import __version__
 
 tei_router = APIRouter()
@@ -30,35 +31,15 @@ def check_direction(direction: str) -> None:
         raise ApiError(422, "truncation_direction 'Left' is not supported: inputs keep their start", "invalid_request")
 
 
-def prompt_key(request: Request, prompt_name: str | None) -> str | None:
-    """The batch prompt key for TEI's prompt_name (one of the model's prompts), or None."""
-    if prompt_name is None:
-        return None
-    check_prompt_name(state(request).dense.settings.prompts, prompt_name)
-    return by_name(prompt_name)
-
-
-def check_prompt_name(prompts: dict[str, str], prompt_name: str | None) -> None:
-    """422 when TEI's prompt_name is not one of the model's prompts."""
-    if prompt_name is not None and prompt_name not in prompts:
-        known = ", ".join(sorted(prompts)) or "none"
-        raise ApiError(
-            422, f"prompt_name {prompt_name!r} is not one of the model's prompts ({known})", "invalid_prompt"
-        )
-
-
 async def tei_vectors(body: TeiEmbedRequest, request: Request) -> np.ndarray:
     """The vectors /embed answers: the model's, cut to `dimensions`, unit length when `normalize`."""
     check_direction(body.truncation_direction)
     st = state(request)
-    if body.dimensions is not None and body.dimensions > st.dense.embedding_dimension:
-        raise ApiError(422, f"dimensions={body.dimensions} exceeds the model's {st.dense.embedding_dimension}",
-                       "invalid_dimensions")  # fmt: skip
-    kind = prompt_key(request, body.prompt_name)
-    truncate = body.truncate is not False
-    vectors, _, _ = await st.embed(as_list(body.inputs), request, "inputs", truncate=truncate, kind=kind)
-    vectors = vectors[:, : body.dimensions] if body.dimensions else vectors
-    return unit_rows(vectors) if body.normalize else vectors
+    prompt = prompt_key(st.dense.settings.prompts, prompt_name=body.prompt_name)
+    ask = EmbedAsk(as_list(body.inputs), "inputs", prompt, truncate=body.truncate is not False,
+                   dimensions=body.dimensions, normalize=body.normalize)  # fmt: skip
+    done = await service.embed(st, request, ask)
+    return np.asarray(done.rows["float"], dtype=np.float32).reshape(len(ask.texts), -1)
 
 
 @tei_router.post("/embed", dependencies=Protected)
@@ -76,17 +57,13 @@ async def root(body: TeiEmbedRequest | TeiSimilarityRequest, request: Request) -
 
 
 @tei_router.post("/rerank", dependencies=Protected)
-async def rerank(body: TeiRerankRequest, request: Request) -> FastJSON:
+async def tei_rerank(body: TeiRerankRequest, request: Request) -> FastJSON:
     """TEI's /rerank: [{index, score, text?}] best first (sigmoid scores, or logits with raw_scores)."""
     check_direction(body.truncation_direction)
-    served = state(request).reranker
-    if served is None:
-        raise ApiError(424, "no reranker loaded; start the server with --reranker DIR", "no_reranker")
-    scores, _ = await served.scores(state(request), body.query, body.texts, request, raw=body.raw_scores,
-                                    truncate=body.truncate is not False)  # fmt: skip
-    order = np.argsort(-scores, kind="stable")
-    return FastJSON([{"index": int(i), "score": float(scores[i])} | ({"text": body.texts[i]} if body.return_text
-                     else {}) for i in order])  # fmt: skip
+    ranked = await service.rerank(state(request), request, body.query, body.texts,
+                                  truncate=body.truncate is not False, raw=body.raw_scores)  # fmt: skip
+    return FastJSON([{"index": i, "score": score} | ({"text": body.texts[i]} if body.return_text else {})
+                     for i, score in ranked.order])  # fmt: skip
 
 
 @tei_router.get("/info", dependencies=Protected)
@@ -132,7 +109,7 @@ async def tokenize(body: TeiTokenizeRequest, request: Request) -> FastJSON:
     texts = as_list(body.inputs)
     st.check_limits(texts)
     if body.prompt_name is not None:
-        prompt_key(request, body.prompt_name)
+        prompt_key(st.dense.settings.prompts, prompt_name=body.prompt_name)  # 422 for a name the model lacks
         texts = st.dense.prompt_plan(prompt_name=body.prompt_name).apply(texts)
     return FastJSON(await run_in_threadpool(token_spans, st.dense, texts, body.add_special_tokens))
 

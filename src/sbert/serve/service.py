@@ -1,0 +1,134 @@
+"""What every server dialect asks for, decided once.
+
+Prompts, truncation, dimensions, unit length, quantized formats, the reranker's presence, top_n and
+rank order are decided here. The OpenAI (routes.py), TEI (tei.py) and Cohere (cohere.py) routes only
+translate their request and response shapes onto `embed` and `rerank`, so one input gives the same
+vectors and scores in every dialect (tests/test_serve_dialects.py).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import numpy as np
+from fastapi import Request
+
+from sbert.search.quantize import quantize_embeddings
+from sbert.serve.state import ApiError, Reranking, ServerState, by_name
+from sbert.similarity import rank_order, scaled_rows, similarity_of, unit_rows
+
+FORMATS = ("float", "base64", "int8", "uint8", "binary", "ubinary")
+
+
+@dataclass(frozen=True)
+class EmbedAsk:
+    """One embedding request in no dialect's shape."""
+
+    texts: list[str]
+    field: str = "input"  # the request's name for the texts, in error messages
+    prompt: str | None = None  # a prompt key: a task ("query" / "document") or by_name(...) (prompt_key)
+    truncate: bool = True  # False: a text over the model's limit is a 413 instead of cut
+    dimensions: int | None = None  # leading dimensions kept
+    normalize: bool | None = None  # True / False; None: unit length again only where `dimensions` cut them
+    formats: tuple[str, ...] = ("float",)
+
+
+@dataclass
+class Embedded:
+    """The rows of each asked format, the request's token count and the indices of the texts cut."""
+
+    rows: dict[str, list[object]]
+    tokens: int
+    cut: list[int] = field(default_factory=list)
+
+
+def prompt_key(
+    prompts: dict[str, str], task: str | None = None, prompt_name: str | None = None, strict: bool = True
+) -> str | None:
+    """The prompt a request asks for: a task's prompt, or one of the model's `prompts` by name.
+
+    An unknown name is a 422 when `strict` (TEI's prompt_name), else no prompt (Cohere's classification /
+    clustering input types use the model's prompt of that name where it has one).
+    """
+    if prompt_name is None:
+        return task
+    if prompt_name in prompts:
+        return by_name(prompt_name)
+    if strict:
+        known = ", ".join(sorted(prompts)) or "none"
+        raise ApiError(
+            422, f"prompt_name {prompt_name!r} is not one of the model's prompts ({known})", "invalid_prompt"
+        )
+    return None
+
+
+async def embed(st: ServerState, request: Request, ask: EmbedAsk) -> Embedded:
+    """The model's vectors for `ask`, through the dense batcher, shaped and encoded as asked."""
+    model = st.dense
+    dim = model.embedding_dimension
+    if ask.dimensions is not None and ask.dimensions > dim:
+        raise ApiError(422, f"dimensions={ask.dimensions} exceeds the model's {dim}", "invalid_dimensions")
+    vectors, tokens, cut = await st.embed(ask.texts, request, ask.field, truncate=ask.truncate, kind=ask.prompt)
+    if ask.dimensions is not None:
+        vectors = vectors[:, : ask.dimensions]
+    if ask.normalize or (ask.normalize is None and ask.dimensions is not None):  # shortened as OpenAI does
+        vectors = unit_rows(vectors)
+    similarity = similarity_of(model)
+    rows = {f: encode_rows(vectors, f, st.ranges, dim, similarity) for f in dict.fromkeys(ask.formats)}
+    return Embedded(rows, tokens, cut)
+
+
+def encode_rows(
+    vectors: np.ndarray, encoding: str, ranges: np.ndarray | None, full_dim: int, similarity: str
+) -> list[object]:
+    """Each row as the format asks: float32 (a list or base64 of its bytes), int8/uint8 codes, packed bits."""
+    if encoding in ("float", "base64"):
+        rows = np.ascontiguousarray(vectors, dtype="<f4")
+        if encoding == "float":
+            return list(rows)
+        return [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
+    if encoding in ("int8", "uint8"):
+        if ranges is None:
+            raise ApiError(422, f"encoding_format {encoding!r} needs calibration ranges: start the server with "
+                           "--calibration RANGES.npy or an int8 --index", "no_calibration")  # fmt: skip
+        if vectors.shape[1] != full_dim:
+            raise ApiError(422, f"encoding_format {encoding!r} is calibrated for the full {full_dim} dimensions; "
+                           "drop `dimensions`", "invalid_dimensions")  # fmt: skip
+        # The ranges describe the vectors as the index holds them: unit rows for a cosine model.
+        # Quantizing other vectors than they describe saturates the codes.
+        vectors = scaled_rows(vectors, similarity)
+    return list(quantize_embeddings(vectors, encoding, ranges=ranges))
+
+
+@dataclass
+class Ranked:
+    """(document index, score) best first, and the request's token count."""
+
+    order: list[tuple[int, float]]
+    tokens: int
+    model_id: str
+
+
+def reranker(st: ServerState, model: str | None = None) -> Reranking:
+    """The served cross-encoder, or a 404 saying how to serve one; a `model` naming another one is a 404 too."""
+    served = st.reranker
+    if served is None:
+        raise ApiError(404, "no reranker loaded; start the server with --reranker DIR (or --model CROSS_ENCODER)",
+                       "no_reranker")  # fmt: skip
+    if model is not None and model != served.model_id:
+        raise ApiError(404, f"model {model!r} is not served here; use {served.model_id!r}", "model_not_found")
+    return served
+
+
+async def rerank(
+    st: ServerState, request: Request, query: str, documents: list[str], *, model: str | None = None,
+    top_n: int | None = None, truncate: bool = True, raw: bool = False,
+) -> Ranked:  # fmt: skip
+    """The documents' scores for the query (`raw`: logits), best first (ties in input order), the top `top_n`."""
+    served = reranker(st, model)
+    if top_n is not None and top_n > len(documents):
+        raise ApiError(422, f"top_n={top_n} exceeds the {len(documents)} documents", "invalid_top_n")
+    scores, tokens = await served.scores(st, query, documents, request, raw=raw, truncate=truncate)
+    order = [(int(i), float(scores[i])) for i in rank_order(scores, top_n)]
+    return Ranked(order, tokens, served.model_id)
