@@ -29,6 +29,7 @@ from sbert.errors import ModelFormatError
 from sbert.model_config import read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
+from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
 from sbert.similarity import rank_order
 from sbert.weights_state import WeightsKey, placement, weights_key
 
@@ -42,7 +43,7 @@ SIGMOID, IDENTITY = "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.lin
 LEGACY_HEAD_FILE = "cross_encoder_head.safetensors"  # sbert's pre-0.2 baseline format
 
 
-class CrossEncoder(nn.Module):
+class CrossEncoder(MtebCrossEncoder, nn.Module):
     """A sequence-classification transformer over text pairs, with predict and rank."""
 
     def __init__(self, classifier: PairClassifier, activation: str | None = None, device: Any = None) -> None:
@@ -112,6 +113,7 @@ class CrossEncoder(nn.Module):
         """Padded joint inputs on the model's device."""
         return {k: v.to(self.device) for k, v in self.classifier.tokenize_pairs(pairs).items()}
 
+    @mteb_entry
     def predict(
         self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None, batch_tokens: int | None = None,
         backend: str = "torch", precision: str = "auto", activation: bool = True, show_progress: bool | None = None,

@@ -41,13 +41,14 @@ from sbert.modules import (
 )  # fmt: skip
 from sbert.modules.chain import dense_heads, save_chain
 from sbert.modules.normalize import l2_normalize
+from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.weights_state import WeightsKey, placement, weights_key
 
 log = logging.getLogger(__name__)
 
 
-class SentenceEncoder(nn.Sequential):
+class SentenceEncoder(MtebEncoder, nn.Sequential):
     """A Transformer followed by pooling (and optional heads) producing one vector per sentence."""
 
     def __init__(self, modules: Sequence[Module], device: str | torch.device | None = None) -> None:
@@ -249,6 +250,7 @@ class SentenceEncoder(nn.Sequential):
         task: str | None = ...,
     ) -> torch.Tensor: ...
 
+    @mteb_entry
     def encode(
         self,
         sentences: str | Iterable[str],

@@ -22,6 +22,7 @@ from sbert.errors import ModelFormatError, SbertError
 from sbert.model import SentenceEncoder
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
+from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
@@ -35,7 +36,7 @@ from sbert.weights_state import WeightsKey, weights_key
 log = logging.getLogger(__name__)
 
 
-class SparseEncoder(nn.Module):
+class SparseEncoder(MtebEncoder, nn.Module):
     """SPLADE: an MLM backbone and SPLADE pooling, one weight per vocabulary token, most of them zero.
 
     With `query` (inference-free SPLADE), queries skip the transformer: each of their tokens gets a fixed weight.
@@ -120,6 +121,11 @@ class SparseEncoder(nn.Module):
         return [len(row) for row in ids], cut, int(module.max_seq_length)
 
     @property
+    def embedding_dimension(self) -> int:
+        """The width of every sparse vector (the encoder contract's name for `dimension`)."""
+        return self.dimension
+
+    @property
     def max_seq_length(self) -> int:
         """The document encoder's token limit."""
         return int(self._document_input().max_seq_length)
@@ -138,6 +144,7 @@ class SparseEncoder(nn.Module):
         """Where the weights live."""
         return next(self.parameters()).device
 
+    @mteb_entry
     def encode(
         self,
         sentences: str | Sequence[str],

@@ -24,6 +24,8 @@ from sbert.encoding.tokens import fast_ids
 from sbert.errors import BackendError, ModelFormatError
 from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, read_modules, write_json
 from sbert.model_config import EncoderSettings, check_truncate_dim, read_settings, settings_config
+from sbert.mteb_protocol import MtebEncoder, mteb_entry
+from sbert.similarity import similarity_matrix
 
 # The type sentence-transformers 3-6 all resolve to their StaticEmbedding module.
 STATIC_TYPE = "sentence_transformers.models.StaticEmbedding"
@@ -84,7 +86,7 @@ def average_matrix(ids: Sequence[Sequence[int]], vocab_size: int) -> sp.csr_matr
     return sp.csr_matrix((data, flat, indptr), shape=(len(ids), vocab_size))
 
 
-class StaticEncoder:
+class StaticEncoder(MtebEncoder):
     """A static-embedding model: `encode` gives (n, d) float32 mean token vectors."""
 
     def __init__(
@@ -157,6 +159,7 @@ class StaticEncoder:
         """Token ids without special tokens (what the table is averaged over), threads for large inputs."""
         return fast_ids(self.tokenizer, texts, add_special_tokens=False)
 
+    @mteb_entry
     def encode(
         self,
         sentences: str | Iterable[str],
@@ -214,6 +217,10 @@ class StaticEncoder:
         """`encode` with the model's document prompt, when it has one (else its default prompt)."""
         options.setdefault("task", "document")
         return self.encode(sentences, **options)
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """float32 (n, m): the model's similarity of every row of `a` with every row of `b`."""
+        return similarity_matrix(a, b, self.settings.similarity_fn_name)
 
     def prompt_plan(
         self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None

@@ -1,0 +1,135 @@
+"""mteb 2.x evaluates sbert models as they are: its EncoderProtocol and CrossEncoderProtocol on every kind.
+
+mteb calls `encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=..., prompt_type=...)` and
+`predict(inputs1=DataLoader, inputs2=DataLoader, ...)`, and reads `mteb_model_meta`. The kinds'
+`encode` / `predict` carry `mteb_entry`, which hands such calls here: the texts come out of mteb's
+batches, mteb's own rule picks the prompt name (task name + type, task, type), and the one prompt
+policy turns it into text. mteb is imported only when mteb itself calls: never by the base install.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from sbert.similarity import pairwise_similarity
+
+F = TypeVar("F", bound=Callable[..., Any])
+# The keywords only mteb's calls carry: a call with one of them is mteb's.
+MTEB_KEYWORDS = ("task_metadata", "hf_split", "hf_subset", "prompt_type")
+
+
+def mteb_entry(method: F) -> F:
+    """Route mteb's calls of `encode` / `predict` (they carry task_metadata) to the mteb adapters here."""
+
+    @functools.wraps(method)
+    def entry(self: Any, *args: Any, **options: Any) -> Any:
+        if "task_metadata" not in options:
+            return method(self, *args, **options)
+        if "inputs1" in options:
+            return _predict(functools.partial(method, self), options)
+        return _encode(self, functools.partial(method, self), args[0] if args else options.pop("inputs"), options)
+
+    return cast(F, entry)
+
+
+def _texts(batches: Iterable[dict[str, Any]]) -> list[str]:
+    """Every text of mteb's DataLoader of {"text": [...]} batches, in order."""
+    return [text for batch in batches for text in batch["text"]]
+
+
+def _call_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Mteb's encode kwargs as ours: batch_size kept, its progress flag renamed; other precisions refused."""
+    for key in MTEB_KEYWORDS:
+        options.pop(key, None)
+    precision = options.pop("precision", None)
+    if precision not in (None, "float32"):
+        raise ValueError(f"mteb precision {precision!r}: sbert answers float32 rows (quantize them afterwards)")
+    out: dict[str, Any] = {"show_progress": bool(options.pop("show_progress_bar", False))}
+    if options.get("batch_size") is not None:
+        out["batch_size"] = int(options.pop("batch_size"))
+    return out
+
+
+def _prompt_name(prompts: dict[str, str], task_metadata: Any, prompt_type: Any) -> str | None:
+    """Mteb's prompt choice among the model's prompts (the same rule its sentence-transformers wrapper applies)."""
+    from mteb.models.abs_encoder import AbsEncoder, get_prompt_name
+
+    valid, _ = AbsEncoder.validate_task_to_prompt_name(dict(prompts) or None, raise_for_invalid_keys=False)
+    return get_prompt_name(valid, task_metadata, prompt_type) if valid else None
+
+
+def _encode(model: Any, encode: Callable[..., Any], inputs: Any, options: dict[str, Any]) -> Any:
+    """float32 rows for mteb: the prompt mteb's rule names, else the query / document task's prompt."""
+    task_metadata, prompt_type = options.get("task_metadata"), options.get("prompt_type")
+    kind = getattr(prompt_type, "value", prompt_type)  # PromptType.query -> "query"
+    call = _call_options(options)
+    name = _prompt_name(model.settings.prompts, task_metadata, prompt_type)
+    texts = _texts(inputs)
+    if name is not None:
+        vectors = encode(texts, prompt_name=name, **call)
+    else:
+        vectors = encode(texts, task=kind if kind in ("query", "document") else None, **call)
+    if hasattr(vectors, "toarray"):  # a sparse model's CSR rows: mteb's evaluators take dense arrays
+        vectors = vectors.toarray()
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def _predict(predict: Callable[..., Any], options: dict[str, Any]) -> np.ndarray:
+    """One score per (inputs1[i], inputs2[i]) pair, as mteb's cross-encoder wrapper scores them."""
+    queries, documents = _texts(options.pop("inputs1")), _texts(options.pop("inputs2"))
+    call = _call_options(options)
+    return np.asarray(predict(list(zip(queries, documents, strict=True)), **call), dtype=np.float32)
+
+
+def model_meta(model: Any, name: str, embed_dim: int | None, max_tokens: int | None, similarity: str | None) -> Any:
+    """Mteb's ModelMeta for an sbert model (what its sentence-transformers wrapper records for one)."""
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
+
+    return ModelMeta.create_empty(overwrites={
+        "name": name, "revision": None, "max_tokens": max_tokens, "embed_dim": embed_dim,
+        "similarity_fn_name": ScoringFunction.from_str(similarity) if similarity else None,
+        "framework": ["PyTorch"],
+    })  # fmt: skip
+
+
+def folder_name(model: Any) -> str:
+    """The model's name for mteb's results: `sbert/` and the folder it came from ("sbert/model" when new)."""
+    source = getattr(model, "source_dir", None)
+    return f"sbert/{source.name}" if source is not None else "sbert/model"
+
+
+class MtebEncoder:
+    """mteb's EncoderProtocol attributes on an encoder kind: `mteb_model_meta` and `similarity_pairwise`.
+
+    The kind provides `settings` (its similarity), `embedding_dimension`, `source_dir` and, where it has
+    one, `max_seq_length`; its `encode` carries `mteb_entry`.
+    """
+
+    settings: Any
+    source_dir: Any
+
+    @property
+    def mteb_model_meta(self) -> Any:
+        """Mteb's ModelMeta for this model."""
+        limit = getattr(self, "max_seq_length", None)  # a static model has none
+        width = cast(Any, self).embedding_dimension
+        return model_meta(self, folder_name(self), int(width), limit, self.settings.similarity_fn_name)
+
+    def similarity_pairwise(self, a: Any, b: Any) -> np.ndarray:
+        """float32 (n,): the model's similarity of row i of `a` with row i of `b`."""
+        return pairwise_similarity(np.asarray(a), np.asarray(b), self.settings.similarity_fn_name)
+
+
+class MtebCrossEncoder:
+    """mteb's CrossEncoderProtocol attribute on the cross-encoder: `mteb_model_meta` (`predict` carries mteb_entry)."""
+
+    source_dir: Any
+
+    @property
+    def mteb_model_meta(self) -> Any:
+        """Mteb's ModelMeta for this model."""
+        return model_meta(self, folder_name(self), None, getattr(self, "max_seq_length", None), None)
