@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import distinct_real_sentences
 from sbert import SentenceEncoder
-from sbert.encoding.streaming import encode_to_disk
+from sbert.scale.streaming import encode_to_disk
 
 
 def rss_mb() -> float:

@@ -132,7 +132,7 @@ def test_several_adapters_switch_by_name(base, tmp_path, caplog):
 
 def test_gradient_checkpointing_gives_the_same_gradients(base):
     from sbert.adapters import parse_lora
-    from sbert.adapters.training import add_lora, enable_checkpointing
+    from sbert.training.lora import add_lora, enable_checkpointing
 
     grads = []
     for checkpointing in (False, True):

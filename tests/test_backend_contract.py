@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.encoding.streaming import encode_to_disk, load_shards
 from sbert.errors import SbertError
+from sbert.scale.streaming import encode_to_disk, load_shards
 from tests.serve_helpers import serve_in_thread, served_vectors
 from tests.tiny_models import CORPUS, EDGE_SENTENCES
 

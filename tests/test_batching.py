@@ -1,6 +1,6 @@
 import pytest
 
-from sbert.encoding.batching import check_sentences, fixed_batches, length_order
+from sbert.vectors.batching import check_sentences, fixed_batches, length_order
 
 
 def test_length_order_is_longest_first_and_stable():

@@ -1,5 +1,6 @@
-"""The layers point one way (docs: cli/serve -> search/evaluation/training -> model -> encoding -> backends ->
-modules): no import cycle between sbert's modules, function-level imports included, and no import upward."""
+"""The layers point one way (cli/serve -> search/evaluation/training/scale -> model kinds -> encoding ->
+backends -> modules -> adapters -> vectors): no import cycle between sbert's modules, no import upward, no
+two packages importing each other; function-level and TYPE_CHECKING imports included, no exemptions."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "sbert"
 # Lower layers never import these (module-name prefixes).
 UPWARD = {
+    "sbert.vectors": ("sbert",),  # the leaf: nothing of sbert's own
+    "sbert.adapters": ("sbert.modules", "sbert.backends", "sbert.encoding", "sbert.model", "sbert.training"),
     "sbert.modules": ("sbert.backends", "sbert.encoding", "sbert.model", "sbert.search", "sbert.serve", "sbert.cli"),
     "sbert.backends": ("sbert.encoding", "sbert.model", "sbert.search", "sbert.serve", "sbert.cli", "sbert.demo",
                        "sbert.training", "sbert.evaluation", "sbert.cross_encoder"),
     "sbert.encoding": ("sbert.model", "sbert.search", "sbert.serve", "sbert.cli", "sbert.training", "sbert.demo"),
     "sbert.model": ("sbert.search", "sbert.serve", "sbert.cli", "sbert.training", "sbert.evaluation", "sbert.demo"),
     "sbert.search": ("sbert.serve", "sbert.cli", "sbert.demo"),
+    "sbert.scale": ("sbert.serve", "sbert.cli", "sbert.training"),
 }  # fmt: skip
 
 
@@ -26,7 +30,8 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path, known: set[str]) -> set[str]:
-    """The sbert modules `path` imports anywhere (functions included), TYPE_CHECKING blocks excluded."""
+    """The sbert modules `path` imports anywhere: functions and TYPE_CHECKING blocks included (a type-only
+    import still ties the two layers together)."""
     found: set[str] = set()
 
     def resolve(name: str) -> str:
@@ -35,10 +40,6 @@ def imports(path: Path, known: set[str]) -> set[str]:
         return name
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(resolve(a.name) for a in node.names if a.name.startswith("sbert"))
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sbert") and not node.level:
@@ -70,18 +71,28 @@ def test_no_import_cycles(graph):
 
 
 def test_no_layer_imports_upward(graph):
-    # A leaf (a module importing nothing of sbert: encoding/tokens.py, encoding/batching.py) is a helper any
-    # layer may use; it cannot carry a dependency upward.
-    leaves = {name for name, deps in graph.items() if not deps}
     bad = sorted(
         f"{name} imports {dep}"
         for name, deps in graph.items()
         for layer, banned in UPWARD.items()
         if name == layer or name.startswith(layer + ".")
-        for dep in deps - leaves
+        for dep in deps
         if any(dep == b or dep.startswith(b + ".") for b in banned)
     )
     assert not bad, bad
+
+
+def package(name: str) -> str:
+    """sbert.encoding.engine -> sbert.encoding; a top-level module is its own package."""
+    return ".".join(name.split(".")[:2])
+
+
+def test_no_two_packages_import_each_other(graph):
+    # Each package sits at one layer: a pair that imports both ways (encoding <-> modules, say) means a
+    # package holds helpers below another and orchestrators above it, and must be split.
+    pairs = {(package(a), package(b)) for a, deps in graph.items() for b in deps if package(a) != package(b)}
+    both = sorted(f"{a} <-> {b}" for a, b in pairs if a < b and (b, a) in pairs)
+    assert not both, both
 
 
 # Each file of the sentence-transformers layout is parsed in exactly one function; everything else asks it.

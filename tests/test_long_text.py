@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.encoding.batching import length_order, token_batches
 from sbert.encoding.long_text import windows
+from sbert.vectors.batching import length_order, token_batches
 from tests.tiny_models import CORPUS
 
 

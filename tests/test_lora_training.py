@@ -11,8 +11,8 @@ import torch
 
 from sbert import SentenceEncoder, train
 from sbert.adapters import LoraSpec, choose_targets, parse_lora
-from sbert.adapters.training import add_lora
 from sbert.errors import ModelFormatError, ModelNotFoundError, SbertError
+from sbert.training.lora import add_lora
 from tests.adapter_fixtures import TEXTS, peft_adapter, st_base
 from tests.cli_runner import run_cli
 from tests.tiny_models import CORPUS, build_decoder, build_gemma3, build_t5

@@ -13,10 +13,10 @@ from sbert import SentenceEncoder
 from sbert.backends import varlen
 from sbert.backends.packing import pack, packed_cls, packed_max, packed_mean, unpack
 from sbert.backends.torch_cuda import PREFETCH, CudaBackend, prefetch
-from sbert.encoding.batching import packed_batches
 from sbert.encoding.engine import embed_rows, plan_batches
 from sbert.modules.pooling import cls_pool, max_pool, mean_pool
 from sbert.serve.server import CPU_GROUP_TOKENS, group_budget
+from sbert.vectors.batching import packed_batches
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
 

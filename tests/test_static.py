@@ -201,7 +201,7 @@ def test_cli_distill_then_encode_and_stream(tiny_dirs, tmp_path, data_dir):
     assert np.abs(np.load(tmp_path / "v.npy") - expected).max() <= 1e-6
     stream = sbert("encode", "--model", out, "--input", texts, "--output", f"{tmp_path / 'shards'}/", "--shard-size", 3)
     assert stream.returncode == 0, stream.stderr
-    from sbert.encoding.streaming import load_shards
+    from sbert.scale.streaming import load_shards
 
     assert np.abs(load_shards(tmp_path / "shards") - expected).max() <= 1e-6
     bad = sbert("encode", "--model", out, "--input", texts, "--output", tmp_path / "w.npy", "--backend", "onnx")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.encoding.streaming import encode_to_disk, load_shards, shard_path
 from sbert.errors import SbertError
+from sbert.scale.streaming import encode_to_disk, load_shards, shard_path
 
 TEXTS = [f"sentence number {i} about {['cats', 'dogs', 'music', 'rain'][i % 4]}" for i in range(230)]
 

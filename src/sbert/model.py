@@ -19,7 +19,6 @@ from sbert.aliases import DEFAULT_MODEL
 from sbert.backends import Backend, Chain, open_backend
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding import long_text as long_text_policy
-from sbert.encoding.batching import check_sentences
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
@@ -35,6 +34,7 @@ from sbert.modules import (
     Router,
     StaticEmbedding,
     Transformer,
+    adapter_ops,
     build_pooler,
     chain_widths,
     check_chain,
@@ -43,6 +43,7 @@ from sbert.modules.chain import dense_heads, save_chain
 from sbert.modules.normalize import l2_normalize
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
+from sbert.vectors.batching import check_sentences
 from sbert.weights_state import WeightsKey, placement, weights_key
 
 log = logging.getLogger(__name__)
@@ -390,7 +391,7 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         if cached is None or cached[0] != state:
             chain = self.as_chain()
             if name != "torch" or self.device.type == "cuda":  # exported and packed paths run merged weights
-                chain = replace(chain, modules=tuple(adapters.merged_chain(list(chain.modules))))
+                chain = replace(chain, modules=tuple(adapter_ops.merged_chain(list(chain.modules))))
             self._backends[key] = (state, open_backend(chain, name, self.device, dtype))
         return self._backends[key][1]
 
@@ -444,12 +445,12 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
 
     def load_adapter(self, path: str | os.PathLike[str], name: str = "default") -> None:
         """Add the LoRA adapter in `path` (PEFT or sentence-transformers layout) under `name` and make it active."""
-        adapters.add_adapter(self.transformer, resolve_model_dir(path), name)
+        adapter_ops.add_adapter(self.transformer, resolve_model_dir(path), name)
         self.mark_weights_changed()
 
     def set_adapter(self, name: str) -> None:
         """Run the adapter loaded under `name` (the vectors change; saving writes this one)."""
-        adapters.switch_adapter(self.transformer, name)
+        adapter_ops.switch_adapter(self.transformer, name)
         self.mark_weights_changed()
 
     def merge_adapter(self) -> None:
@@ -468,7 +469,7 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         `extras` may add files (a model card, trained heads) inside the same atomic write. A model with a
         LoRA adapter writes the adapter alone (PEFT's layout), or with `merge_adapter` the merged weights.
         """
-        modules = adapters.merged_chain(self.chain()) if merge_adapter else self.chain()
+        modules = adapter_ops.merged_chain(self.chain()) if merge_adapter else self.chain()
         with layout.atomic_directory(path) as tmp:
             save_chain(tmp, modules)
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config(self.settings))

@@ -1,8 +1,10 @@
-"""LoRA adapters: training them, saving and loading them in PEFT's layout, merging them into the weights."""
+"""LoRA adapters in PEFT's layout: reading, writing and merging them, and the LoRA settings (`spec`).
+
+Adding one to a chain lives in `sbert.modules.adapter_ops`, training one in `sbert.training.lora`.
+"""
 
 from __future__ import annotations
 
-from sbert.adapters.ops import add_adapter, merged_chain, switch_adapter
 from sbert.adapters.peft_io import (
     ADAPTER_CONFIG_FILE,
     ADAPTER_WEIGHTS_FILE,
@@ -22,15 +24,12 @@ __all__ = [
     "DEFAULT_ADAPTER",
     "LoraSpec",
     "active_adapter",
-    "add_adapter",
     "backbone",
     "choose_targets",
     "has_adapter",
     "is_adapter_dir",
     "linear_names",
     "merged",
-    "merged_chain",
     "parameter_counts",
     "parse_lora",
-    "switch_adapter",
 ]

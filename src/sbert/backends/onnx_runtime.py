@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -19,8 +19,6 @@ from sbert.modules import Features
 
 if TYPE_CHECKING:
     import onnxruntime
-
-    from sbert.backends.openvino_runtime import OpenVinoBackend
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +177,19 @@ def make_session(path: Path, device: torch.device, threads: int | None = None) -
         raise BackendError(f"{path}: cannot load the ONNX graph ({str(e).splitlines()[0]})") from None
 
 
+class GraphEngine(Protocol):
+    """What the check needs of a graph runtime (ONNX Runtime's or OpenVINO's): its file, exactness and embed."""
+
+    path: Path
+    exact: bool
+
+    def embed(self, features: Features) -> torch.Tensor:
+        """Sentence rows for padded features."""
+        ...
+
+
 def check_against_torch(
-    chain: Chain, backend: OnnxBackend | OpenVinoBackend, embed: Callable[[Features], torch.Tensor] | None = None
+    chain: Chain, backend: GraphEngine, embed: Callable[[Features], torch.Tensor] | None = None
 ) -> None:
     """Embed a few probe sentences both ways; a graph that disagrees is refused.
 

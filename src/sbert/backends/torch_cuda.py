@@ -29,9 +29,9 @@ from sbert.backends.packed_chain import (
 )  # fmt: skip
 from sbert.backends.packing import PackedBatch, pack
 from sbert.device import precision_name
-from sbert.encoding.batching import packed_batches, token_batches
 from sbert.errors import DeviceError
 from sbert.modules import Features, Transformer
+from sbert.vectors.batching import packed_batches, token_batches
 
 log = logging.getLogger(__name__)
 

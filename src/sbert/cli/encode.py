@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _to_folder(args: argparse.Namespace) -> int:
-    from sbert.encoding.streaming import encode_to_disk
+    from sbert.scale.streaming import encode_to_disk
 
     total = None if args.input == "-" else _count_lines(Path(args.input))
     model = load_encoder(args)

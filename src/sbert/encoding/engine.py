@@ -8,7 +8,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sbert.backends.base import Backend
-from sbert.encoding.batching import fixed_batches, length_order, packed_batches, token_batches
+from sbert.vectors.batching import fixed_batches, length_order, packed_batches, token_batches
 
 # Progress bars appear by default only for inputs long enough to take a while.
 PROGRESS_MIN_SENTENCES = 2048

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import multiprocessing
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -21,8 +22,34 @@ from tqdm.auto import tqdm
 from sbert.device import resolve_device
 from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 
-if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+
+class Encoder(Protocol):
+    """What a worker needs of the model (a SentenceEncoder): a folder to reload it from, its limit, encode.
+
+    A protocol, not the class: the runtime sits below the model kinds and never imports them.
+    """
+
+    source_dir: Path | None
+    max_seq_length: int
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Width of each row."""
+        ...
+
+    def unchanged_since_load(self) -> bool:
+        """Whether `source_dir` still holds these weights."""
+        ...
+
+    def save(self, path: Path) -> None:
+        """Write the model to `path`."""
+        ...
+
+    @property
+    def encode(self) -> Callable[..., Any]:
+        """The model's encode: (n, dim) rows for a list of texts."""
+        ...
+
 
 STRIPES_PER_WORKER = 4  # more, smaller parts let a faster device take more of them
 _WORKER: dict[str, Any] = {}
@@ -35,7 +62,7 @@ def stripes(texts: list[str], parts: int) -> list[np.ndarray]:
 
 
 def encode_on_devices(
-    model: SentenceEncoder, texts: list[str], devices: list[str], options: dict[str, Any], show: bool | None
+    model: Encoder, texts: list[str], devices: list[str], options: dict[str, Any], show: bool | None
 ) -> np.ndarray:
     """float32 (len(texts), dim) embedded by one worker process per entry of `devices`."""
     resolved = [str(resolve_device(d)) for d in devices]
@@ -65,7 +92,7 @@ def encode_on_devices(
     return out
 
 
-def _saved_copy(model: SentenceEncoder, scratch: Path) -> Path:
+def _saved_copy(model: Encoder, scratch: Path) -> Path:
     """The model's own folder while its weights are as loaded, else a fresh save in `scratch`."""
     if model.source_dir is not None and model.unchanged_since_load():
         return model.source_dir
@@ -73,7 +100,7 @@ def _saved_copy(model: SentenceEncoder, scratch: Path) -> Path:
     return scratch / "model"
 
 
-def _init(loader: type[SentenceEncoder], source: str, slots: Any, threads: int, max_seq_length: int) -> None:
+def _init(loader: Any, source: str, slots: Any, threads: int, max_seq_length: int) -> None:
     device = slots.get()
     torch.set_num_threads(threads)
     model = loader.load(source, device=device)

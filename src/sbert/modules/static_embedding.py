@@ -17,9 +17,9 @@ from typing import Any, Self
 import torch
 from torch import nn
 
-from sbert.encoding.tokens import fast_ids
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module, load_weights
+from sbert.vectors.tokens import fast_ids
 
 TOKENIZER_FILE = "tokenizer.json"
 # A static table has no position limit: no input is ever cut (what max_seq_length reports).

@@ -14,11 +14,11 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from sbert.adapters import peft_io
-from sbert.encoding.tokens import fast_ids
 from sbert.errors import ModelFormatError, first_line
 from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.modules.base import Features, Module
 from sbert.progress import weight_bars
+from sbert.vectors.tokens import fast_ids
 
 log = logging.getLogger(__name__)
 # Encoder-decoder families whose encoder alone embeds sentences, by config model_type.

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sbert.encoding.streaming import encode_to_disk, load_shards
+from sbert.scale.streaming import encode_to_disk, load_shards
 from sbert.search.index import IndexInfo, build_index, index_scale
 from sbert.similarity import similarity_of
 

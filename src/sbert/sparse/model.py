@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 
 from sbert import layout
 from sbert.device import resolve_device
-from sbert.encoding.batching import packed_batches
 from sbert.errors import ModelFormatError, SbertError
 from sbert.model import SentenceEncoder
 from sbert.model_config import EncoderSettings, model_config, read_settings
@@ -31,6 +30,7 @@ from sbert.sparse.onnx_engine import SpladeOnnx
 from sbert.sparse.packed import PACKED_TOKENS, PackedSplade
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
+from sbert.vectors.batching import packed_batches
 from sbert.weights_state import WeightsKey, weights_key
 
 log = logging.getLogger(__name__)

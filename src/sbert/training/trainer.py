@@ -20,7 +20,6 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.adapters import parameter_counts, parse_lora
-from sbert.adapters.training import add_lora, enable_checkpointing
 from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
@@ -33,6 +32,7 @@ from sbert.training.ddp import World, barrier, close, init_world, shard
 from sbert.training.dev_sets import score_devs
 from sbert.training.epoch_plan import InOrder, epoch_plan
 from sbert.training.loop_state import StageState
+from sbert.training.lora import add_lora, enable_checkpointing
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
 from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
 from sbert.training.schedule import warmup_linear, warmup_steps

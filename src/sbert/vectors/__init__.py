@@ -1,0 +1,5 @@
+"""Leaf helpers every layer may use, importing nothing of sbert's own.
+
+- `tokens`: token ids from a Rust tokenizer, threaded for large inputs;
+- `batching`: smart batching (sort by token length, cut by a padded or packed token budget).
+"""
