@@ -129,6 +129,17 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         first = self[0]
         return first if isinstance(first, Router) else None
 
+    def token_lengths(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[int], list[int]]:
+        """Tokens per text as encode(task=, prompt_name=) feeds them, and the indices of the texts cut.
+
+        The prompt and special tokens count, rows are truncated, and a Router model counts with its route for `task`.
+        """
+        prompted = self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
+        ids, cut = self.routed(task).input_module.token_ids(prompted)
+        return [len(row) for row in ids], cut
+
     def routed(self, task: str | None = None) -> SentenceEncoder:
         """The model `task` runs: itself, or for a Router model its route for `task` (None: the default route).
 

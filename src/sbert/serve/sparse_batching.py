@@ -55,8 +55,8 @@ async def embed_sparse(
         raise ApiError(424, "this server runs no sparse model (start it with --sparse-model)", "model_not_sparse")
     st.check_limits(texts)
     check_texts(texts, field)
-    lengths, cut, limit = await run_in_threadpool(model.token_lengths, texts, *key)  # with the prompt it gets
+    lengths, cut = await run_in_threadpool(model.token_lengths, texts, *key)  # with the prompt it gets
     if cut and not truncate:
-        raise too_long(field, cut, limit)
+        raise too_long(field, cut, model.max_seq_length)
     st.check_request_tokens(lengths, "split the request")
     return await queued(batcher, [(key, t) for t in texts], lengths, request)

@@ -104,15 +104,8 @@ class ServerState:
 
     def count_tokens(self, texts: Sequence[str], task: str | None = None) -> tuple[list[int], list[int]]:
         """Tokens per text as the model sees them (prompt and special tokens included, truncated), and the cut texts."""
-        model = self.dense
         task, prompt_name = prompt_call(task)
-        prompted = model.prompt_plan(task=task, prompt_name=prompt_name).apply(texts)
-        from sbert.static import StaticEncoder
-
-        if isinstance(model, StaticEncoder):  # no limit: nothing is ever cut
-            return [len(row) for row in model.token_ids(prompted)], []
-        ids, cut = model.routed(task).input_module.token_ids(prompted)  # a Router's route for the task
-        return [len(row) for row in ids], cut
+        return self.dense.token_lengths(texts, task, prompt_name)
 
     def check_limits(self, texts: Sequence[str]) -> None:
         """413 when a request carries more texts or characters than the server accepts."""

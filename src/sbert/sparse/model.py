@@ -110,15 +110,15 @@ class SparseEncoder(MtebEncoder, nn.Module):
 
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
-    ) -> tuple[list[int], list[int], int]:
-        """Tokens per text as the encoder sees them, the indices cut, and the token limit.
+    ) -> tuple[list[int], list[int]]:
+        """Tokens per text as the encoder sees them, and the indices cut.
 
         The prompt `encode` would put in front (by `task` / `prompt_name`) is counted, and the rows are truncated.
         """
         module = self._document_input()
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name)
         ids, cut = module.token_ids([text + t for t in texts] if text else list(texts))
-        return [len(row) for row in ids], cut, int(module.max_seq_length)
+        return [len(row) for row in ids], cut
 
     @property
     def embedding_dimension(self) -> int:

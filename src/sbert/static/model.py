@@ -155,6 +155,13 @@ class StaticEncoder(MtebEncoder):
             write_json(tmp / INFO_FILE, asdict(self.info))
         self.source_dir = Path(path)
 
+    def token_lengths(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[int], list[int]]:
+        """Tokens per text as encode(task=, prompt_name=) averages them; none is ever cut (no limit)."""
+        prompted = self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
+        return [len(row) for row in self.token_ids(prompted)], []
+
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids without special tokens (what the table is averaged over), threads for large inputs."""
         return fast_ids(self.tokenizer, texts, add_special_tokens=False)
