@@ -235,9 +235,13 @@ def test_a_rejected_kernel_is_logged_with_its_reason(monkeypatch, caplog):
 
 
 def test_server_groups_follow_the_device_not_packing():
+    from sbert import SentenceEncoder
+
     engine = SimpleNamespace(packed=False, default_batch_tokens=40960)  # MPNet's padded engine on a GPU
-    assert group_budget(engine, torch.device("cuda", 0)) == 40960
-    assert group_budget(engine, CPU) == CPU_GROUP_TOKENS
+    on_gpu = SimpleNamespace(device=torch.device("cuda", 0), backend=lambda name, precision: engine)
+    on_cpu = SimpleNamespace(device=CPU, backend=lambda name, precision: engine)
+    assert group_budget(SentenceEncoder.gpu_batch_tokens(on_gpu)) == 40960  # type: ignore[arg-type]
+    assert group_budget(SentenceEncoder.gpu_batch_tokens(on_cpu)) == CPU_GROUP_TOKENS  # type: ignore[arg-type]
 
 
 NEIGHBOUR_TEXTS = [f"sentence {i} " * (1 + i % 20) for i in range(300)]

@@ -156,6 +156,10 @@ class CrossEncoder(MtebCrossEncoder, nn.Module):
             for i in order
         ]
 
+    def gpu_batch_tokens(self, backend: str = "torch", precision: str = "auto") -> int | None:
+        """The engine's own token budget where the model runs on a GPU, else None."""
+        return self.backend(backend, precision).default_batch_tokens if self.device.type == "cuda" else None
+
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
         dtype = backend_dtype(name, precision, self.device)

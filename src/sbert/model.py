@@ -387,6 +387,10 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             return self.routed().as_chain()
         return Chain(tuple(self.chain()), self.chain_dimension, self.device, self.weights_digest, self.source_dir)
 
+    def gpu_batch_tokens(self, backend: str = "torch", precision: str = "auto") -> int | None:
+        """The engine's own token budget where the model runs on a GPU (packed, or padded fallbacks), else None."""
+        return self.backend(backend, precision).default_batch_tokens if self.device.type == "cuda" else None
+
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The backend `name` on the model's device in `precision`, built once per weights state.
 

@@ -20,9 +20,7 @@ from sbert.serve.state import Reranking, ServerState, prompt_call
 
 if TYPE_CHECKING:
     import numpy as np
-    import torch
 
-    from sbert.backends import Backend
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.search.index import SearchIndex
@@ -85,11 +83,7 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
     """The dense model, warmed up, behind the batcher that groups concurrent requests' texts."""
 
     def budget_now() -> int:
-        from sbert.static import StaticEncoder
-
-        if isinstance(model, StaticEncoder):  # one numpy path, on the CPU
-            return CPU_GROUP_TOKENS
-        return group_budget(model.backend(settings.backend, settings.precision), model.device)
+        return group_budget(model.gpu_batch_tokens(settings.backend, settings.precision))
 
     def encode(items: list[tuple[str | None, str]]) -> np.ndarray:
         # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
@@ -150,20 +144,19 @@ def serve_reranker(settings: ServeSettings, reranker: CrossEncoder, reranker_id:
         return scores.reshape(len(pairs), 1)
 
     score([("warm-up", "warm-up")])
-    budget = settings.max_batch_tokens or group_budget(reranker.backend(settings.backend, settings.precision),
-                                                       reranker.device)  # fmt: skip
+    budget = settings.max_batch_tokens or group_budget(reranker.gpu_batch_tokens(settings.backend, settings.precision))
     batcher = DynamicBatcher(score, metrics, budget, settings.max_wait_ms, settings.max_queue)
     return Reranking(reranker, reranker_id, batcher)
 
 
-def group_budget(engine: Backend, device: torch.device) -> int:
+def group_budget(gpu_tokens: int | None) -> int:
     """Tokens per merged group of requests: one whole engine batch on a GPU, 8192 on CPU.
 
     On CPU a group is cut into 512-token batches that run one per core (0.84x offline
     throughput under 64 clients, docs/serving.md); on a GPU the engine's own budget (packed or,
-    for MPNet and DistilBERT, padded) makes each group one batch.
+    for MPNet and DistilBERT, padded: `gpu_batch_tokens`) makes each group one batch.
     """
-    return engine.default_batch_tokens if device.type == "cuda" else CPU_GROUP_TOKENS
+    return gpu_tokens if gpu_tokens is not None else CPU_GROUP_TOKENS
 
 
 def limit_malloc_arenas(arenas: int = 2) -> bool:

@@ -155,6 +155,10 @@ class StaticEncoder(MtebEncoder):
             write_json(tmp / INFO_FILE, asdict(self.info))
         self.source_dir = Path(path)
 
+    def gpu_batch_tokens(self, backend: str | None = None, precision: str = "auto") -> int | None:
+        """None: a static model runs its numpy path on the CPU."""
+        return None
+
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[int], list[int]]:
