@@ -57,20 +57,16 @@ def build_tasks(data: Path) -> dict[str, Any]:
                                                                    "score": scores})})  # fmt: skip
             self.data_loaded = True
 
-    class LocalRetrieval(AbsTaskRetrieval):
-        metadata = TaskMetadata(type="Retrieval", name="SbertLocalRetrieval", main_score="ndcg_at_10", **GENERAL)
+    def retrieval_task(kind: str, name: str, main: str, top_ranked: dict[str, list[str]] | None) -> Any:
+        class Local(AbsTaskRetrieval):
+            metadata = TaskMetadata(type=kind, name=name, main_score=main, **GENERAL)
 
-        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            split = {"queries": queries, "corpus": corpus, "relevant_docs": relevant, "top_ranked": None}
-            self.dataset = {"default": {"test": split}}
-            self.data_loaded = True
+            def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+                split = {"queries": queries, "corpus": corpus, "relevant_docs": relevant, "top_ranked": top_ranked}
+                self.dataset = {"default": {"test": split}}
+                self.data_loaded = True
 
-    class LocalReranking(AbsTaskRetrieval):
-        metadata = TaskMetadata(type="Reranking", name="SbertLocalReranking", main_score="map_at_1000", **GENERAL)
+        return Local()
 
-        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            split = {"queries": queries, "corpus": corpus, "relevant_docs": relevant, "top_ranked": candidates}
-            self.dataset = {"default": {"test": split}}
-            self.data_loaded = True
-
-    return {"sts": LocalSTS(), "retrieval": LocalRetrieval(), "reranking": LocalReranking()}
+    return {"sts": LocalSTS(), "retrieval": retrieval_task("Retrieval", "SbertLocalRetrieval", "ndcg_at_10", None),
+            "reranking": retrieval_task("Reranking", "SbertLocalReranking", "map_at_1000", candidates)}  # fmt: skip
