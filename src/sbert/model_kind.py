@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from sbert.aliases import DEFAULT_MODEL
 from sbert.layout import MODULES_FILE, SPARSE_MODULES, architectures, read_modules
 from sbert.model_config import read_settings
 from sbert.model_dirs import resolve_model_dir
@@ -45,17 +46,20 @@ def kind_of(root: Path) -> Kind:
 
 
 def load(
-    name_or_path: str | os.PathLike[str] = "all-MiniLM-L6-v2", device: str | None = None, **options: Any
+    name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, device: str | None = None, **options: Any
 ) -> SentenceEncoder | SparseEncoder | CrossEncoder | StaticEncoder:
     """Load any kind of model (alias, folder or Hub id) with the class its folder calls for.
 
-    `options` go to that class's `load` (e.g. `trust_remote_code`, `dtype`, `max_active_dims`).
+    `options` go to that class's `load` (e.g. `trust_remote_code`, `dtype`, `max_active_dims`); a static
+    model runs on the CPU, so `device` must be None or "cpu" for one.
     """
     root = resolve_model_dir(name_or_path)
     kind = kind_of(root)
     if kind == "static":
         from sbert.static import StaticEncoder
 
+        if device not in (None, "cpu"):
+            raise ValueError(f"device={device!r}: a static model runs on the CPU (numpy)")
         return StaticEncoder.load(root, **options)
     if kind == "sparse":
         from sbert.sparse import SparseEncoder
