@@ -20,7 +20,8 @@ print(' '.join(p._subparsers._group_actions[0].choices))"); do
 done
 
 step "sbert demo"
-"$SBERT" demo | grep -q "Most similar pairs"
+"$SBERT" demo > demo.txt  # to a file: a pipe into `grep -q` closes early
+grep -q "Most similar pairs" demo.txt
 
 step "sbert encode a text file"
 printf 'A man is eating food.\nA man is riding a horse.\nSomeone eats.\n' > sentences.txt

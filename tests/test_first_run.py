@@ -64,3 +64,15 @@ def test_an_unknown_hub_model_gets_a_whole_reason(monkeypatch):
     assert hub_reason(ValueError("First sentence here. A second one that would be cut.")) == (
         "ValueError: First sentence here"
     )
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly():
+    # stdout is a pipe whose reader is gone (`sbert similarity ... | head` after head exits): no traceback, no
+    # "error: Broken pipe", the shell's code for a SIGPIPE'd tool
+    probe = (
+        "import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); from sbert.cli.main import main; "
+        "sys.exit(main(['similarity', 'A man is eating.', 'Someone eats.']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr.strip() == ""

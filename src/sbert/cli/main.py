@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -59,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SbertError, ValueError, TypeError) as e:
         print(f"sbert {args.command}: error: {first_line(e)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left (`sbert demo | head`): stop quietly, as a SIGPIPE'd tool does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 128 + 13
     except OSError as e:
         print(
             f"sbert {args.command}: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
