@@ -1,4 +1,4 @@
-"""int8 graphs of all-MiniLM-L6-v2 side by side, against fp32, in one run (issue 23, item 3).
+"""int8 graphs of all-MiniLM-L6-v2 side by side, against fp32, in one run.
 
     python benchmarks/int8_variants.py [--repeats 5] [--blocks 128] [--calibration 512]
 

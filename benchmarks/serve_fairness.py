@@ -1,4 +1,4 @@
-"""A 1-text request's latency while a 200k-token request runs on the same `sbert serve` (issue 16, item 4).
+"""A 1-text request's latency while a 200k-token request runs on the same `sbert serve`.
 
 python benchmarks/serve_fairness.py [--max-batch-tokens 8192] [--repeats 5]
 

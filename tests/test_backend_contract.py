@@ -1,4 +1,4 @@
-"""The encode contract on every CPU graph backend (issue 23): order, batching, truncation, streaming, server.
+"""The encode contract on every CPU graph backend: order, batching, truncation, streaming, server.
 
 Each backend is held to its own precision's tolerance: the fp32 graphs and OpenVINO's static int8
 (fixed activation ranges) give the same row whatever the batch; onnx-int8 quantizes its

@@ -1,4 +1,4 @@
-"""`sbert serve` under hostile input (issue 16): lone surrogates, vanished clients, foreign Host headers."""
+"""`sbert serve` under hostile input: lone surrogates, vanished clients, foreign Host headers."""
 
 import concurrent.futures
 import time
