@@ -44,10 +44,16 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
 
 
 def load_encoder(args: argparse.Namespace) -> SentenceEncoder | StaticEncoder:
-    """`load_model`, or a StaticEncoder when --model is a static-embedding folder (`sbert distill --static`)."""
-    from sbert.static import StaticEncoder, is_static_dir
+    """`load_model`, or a StaticEncoder when --model is a static-embedding folder (`sbert distill --static`).
 
-    if not is_static_dir(args.model):
+    The kind is decided by `sbert.model_kind.kind_of`; a sparse model or a cross-encoder gets its
+    one-line error from the dense loader.
+    """
+    from sbert.model_dirs import resolve_model_dir
+    from sbert.model_kind import kind_of
+    from sbert.static import StaticEncoder
+
+    if kind_of(resolve_model_dir(args.model)) != "static":
         return load_model(args)
     if args.max_seq_length is not None:
         raise SbertError("--max-seq-length: a static model has no token limit")
