@@ -18,8 +18,6 @@ from sbert.search.quantize import quantize_embeddings
 from sbert.serve.state import ApiError, Reranking, ServerState, by_name
 from sbert.similarity import rank_order, scaled_rows, similarity_of, unit_rows
 
-FORMATS = ("float", "base64", "int8", "uint8", "binary", "ubinary")
-
 
 @dataclass(frozen=True)
 class EmbedAsk:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -31,21 +30,16 @@ def check_direction(direction: str) -> None:
         raise ApiError(422, "truncation_direction 'Left' is not supported: inputs keep their start", "invalid_request")
 
 
-async def tei_vectors(body: TeiEmbedRequest, request: Request) -> np.ndarray:
-    """The vectors /embed answers: the model's, cut to `dimensions`, unit length when `normalize`."""
+@tei_router.post("/embed", dependencies=Protected)
+async def embed(body: TeiEmbedRequest, request: Request) -> FastJSON:
+    """TEI's /embed: one vector per input (the model's, cut to `dimensions`, unit length when `normalize`)."""
     check_direction(body.truncation_direction)
     st = state(request)
     prompt = prompt_key(st.dense.settings.prompts, prompt_name=body.prompt_name)
     ask = EmbedAsk(as_list(body.inputs), "inputs", prompt, truncate=body.truncate is not False,
                    dimensions=body.dimensions, normalize=body.normalize)  # fmt: skip
     done = await service.embed(st, request, ask)
-    return np.asarray(done.rows["float"], dtype=np.float32).reshape(len(ask.texts), -1)
-
-
-@tei_router.post("/embed", dependencies=Protected)
-async def embed(body: TeiEmbedRequest, request: Request) -> FastJSON:
-    """TEI's /embed: one vector per input, as a list of lists."""
-    return FastJSON(list(np.ascontiguousarray(await tei_vectors(body, request), dtype=np.float32)))
+    return FastJSON(done.rows["float"])  # float32 rows, as the service encodes them
 
 
 @tei_router.post("/", dependencies=Protected)
