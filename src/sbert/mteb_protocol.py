@@ -85,7 +85,7 @@ def _predict(predict: Callable[..., Any], options: dict[str, Any]) -> np.ndarray
     return np.asarray(predict(list(zip(queries, documents, strict=True)), **call), dtype=np.float32)
 
 
-def model_meta(model: Any, name: str, embed_dim: int | None, max_tokens: int | None, similarity: str | None) -> Any:
+def model_meta(name: str, embed_dim: int | None, max_tokens: int | None, similarity: str | None) -> Any:
     """Mteb's ModelMeta for an sbert model (what its sentence-transformers wrapper records for one)."""
     from mteb.models.model_meta import ModelMeta, ScoringFunction
 
@@ -117,7 +117,7 @@ class MtebEncoder:
         """Mteb's ModelMeta for this model."""
         limit = getattr(self, "max_seq_length", None)  # a static model has none
         width = cast(Any, self).embedding_dimension
-        return model_meta(self, folder_name(self), int(width), limit, self.settings.similarity_fn_name)
+        return model_meta(folder_name(self), int(width), limit, self.settings.similarity_fn_name)
 
     def similarity_pairwise(self, a: Any, b: Any) -> np.ndarray:
         """float32 (n,): the model's similarity of row i of `a` with row i of `b`."""
@@ -132,4 +132,4 @@ class MtebCrossEncoder:
     @property
     def mteb_model_meta(self) -> Any:
         """Mteb's ModelMeta for this model."""
-        return model_meta(self, folder_name(self), None, getattr(self, "max_seq_length", None), None)
+        return model_meta(folder_name(self), None, getattr(self, "max_seq_length", None), None)

@@ -27,11 +27,15 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trust-remote-code", action="store_true", help="allow custom model code from the Hub")
 
 
-def load_model(args: argparse.Namespace) -> SentenceEncoder:
-    """Load the model the flags name (imported lazily so `sbert --help` stays fast)."""
+def load_model(args: argparse.Namespace, root: Path | None = None) -> SentenceEncoder:
+    """Load the model the flags name (imported lazily so `sbert --help` stays fast).
+
+    `root`: the folder --model resolved to, where the caller already resolved it.
+    """
     from sbert.model import SentenceEncoder
 
-    model = SentenceEncoder.load(args.model, device=args.device, trust_remote_code=args.trust_remote_code)
+    source = root if root is not None else args.model
+    model = SentenceEncoder.load(source, device=args.device, trust_remote_code=args.trust_remote_code)
     # Commands that load this way only run the model: a LoRA adapter is folded into the weights once, so every
     # backend (ONNX, OpenVINO, CUDA packing) and the server run a plain model at full speed.
     model.merge_adapter()
@@ -43,23 +47,25 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
     return model
 
 
-def load_encoder(args: argparse.Namespace) -> SentenceEncoder | StaticEncoder:
+def load_encoder(args: argparse.Namespace, root: Path | None = None) -> SentenceEncoder | StaticEncoder:
     """`load_model`, or a StaticEncoder when --model is a static-embedding folder (`sbert distill --static`).
 
     The kind is decided by `sbert.model_kind.kind_of`; a sparse model or a cross-encoder gets its
-    one-line error from the dense loader.
+    one-line error from the dense loader. `root`: --model already resolved (an alias or Hub id is
+    resolved once).
     """
     from sbert.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
     from sbert.static import StaticEncoder
 
-    if kind_of(resolve_model_dir(args.model)) != "static":
-        return load_model(args)
+    root = root if root is not None else resolve_model_dir(args.model)
+    if kind_of(root) != "static":
+        return load_model(args, root)
     if args.max_seq_length is not None:
         raise SbertError("--max-seq-length: a static model has no token limit")
     if args.device not in (None, "cpu"):
         raise SbertError(f"--device {args.device}: a static model runs on the CPU (numpy)")
-    return StaticEncoder.load(args.model)
+    return StaticEncoder.load(root)
 
 
 def read_lines(source: str) -> list[str]:

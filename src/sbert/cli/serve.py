@@ -105,16 +105,17 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from sbert.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
 
-    kind = kind_of(resolve_model_dir(args.model))
+    root = resolve_model_dir(args.model)  # once: an alias or Hub id is not resolved again by each loader
+    kind = kind_of(root)
     if kind == "sparse" and args.sparse_model:
         raise SbertError(f"--model {args.model} is a sparse model: drop --sparse-model or give a dense --model")
     if kind == "cross-encoder" and args.reranker:
         raise SbertError(f"--model {args.model} is a cross-encoder: drop --reranker or give a dense --model")
     if kind in ("sparse", "cross-encoder") and args.index is not None:
         raise SbertError(f"--index needs the dense model that built it; --model {args.model} is a {kind}")
-    model = load_encoder(args) if kind in ("dense", "static") else None
-    reranker_path = args.model if kind == "cross-encoder" else args.reranker
-    sparse_path = args.model if kind == "sparse" else args.sparse_model
+    model = load_encoder(args, root) if kind in ("dense", "static") else None
+    reranker_path = root if kind == "cross-encoder" else args.reranker
+    sparse_path = root if kind == "sparse" else args.sparse_model
     reranker = sparse = None
     if reranker_path:
         from sbert.cross_encoder import CrossEncoder
