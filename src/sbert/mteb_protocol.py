@@ -98,15 +98,15 @@ def model_meta(name: str, embed_dim: int | None, max_tokens: int | None, similar
 
 def folder_name(model: Any) -> str:
     """The model's name for mteb's results: `sbert/` and the folder it came from ("sbert/model" when new)."""
-    source = getattr(model, "source_dir", None)
+    source = model.source_dir
     return f"sbert/{source.name}" if source is not None else "sbert/model"
 
 
 class MtebEncoder:
     """mteb's EncoderProtocol attributes on an encoder kind: `mteb_model_meta` and `similarity_pairwise`.
 
-    The kind provides `settings` (its similarity), `embedding_dimension`, `source_dir` and, where it has
-    one, `max_seq_length`; its `encode` carries `mteb_entry`.
+    The kind provides `settings` (its similarity), `embedding_dimension`, `source_dir` and
+    `max_seq_length` (None for a static model); its `encode` carries `mteb_entry`.
     """
 
     settings: Any
@@ -115,9 +115,9 @@ class MtebEncoder:
     @property
     def mteb_model_meta(self) -> Any:
         """Mteb's ModelMeta for this model."""
-        limit = getattr(self, "max_seq_length", None)  # a static model has none
-        width = cast(Any, self).embedding_dimension
-        return model_meta(folder_name(self), int(width), limit, self.settings.similarity_fn_name)
+        model = cast(Any, self)  # a kind: the contract's attributes
+        return model_meta(folder_name(self), int(model.embedding_dimension), model.max_seq_length,
+                          self.settings.similarity_fn_name)  # fmt: skip
 
     def similarity_pairwise(self, a: Any, b: Any) -> np.ndarray:
         """float32 (n,): the model's similarity of row i of `a` with row i of `b`."""
@@ -132,4 +132,4 @@ class MtebCrossEncoder:
     @property
     def mteb_model_meta(self) -> Any:
         """Mteb's ModelMeta for this model."""
-        return model_meta(folder_name(self), None, getattr(self, "max_seq_length", None), None)
+        return model_meta(folder_name(self), None, cast(Any, self).max_seq_length, None)

@@ -91,10 +91,12 @@ class ServerState:
 
     def max_input_length(self) -> int | None:
         """The token limit of the model --model named (None for a static model: it has none)."""
-        held: Any = self.model if self.model is not None else self.sparse
-        if held is None and self.reranker is not None:
-            held = self.reranker.model
-        return getattr(held, "max_seq_length", None)
+        if self.model is not None:
+            return self.model.max_seq_length
+        if self.sparse is not None:
+            return self.sparse.max_seq_length
+        assert self.reranker is not None
+        return self.reranker.model.max_seq_length
 
     def group_tokens(self) -> int:
         """The token budget of one merged group on the model --model named."""
@@ -132,7 +134,7 @@ class ServerState:
         check_texts(texts, field)
         lengths, cut = await run_in_threadpool(self.count_tokens, texts, kind)
         if cut and not truncate:
-            raise too_long(field, cut, getattr(model, "max_seq_length", 0))
+            raise too_long(field, cut, model.max_seq_length or 0)
         tokens = self.check_request_tokens(lengths, "split the request")
         items = [(kind, t) for t in texts]  # groups may mix tasks: the encoder sorts them back by task
         return await queued(self.batcher, items, lengths, request), tokens, cut

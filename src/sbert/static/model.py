@@ -106,6 +106,11 @@ class StaticEncoder(MtebEncoder):
         self.settings = EncoderSettings()  # prompts from config_sentence_transformers.json, as for encoders
 
     @property
+    def max_seq_length(self) -> None:
+        """None: a static table has no token limit, and no input is ever cut."""
+        return None
+
+    @property
     def embedding_dimension(self) -> int:
         """Size of the sentence vector encode returns (truncate_dim when the model has one)."""
         return self.settings.truncate_dim or int(self.table.shape[1])
