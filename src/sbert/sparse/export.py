@@ -8,20 +8,25 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import scipy.sparse
 
 
-def _dumps(record: dict[str, Any]) -> bytes:
-    """One compact JSON object: orjson (the serve extra) where installed, several times faster; else json."""
+@functools.cache
+def _json_writer() -> Callable[[dict[str, Any]], bytes]:
+    """Orjson's dumps (the serve extra) where installed, several times faster; else the standard library's.
+
+    Decided once: a failed import per record would search the path again for every line written.
+    """
     try:
         import orjson
     except ImportError:  # the run install: the standard library writes the same JSON
-        return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
-    return orjson.dumps(record)
+        return lambda record: json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+    return cast(Callable[[dict[str, Any]], bytes], orjson.dumps)
 
 
 def csr_rows(vectors: scipy.sparse.spmatrix) -> Iterator[tuple[list[int], list[float]]]:
@@ -38,9 +43,10 @@ def sparse_records(
     token: Callable[[int], str] = str,
 ) -> Iterator[bytes]:  # fmt: skip
     """One JSON line per row of `vectors` (ids from `start`), in the engine format `fmt`."""
+    dumps = _json_writer()
     for i, (indices, values) in enumerate(csr_rows(vectors)):
         if fmt == "qdrant":
             record: dict[str, Any] = {"id": start + i, "vector": {name: {"indices": indices, "values": values}}}
         else:
             record = {"id": start + i, name: {token(j): v for j, v in zip(indices, values, strict=True)}}
-        yield _dumps(record) + b"\n"
+        yield dumps(record) + b"\n"
