@@ -99,7 +99,7 @@ def test_no_two_packages_import_each_other(graph):
 LAYOUT_READERS = {
     "MODULES_FILE": {"sbert.layout.read_modules"},
     "ROUTER_CONFIG_FILE": {"sbert.layout.read_router_config"},
-    "MODEL_CONFIG_FILE": {"sbert.model_config.read_settings"},
+    "MODEL_CONFIG_FILE": {"sbert.model_config.read_model_config"},
 }
 LAYOUT_NAMES = {"modules.json": "MODULES_FILE", "router_config.json": "ROUTER_CONFIG_FILE",
                 "config_sentence_transformers.json": "MODEL_CONFIG_FILE"}  # fmt: skip

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
     from sbert.model_kind import load
+    from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
     from sbert.training.api import train
@@ -37,6 +38,10 @@ def __getattr__(name: str) -> Any:
         from sbert.sparse import SparseEncoder
 
         return SparseEncoder
+    if name == "MultiVectorEncoder":
+        from sbert.multivector import MultiVectorEncoder
+
+        return MultiVectorEncoder
     if name == "StaticEncoder":
         from sbert.static import StaticEncoder
 
@@ -49,4 +54,13 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = ["CrossEncoder", "SentenceEncoder", "SparseEncoder", "StaticEncoder", "__version__", "load", "train"]
+__all__ = [
+    "CrossEncoder",
+    "MultiVectorEncoder",
+    "SentenceEncoder",
+    "SparseEncoder",
+    "StaticEncoder",
+    "__version__",
+    "load",
+    "train",
+]

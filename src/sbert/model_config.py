@@ -15,6 +15,7 @@ from typing import Any
 from sbert.errors import ModelFormatError
 from sbert.layout import MODEL_CONFIG_FILE, read_json
 from sbert.similarity import DEFAULT_SIMILARITY, check_similarity
+from sbert.vectors.maxsim import check_multi_similarity
 
 # encode_query / encode_document (task "query" / "document") look for these prompt names, in this order.
 QUERY_PROMPTS = ("query",)
@@ -67,7 +68,29 @@ def check_truncate_dim(value: int | None, width: int) -> int | None:
 
 
 # sentence-transformers' similarity where a folder saves none (null): by the kind of model.
-_DEFAULT_SIMILARITY_OF = {"SparseEncoder": "dot"}
+_DEFAULT_SIMILARITY_OF = {"SparseEncoder": "dot", "MultiVectorEncoder": "maxsim", "ColBERT": "maxsim"}
+# Kinds scored by late interaction (sentence-transformers 6, PyLate): their own similarity names.
+MULTI_VECTOR_TYPES = ("MultiVectorEncoder", "ColBERT")
+
+
+def _check_similarity(name: str | None, model_type: str) -> str:
+    if model_type in MULTI_VECTOR_TYPES:
+        return check_multi_similarity(name)
+    return check_similarity(name)
+
+
+def read_model_config(root: Path) -> dict[str, Any]:
+    """config_sentence_transformers.json as a dict ({} when absent): the one place the file is parsed.
+
+    Kinds with keys of their own (PyLate's ColBERT lengths and prefixes) read them from this dict.
+    """
+    path = root / MODEL_CONFIG_FILE
+    if not path.is_file():
+        return {}
+    config = read_json(path)
+    if not isinstance(config, dict):
+        raise ModelFormatError(f"{path}: expected a JSON object")
+    return config
 
 
 def read_settings(root: Path, model_type: str = "") -> EncoderSettings:
@@ -78,9 +101,9 @@ def read_settings(root: Path, model_type: str = "") -> EncoderSettings:
     """
     path = root / MODEL_CONFIG_FILE
     if not path.is_file():
-        return EncoderSettings(similarity_fn_name=check_similarity(_DEFAULT_SIMILARITY_OF.get(model_type)),
+        return EncoderSettings(similarity_fn_name=_check_similarity(_DEFAULT_SIMILARITY_OF.get(model_type), model_type),
                                model_type=model_type)  # fmt: skip
-    config: Any = read_json(path)
+    config: Any = read_model_config(root)
     prompts = config.get("prompts") or {} if isinstance(config, dict) else None
     if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
         raise ModelFormatError(f"{path}: prompts must map names to strings")
@@ -93,11 +116,13 @@ def read_settings(root: Path, model_type: str = "") -> EncoderSettings:
     top_k = config.get("max_active_dims")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0):
         raise ModelFormatError(f"{path}: max_active_dims must be a positive integer")
+    saved_type = config.get("model_type")
+    # a multi-vector folder is scored by its own names whoever reads it; otherwise the reader's kind decides
+    kind = model_type or (str(saved_type) if saved_type in MULTI_VECTOR_TYPES else "")
     try:
-        similarity = check_similarity(config.get("similarity_fn_name") or _DEFAULT_SIMILARITY_OF.get(model_type))
+        similarity = _check_similarity(config.get("similarity_fn_name") or _DEFAULT_SIMILARITY_OF.get(kind), kind)
     except ValueError as e:
         raise ModelFormatError(f"{path}: {e}") from None
-    saved_type = config.get("model_type")
     activation = config.get("activation_fn")
     return EncoderSettings(dict(prompts), default, truncate, similarity, str(saved_type or model_type), top_k,
                            str(activation) if activation else None)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Which kind of model a folder holds: dense, sparse, cross-encoder or static. Decided here, once.
+"""Which kind of model a folder holds: dense, sparse, multi-vector, cross-encoder or static. Decided here, once.
 
 `sbert.load` and `sbert serve --model` ask this function; each kind's own `load` still refuses a
 folder of another kind with a one-line error.
@@ -18,24 +18,29 @@ from sbert.model_dirs import resolve_model_dir
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
-Kind = Literal["dense", "sparse", "cross-encoder", "static"]
+Kind = Literal["dense", "sparse", "multi-vector", "cross-encoder", "static"]
 # sentence-transformers' `model_type` in config_sentence_transformers.json (written by its 5.x and 6.x saves).
 _SAVED_TYPES: dict[str, Kind] = {
     "SentenceTransformer": "dense",
     "SparseEncoder": "sparse",
     "CrossEncoder": "cross-encoder",
+    "MultiVectorEncoder": "multi-vector",
 }
 
 
 def kind_of(root: Path) -> Kind:
     """The kind of the model in folder `root`: its saved model_type, else its modules, else its config.json."""
+    from sbert.multivector.layout import is_multivector_dir
     from sbert.static import is_static_dir
 
     if is_static_dir(root):
         return "static"
+    if is_multivector_dir(root):  # PyLate's folders say "ColBERT" or carry its keys
+        return "multi-vector"
     saved = _SAVED_TYPES.get(read_settings(root).model_type)
     if saved is not None:
         return saved
@@ -47,7 +52,7 @@ def kind_of(root: Path) -> Kind:
 
 def load(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, device: str | None = None, **options: Any
-) -> SentenceEncoder | SparseEncoder | CrossEncoder | StaticEncoder:
+) -> SentenceEncoder | SparseEncoder | MultiVectorEncoder | CrossEncoder | StaticEncoder:
     """Load any kind of model (alias, folder or Hub id) with the class its folder calls for.
 
     `options` go to that class's `load` (e.g. `trust_remote_code`, `dtype`, `max_active_dims`); a static
@@ -65,6 +70,10 @@ def load(
         from sbert.sparse import SparseEncoder
 
         return SparseEncoder.load(root, device=device, **options)
+    if kind == "multi-vector":
+        from sbert.multivector import MultiVectorEncoder
+
+        return MultiVectorEncoder.load(root, device=device, **options)
     if kind == "cross-encoder":
         from sbert.cross_encoder import CrossEncoder
 

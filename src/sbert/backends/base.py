@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ from sbert.modules import Features, Module, StaticEmbedding, Transformer
 
 # Row ids of a batch and their float32 vectors, (len(rows), dim).
 Rows = tuple[list[int], np.ndarray]
+T = TypeVar("T")  # what a batch job returns (Rows for the dense backends)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def cast_copy(
     return tuple(m for m in copied)  # type: ignore[misc]
 
 
-def run_threaded(batches: list[list[int]], job: Callable[[list[int]], Rows], workers: int) -> Iterator[Rows]:
+def run_threaded(batches: list[list[int]], job: Callable[[list[int]], T], workers: int) -> Iterator[T]:
     """`job` over the batches in order, `workers` at a time from threads (each with one torch thread).
 
     On CPU one single-threaded batch per core beat one batch spread over all cores (small

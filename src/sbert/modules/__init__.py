@@ -8,6 +8,7 @@ from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
 from sbert.modules.dense import Dense
 from sbert.modules.layer_norm import LayerNorm
+from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
 from sbert.modules.poolers import POOLERS, build_pooler
@@ -28,6 +29,7 @@ MODULES: dict[str, type[Module]] = {
     "LayerNorm": LayerNorm,
     "StaticEmbedding": StaticEmbedding,
     "Router": Router,
+    "MultiVectorMask": MultiVectorMask,
     "Asym": Router,  # sentence-transformers' name for the Router before v5, same layout
 }
 
@@ -65,6 +67,7 @@ __all__ = [
     "InputModule",
     "LayerNorm",
     "Module",
+    "MultiVectorMask",
     "NGramCNN",
     "Normalize",
     "Pooling",

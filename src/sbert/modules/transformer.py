@@ -55,6 +55,8 @@ class Transformer(Module):
         self.auto_model = auto_model
         self.tokenizer = tokenizer
         self.do_lower_case = do_lower_case
+        # Keys a kind adds to sentence_bert_config.json (a multi-vector model's lengths and query expansion).
+        self.extra_config: dict[str, Any] = {}
         self.position_limit = position_limit(auto_model.config)
         tok_limit = tokenizer.model_max_length
         default = min(self.position_limit, int(tok_limit)) if 0 < tok_limit < 1e9 else self.position_limit
@@ -158,7 +160,7 @@ class Transformer(Module):
 
     def get_config(self) -> dict[str, Any]:
         """The sentence_bert_config.json fields."""
-        return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case}
+        return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case, **self.extra_config}
 
     def save(self, path: Path) -> None:
         """Write weights (safetensors), tokenizer files and sentence_bert_config.json.
@@ -197,13 +199,16 @@ class Transformer(Module):
         """Width of the token embeddings."""
         return int(self.auto_model.config.hidden_size)
 
-    def token_ids(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
-        """Token ids (with special tokens, truncated to max_seq_length) and the indices that were cut."""
+    def token_ids(self, texts: Sequence[str], limit: int | None = None) -> tuple[list[list[int]], list[int]]:
+        """Token ids (with special tokens, truncated to `limit`, else max_seq_length) and the indices that were cut.
+
+        A multi-vector model asks for its query and document lengths through `limit`.
+        """
         if not texts:
             return [], []
         if self.do_lower_case:
             texts = [t.lower() for t in texts]
-        limit = self.max_seq_length
+        limit = limit or self.max_seq_length
         # Tokenize with one spare slot: a row that fills it was truncated. Only those rows are
         # tokenized again at the real limit, so the special tokens close the sequence.
         keep_end = self.truncation_side == "left"

@@ -1,0 +1,73 @@
+"""The torch engine of a multi-vector chain: padded smart batches in, one (n_tokens, dim) matrix per text out.
+
+It shares the dense runtime's pieces (length-ordered token-budget batches, a weight copy per
+device and dtype, one single-threaded batch per CPU core) and differs only in its output: the
+scored token rows of each text, without padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from sbert.backends.base import cast_copy, run_threaded
+from sbert.backends.torch_cpu import CPU_BATCH_TOKENS, MAX_ROWS
+from sbert.modules import Module, Transformer
+from sbert.multivector.tokens import SCORED, TokenRules
+from sbert.vectors.batching import length_order, token_batches
+
+TOKENS = "token_embeddings"
+
+
+class MultiVectorEngine:
+    """Runs Transformer -> token heads on `device` in `dtype`; returns each text's scored token vectors."""
+
+    def __init__(self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype) -> None:
+        self.modules = cast_copy(modules, device, dtype)
+        self.rules, self.device = rules, device
+        self.workers = torch.get_num_threads() if device.type == "cpu" else 1
+
+    @property
+    def transformer(self) -> Transformer:
+        """The encoder at the head of the chain."""
+        first = self.modules[0]
+        assert isinstance(first, Transformer)
+        return first
+
+    def embed_batch(self, rows: Sequence[Sequence[int]], task: str | None) -> list[np.ndarray]:
+        """float32 (n_scored_i, dim) per row of token ids."""
+        features = self.rules.pad(self.transformer, rows, task)
+        scored = features.pop(SCORED)
+        moved = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
+        with torch.inference_mode():
+            for module in self.modules:
+                moved = module(moved)
+            tokens = moved[TOKENS].float()  # (B, T, dim)
+            counts = scored.sum(1).tolist()
+            flat = tokens[scored.to(self.device)].cpu().numpy()  # (sum scored, dim), rows in order
+        return np.split(flat, np.cumsum(counts)[:-1]) if rows else []
+
+    def run(
+        self, ids: Sequence[Sequence[int]], task: str | None, batch_size: int | None = None,
+        batch_tokens: int | None = None,
+    ) -> list[np.ndarray]:  # fmt: skip
+        """Every row's matrix, in input order; batches fill a padded-token budget, longest rows first."""
+        lengths = [self._width(len(r), task) for r in ids]
+        budget = batch_tokens or CPU_BATCH_TOKENS
+        batches = token_batches(length_order(lengths), lengths, budget, batch_size or MAX_ROWS)
+        out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(ids)
+
+        def job(batch: list[int]) -> tuple[list[int], list[np.ndarray]]:
+            return batch, self.embed_batch([ids[i] for i in batch], task)
+
+        for batch, mats in run_threaded(batches, job, self.workers):
+            for i, m in zip(batch, mats, strict=True):
+                out[i] = m
+        return out
+
+    def _width(self, n: int, task: str | None) -> int:
+        """The padded width a row takes: an expanded query is at least the expansion length."""
+        exp = self.rules.settings.expansion if task == "query" else None
+        return max(n, exp.length) if exp is not None else n

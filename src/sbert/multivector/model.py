@@ -1,0 +1,189 @@
+"""MultiVectorEncoder: late interaction (ColBERT) — a vector per token, scored by MaxSim.
+
+The chain is the dense one's Transformer, then heads on the token embeddings: a Dense projection
+(typically 768 -> 128, no bias), the MultiVectorMask and a token-level Normalize. Folders load
+and save in sentence-transformers 6's layout or PyLate's (multivector/layout.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import torch
+from torch import nn
+
+from sbert import layout
+from sbert.device import resolve_device
+from sbert.errors import ModelFormatError
+from sbert.model_config import EncoderSettings, model_config, read_settings
+from sbert.model_dirs import resolve_model_dir
+from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
+from sbert.modules.chain import save_chain
+from sbert.multivector.engine import TOKENS, MultiVectorEngine
+from sbert.multivector.layout import MultiVectorSettings, mask_config, transformer_config
+from sbert.multivector.loading import load_multivector, save_pylate_files
+from sbert.multivector.tokens import TokenRules
+from sbert.vectors.batching import check_sentences
+from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
+from sbert.weights_state import WeightsKey, weights_key
+
+NATIVE_TYPE = "MultiVectorEncoder"
+
+
+class MultiVectorEncoder(nn.Sequential):
+    """Transformer -> Dense (on tokens) -> Normalize: one unit vector per scored token, compared by MaxSim."""
+
+    def __init__(
+        self, modules: Sequence[Module], settings: MultiVectorSettings | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:  # fmt: skip
+        heads = [m for m in modules if not isinstance(m, MultiVectorMask)]
+        super().__init__(*heads)
+        if not isinstance(self[0], Transformer):
+            raise ModelFormatError(f"a MultiVectorEncoder starts with a Transformer, not {type(self[0]).__name__}")
+        self.mv_settings = settings or MultiVectorSettings()
+        self.settings = EncoderSettings(similarity_fn_name="maxsim", model_type=NATIVE_TYPE)
+        self.source_dir: Path | None = None
+        self._engines: dict[tuple[str, torch.dtype], tuple[WeightsKey, MultiVectorEngine]] = {}
+        self._rules = TokenRules.resolve(self.mv_settings, self.transformer)
+        self.to(resolve_device(device))
+        self.eval()
+
+    @classmethod
+    def load(cls, name_or_path: str | os.PathLike[str], device: str | torch.device | None = None,
+             trust_remote_code: bool = False) -> Self:  # fmt: skip
+        """Load a sentence-transformers 6 MultiVectorEncoder folder or a PyLate ColBERT folder."""
+        root = resolve_model_dir(name_or_path)
+        modules, mv = load_multivector(root, trust_remote_code)
+        model = cls(modules, mv, device=device)
+        model.settings = read_settings(root, model_type=NATIVE_TYPE)
+        model.source_dir = root
+        return model
+
+    @classmethod
+    def from_transformer(
+        cls, name_or_path: str | os.PathLike[str], dim: int = 128, settings: MultiVectorSettings | None = None,
+        device: str | torch.device | None = None, prompts: dict[str, str] | None = None,
+    ) -> Self:  # fmt: skip
+        """A new ColBERT on a Hugging Face encoder: a `dim`-wide projection (no bias) of every token, normalized."""
+        transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path))
+        dense = Dense(transformer.embedding_dimension, dim, bias=False, module_input_name=TOKENS,
+                      module_output_name=TOKENS)  # fmt: skip
+        model = cls([transformer, dense, Normalize(TOKENS)], settings, device=device)
+        model.settings.prompts = dict(prompts or {})
+        return model
+
+    @property
+    def transformer(self) -> Transformer:
+        """The encoder at the head of the chain."""
+        first = self[0]
+        assert isinstance(first, Transformer)
+        return first
+
+    def chain(self) -> list[Module]:
+        """The modules in order: Transformer, token heads."""
+        return [m for m in self.children() if isinstance(m, Module)]
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live."""
+        return next(self.parameters()).device
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Width of every token vector."""
+        dims = [m.out_features for m in self if isinstance(m, Dense)]
+        return dims[-1] if dims else self.transformer.embedding_dimension
+
+    @property
+    def max_seq_length(self) -> int | None:
+        """The longest input in tokens: the document length (the query length can only be shorter)."""
+        return self._rules.limit("document", self.transformer)
+
+    @property
+    def similarity_fn_name(self) -> str:
+        """maxsim, or meanmaxsim (MaxSim over the query's token count)."""
+        return self.settings.similarity_fn_name
+
+    def token_lengths(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[int], list[int]]:
+        """Tokens per text as the encoder sees them for `task` (prompt and prefix counted), and the indices cut."""
+        ids, cut = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
+        return [len(r) for r in ids], cut
+
+    def encode(
+        self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
+        prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
+        precision: str = "fp32", output: str = "list",
+    ) -> Any:  # fmt: skip
+        """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
+
+        `task` "query" applies query length and expansion, "document" (or None) the document rules.
+        `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list.
+        """
+        texts, single = check_sentences(sentences)
+        ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
+        mats = self.engine(precision).run(ids, task, batch_size, batch_tokens)
+        if output == "packed":
+            return TokenSets.pack(mats, self.embedding_dimension)
+        if output != "list":
+            raise ValueError(f"output must be 'list' or 'packed', got {output!r}")
+        return mats[0] if single else mats
+
+    def encode_query(self, sentences: str | Iterable[str], **options: Any) -> Any:
+        """Encode queries: query length, expansion and the query prompt or prefix."""
+        return self.encode(sentences, task="query", **options)
+
+    def encode_document(self, sentences: str | Iterable[str], **options: Any) -> Any:
+        """Encode documents: document length, skiplist and the document prompt or prefix."""
+        return self.encode(sentences, task="document", **options)
+
+    def similarity(self, queries: Any, documents: Any) -> np.ndarray:
+        """float32 (n_queries, n_documents) MaxSim (or MeanMaxSim) scores."""
+        return maxsim_matrix(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
+
+    def similarity_pairwise(self, queries: Any, documents: Any) -> np.ndarray:
+        """float32 (n,): the score of query i with document i."""
+        return maxsim_pairs(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
+
+    def engine(self, precision: str = "fp32") -> MultiVectorEngine:
+        """The engine for these weights on this device in `precision` (rebuilt when the weights change)."""
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        if dtype is None:
+            raise ValueError(f"precision must be fp32, bf16 or fp16, got {precision!r}")
+        key, cached = weights_key(self, 0), self._engines.get((self.device.type, dtype))
+        if cached is None or cached[0] != key:
+            engine = MultiVectorEngine(self.chain(), self._rules, self.device, dtype)
+            self._engines[(self.device.type, dtype)] = (key, engine)
+        return self._engines[(self.device.type, dtype)][1]
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the folder atomically in the layout it came in: sentence-transformers 6's, or PyLate's."""
+        mv = self.mv_settings
+        with layout.atomic_directory(path) as tmp:
+            if mv.flavor == "pylate":  # PyLate's chain is [Transformer, Dense]; it normalizes inside encode
+                dense = self[1]
+                if len(self) != 3 or not isinstance(dense, Dense):
+                    raise ModelFormatError("PyLate's layout holds a Transformer and one Dense")
+                save_chain(tmp, [self.transformer, dense])
+                save_pylate_files(tmp, dense, mv, self.settings)
+                return
+            self.transformer.extra_config = transformer_config(mv)
+            modules = [*self.chain(), MultiVectorMask(mask_config(mv))]
+            if isinstance(modules[-2], Normalize):  # sentence-transformers 6 orders Dense, Mask, Normalize
+                modules[-2], modules[-1] = modules[-1], modules[-2]
+            save_chain(tmp, modules)
+            layout.write_json(
+                tmp / layout.MODEL_CONFIG_FILE, model_config(replace(self.settings, model_type=NATIVE_TYPE))
+            )
+
+    def _prompt(self, task: str | None, prompt_name: str | None, prompt: str | None) -> str:
+        if self.mv_settings.flavor == "pylate" and prompt_name is None and prompt is None:
+            return ""  # PyLate uses saved prompts only when a prompt_name asks for one
+        return self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)

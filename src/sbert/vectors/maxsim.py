@@ -1,0 +1,139 @@
+"""MaxSim (late interaction, ColBERT): for each query token the best dot product over a document's tokens, summed.
+
+    maxsim(Q, D)     = sum_i max_j  q_i . d_j          Q: (n_q, dim), D: (n_d, dim)
+    meanmaxsim(Q, D) = maxsim(Q, D) / n_q
+
+A set of token matrices is held packed: one (total_tokens, dim) array and the offsets where each
+matrix starts (`TokenSets`), so a corpus costs its real tokens and no padding. Scoring is exact
+and memory-bounded: a block of queries meets a block of documents at a time, the intermediate
+(query tokens x document tokens) kept under `budget` floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
+# Floats in one (query tokens, document tokens) block: 32M float32 = 128 MB.
+DEFAULT_BUDGET = 32 * 1024 * 1024
+
+
+def check_multi_similarity(name: str | None) -> str:
+    """The canonical name of a multi-vector score (None: maxsim); PyLate writes "MaxSim"."""
+    canonical = "maxsim" if name is None else str(name).lower()
+    if canonical not in MULTI_VECTOR_SIMILARITIES:
+        raise ValueError(f"unknown multi-vector similarity {name!r}; known: {', '.join(MULTI_VECTOR_SIMILARITIES)}")
+    return canonical
+
+
+@dataclass(frozen=True)
+class TokenSets:
+    """Token matrices packed end to end: matrix i is `tokens[offsets[i]:offsets[i + 1]]`."""
+
+    tokens: np.ndarray  # (total_tokens, dim), float32 or float16
+    offsets: np.ndarray  # (n + 1,) int64, offsets[0] == 0
+
+    @classmethod
+    def pack(cls, matrices: Sequence[np.ndarray], dim: int | None = None) -> TokenSets:
+        """Pack (n_i, dim) matrices; `dim` is needed only when there are none."""
+        lengths = np.fromiter((len(m) for m in matrices), dtype=np.int64, count=len(matrices))
+        offsets = np.zeros(len(matrices) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if not matrices:
+            return cls(np.zeros((0, dim or 0), dtype=np.float32), offsets)
+        tokens = np.concatenate([np.asarray(m, dtype=np.float32).reshape(-1, matrices[0].shape[-1]) for m in matrices])
+        return cls(tokens, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Tokens per matrix, (n,)."""
+        return np.diff(self.offsets)
+
+    def matrix(self, i: int) -> np.ndarray:
+        """Matrix i, (n_i, dim)."""
+        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+
+    def subset(self, rows: np.ndarray) -> TokenSets:
+        """The matrices at `rows`, packed anew in that order."""
+        return TokenSets.pack([self.matrix(int(i)) for i in rows], self.tokens.shape[1])
+
+
+def _as_sets(x: TokenSets | Sequence[np.ndarray]) -> TokenSets:
+    return x if isinstance(x, TokenSets) else TokenSets.pack(list(x))
+
+
+def _segment_max(scores: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(rows, n_segments): the max of each row over each column segment; 0 for an empty segment."""
+    out = np.zeros((scores.shape[0], len(starts)), dtype=np.float32)
+    full = lengths > 0
+    if full.any():
+        # reduceat over non-empty segments only (an empty one would read its neighbour's first column)
+        out[:, full] = np.maximum.reduceat(scores, starts[full], axis=1)
+    return out
+
+
+def _segment_sum(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(n_segments, cols): the sum of each row segment; 0 for an empty segment."""
+    out = np.zeros((len(starts), rows.shape[1]), dtype=np.float32)
+    full = lengths > 0
+    if full.any():
+        out[full] = np.add.reduceat(rows, starts[full], axis=0)
+    return out
+
+
+def maxsim_matrix(
+    queries: TokenSets | Sequence[np.ndarray], documents: TokenSets | Sequence[np.ndarray],
+    mean: bool = False, budget: int = DEFAULT_BUDGET,
+) -> np.ndarray:  # fmt: skip
+    """float32 (n_queries, n_documents): MaxSim (or MeanMaxSim) of every query with every document."""
+    q, d = _as_sets(queries), _as_sets(documents)
+    out = np.zeros((len(q), len(d)), dtype=np.float32)
+    if len(q) == 0 or len(d) == 0:
+        return out
+    q_len = q.lengths
+    for q0, q1 in _blocks(q.offsets, budget // max(int(d.lengths.max()), 1)):
+        block = q.tokens[q.offsets[q0] : q.offsets[q1]].astype(np.float32)
+        q_starts = q.offsets[q0:q1] - q.offsets[q0]
+        for d0, d1 in _blocks(d.offsets, max(budget // max(len(block), 1), 1)):
+            base = d.offsets[d0]
+            scores = block @ d.tokens[base : d.offsets[d1]].astype(np.float32).T  # (q tokens, d tokens)
+            best = _segment_max(scores, d.offsets[d0:d1] - base, d.lengths[d0:d1])  # (q tokens, docs)
+            out[q0:q1, d0:d1] = _segment_sum(best, q_starts, q_len[q0:q1])  # sum over each query's tokens
+    if mean:
+        out /= np.maximum(q_len, 1)[:, None]
+    return out
+
+
+def maxsim_pairs(
+    queries: TokenSets | Sequence[np.ndarray], documents: TokenSets | Sequence[np.ndarray], mean: bool = False
+) -> np.ndarray:
+    """float32 (n,): MaxSim of query i with document i."""
+    q, d = _as_sets(queries), _as_sets(documents)
+    if len(q) != len(d):
+        raise ValueError(f"pairwise MaxSim needs as many queries as documents, got {len(q)} and {len(d)}")
+    out = np.zeros(len(q), dtype=np.float32)
+    for i in range(len(q)):
+        qi, di = q.matrix(i), d.matrix(i)
+        if len(qi) and len(di):
+            out[i] = (qi.astype(np.float32) @ di.astype(np.float32).T).max(axis=1).sum()
+    if mean:
+        out /= np.maximum(q.lengths, 1)
+    return out
+
+
+def _blocks(offsets: np.ndarray, max_tokens: int) -> list[tuple[int, int]]:
+    """Runs [i, j) of consecutive matrices holding at most `max_tokens` tokens (at least one matrix each)."""
+    runs, start, n = [], 0, len(offsets) - 1
+    while start < n:
+        # the furthest end whose token count fits, found by bisection on the offsets
+        end = int(np.searchsorted(offsets, offsets[start] + max(max_tokens, 1), side="right")) - 1
+        end = min(max(end, start + 1), n)
+        runs.append((start, end))
+        start = end
+    return runs
