@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from sbert import layout
-from sbert.device import resolve_device
+from sbert.device import encode_dtype, resolve_device
 from sbert.errors import ModelFormatError
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
@@ -120,11 +120,12 @@ class MultiVectorEncoder(nn.Sequential):
     def encode(
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
-        precision: str = "fp32", output: str = "list",
+        precision: str = "auto", output: str = "list",
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
         `task` "query" applies query length and expansion, "document" (or None) the document rules.
+        `precision` "auto" (fp32 on a CPU, half on CUDA), "fp32", "bf16" or "fp16", as for dense encoders.
         `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list.
         """
         texts, single = check_sentences(sentences)
@@ -152,11 +153,9 @@ class MultiVectorEncoder(nn.Sequential):
         """float32 (n,): the score of query i with document i."""
         return maxsim_pairs(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
 
-    def engine(self, precision: str = "fp32") -> MultiVectorEngine:
+    def engine(self, precision: str = "auto") -> MultiVectorEngine:
         """The engine for these weights on this device in `precision` (rebuilt when the weights change)."""
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-        if dtype is None:
-            raise ValueError(f"precision must be fp32, bf16 or fp16, got {precision!r}")
+        dtype = encode_dtype(precision, self.device)  # the dense encoders' rule: auto is fp32 on a CPU
         key, cached = weights_key(self, 0), self._engines.get((self.device.type, dtype))
         if cached is None or cached[0] != key:
             engine = MultiVectorEngine(self.chain(), self._rules, self.device, dtype)

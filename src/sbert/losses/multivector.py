@@ -1,0 +1,109 @@
+"""Late-interaction (ColBERT) objectives: in-batch contrastive and KL distillation, both scored by MaxSim.
+
+    maxsim(q, d) = sum_i max_j q_i . d_j   over scored query tokens i and scored document tokens j
+
+Contrastive (Khattab & Zaharia 2020; sentence-transformers' MultiVectorMultipleNegativesRankingLoss,
+PyLate's Contrastive): for B queries and N document columns (positive, hard negatives),
+    scores[i, j * N + n] = maxsim(q_i, column n of row j);  loss = cross-entropy(scale * scores, i * N)
+Distillation (ColBERTv2, Santhanam et al. 2022; MultiVectorDistillKLDivLoss, PyLate's Distillation):
+    s[i, n] = maxsim(q_i, column n of row i);  t = teacher scores (B, N)
+    loss = KL(softmax(t / T_t) || softmax(s / T_s)) * T_s^2   (batch mean)
+Inputs: each column's features, with `token_embeddings` (B, T, dim) and `scored_mask` (B, T).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.nn import functional
+
+from sbert.losses.base import Loss
+from sbert.multivector.tokens import SCORED
+
+# Elements of one (queries, documents, query tokens, document tokens) score block.
+_BLOCK_ELEMENTS = 64 * 1024 * 1024
+
+
+def maxsim_scores(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
+    """(Bq, Bd) MaxSim of padded queries (Bq, Tq, dim) with padded documents (Bd, Td, dim); differentiable."""
+    out = []
+    per_doc = max(1, _BLOCK_ELEMENTS // max(q.shape[0] * q.shape[1] * d.shape[1], 1))
+    q_scored = q_mask.to(q.dtype)
+    for start in range(0, d.shape[0], per_doc):  # blocks of documents bound the 4-D intermediate
+        block, mask = d[start : start + per_doc], d_mask[start : start + per_doc]
+        sims = torch.einsum("aqd,btd->abqt", q, block)  # (Bq, block, Tq, Td)
+        sims = sims.masked_fill(~mask.bool()[None, :, None, :], float("-inf"))
+        best = sims.amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)  # a document with no token scores 0
+        best = torch.where(mask.bool().any(-1)[None, :, None], best, torch.zeros_like(best))
+        out.append((best * q_scored[:, None, :]).sum(-1))
+    return torch.cat(out, dim=1)
+
+
+def maxsim_pairwise(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
+    """(B,) MaxSim of query i with document i."""
+    sims = torch.einsum("bqd,btd->bqt", q, d).masked_fill(~d_mask.bool()[:, None, :], float("-inf"))
+    best = sims.amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)
+    best = torch.where(d_mask.bool().any(-1)[:, None], best, torch.zeros_like(best))
+    return (best * q_mask.to(q.dtype)).sum(-1)
+
+
+def _tokens(features: dict[str, Any]) -> tuple[Tensor, Tensor]:
+    return features["token_embeddings"], features[SCORED]
+
+
+def _stack_columns(columns: list[dict[str, Any]]) -> tuple[Tensor, Tensor]:
+    """Document columns as (B, N, T, dim) and (B, N, T), padded to the longest column."""
+    width = max(c["token_embeddings"].shape[1] for c in columns)
+    vecs = [functional.pad(c["token_embeddings"], (0, 0, 0, width - c["token_embeddings"].shape[1])) for c in columns]
+    masks = [functional.pad(c[SCORED], (0, width - c[SCORED].shape[1])) for c in columns]
+    return torch.stack(vecs, dim=1), torch.stack(masks, dim=1)
+
+
+class MultiVectorContrastiveLoss(Loss):
+    """Each query's own positive among every document of the batch (positives and hard negatives), by MaxSim."""
+
+    kinds = ("triplet", "pair", "pair-score", "pair-class")
+    needs_features = True
+    in_batch_negatives = True
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__()
+        if not scale > 0:
+            raise ValueError(f"scale must be positive, got {scale}")
+        self.scale = scale  # 1 / temperature; MaxSim already spans ~[0, query tokens]
+
+    def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """Cross-entropy over the (B, B * N) MaxSim matrix, query-major as sentence-transformers lays it out."""
+        q, q_mask = _tokens(features[0])
+        docs, masks = _stack_columns(features[1:])  # (B, N, T, dim)
+        b, n = docs.shape[0], docs.shape[1]
+        flat = maxsim_scores(q, q_mask, docs.flatten(0, 1), masks.flatten(0, 1))  # column j * N + n: row j, column n
+        target = torch.arange(b, device=q.device) * n
+        return functional.cross_entropy(flat.reshape(q.shape[0], b * n) * self.scale, target)
+
+
+class MultiVectorDistillLoss(Loss):
+    """KL divergence between the teacher's and the student's score distributions over each query's documents."""
+
+    kinds = ("text",)  # query, documents..., with one teacher score per document (loaded by the caller)
+    needs_features = True
+
+    def __init__(self, temperature: float = 1.0, student_temperature: float | None = None,
+                 teacher_temperature: float | None = None) -> None:  # fmt: skip
+        super().__init__()
+        self.student_t = student_temperature or temperature
+        self.teacher_t = teacher_temperature or temperature
+        if not (self.student_t > 0 and self.teacher_t > 0):
+            raise ValueError("temperatures must be positive")
+
+    def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """KL(teacher || student) over the N documents of each query, times the student temperature squared."""
+        if labels is None or len(features) < 3:
+            raise ValueError("distillation needs a query, at least two documents and a teacher score for each")
+        q, q_mask = _tokens(features[0])
+        scores = torch.stack([maxsim_pairwise(q, q_mask, *_tokens(column)) for column in features[1:]], dim=1)
+        student = functional.log_softmax(scores / self.student_t, dim=-1)
+        teacher = functional.log_softmax(labels.detach().to(scores.dtype) / self.teacher_t, dim=-1)
+        return functional.kl_div(student, teacher, reduction="batchmean", log_target=True) * self.student_t**2

@@ -1,0 +1,192 @@
+"""A multi-vector (ColBERT) index: exact MaxSim, and two candidate generators reranked by exact MaxSim.
+
+- "exact":  MaxSim of the query with every document (vectors/maxsim.py, memory-bounded).
+- "muvera": one MUVERA encoding per document (vectors/muvera.py); the top `candidates` by dot
+            product with the query's encoding are rescored by exact MaxSim.
+- "plaid":  PLAID-style: every token is assigned to one of `n_centroids` k-means centroids. A query
+            token probes its `probes` best centroids; the documents holding them are scored by
+            centroid interaction (each token replaced by its centroid), and the best `candidates`
+            of those are rescored by exact MaxSim.
+Token vectors are stored as float16 (half the bytes; MaxSim is computed in float32).
+
+Folder: `index.json` (IndexSettings + counts), `tokens.npy`, `offsets.npy`, and when built,
+`muvera.npy`, `centroids.npy`, `codes.npy`; written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sbert import layout
+from sbert.errors import SbertError
+from sbert.search.centroids import assign, token_centroids
+from sbert.vectors.maxsim import TokenSets, maxsim_matrix
+from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
+
+METHODS = ("exact", "muvera", "plaid")
+INFO_FILE = "index.json"
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How the index was built and how it searches by default."""
+
+    dimension: int
+    count: int = 0
+    muvera: bool = True
+    plaid: bool = True
+    n_centroids: int = 0  # 0: about 4 * sqrt(number of tokens), a power of two
+    probes: int = 4  # PLAID: centroids probed per query token
+    candidates: int = 256  # documents rescored exactly per query
+    muvera_bits: int = 4
+    muvera_proj: int = 16
+    muvera_reps: int = 16
+    mean: bool = False  # meanmaxsim instead of maxsim
+    model: str = ""
+    document_prompt: str = ""
+
+
+class MultiVectorIndex:
+    """Token matrices of a corpus plus the structures each search method needs."""
+
+    def __init__(self, docs: TokenSets, settings: IndexSettings, muvera: np.ndarray | None = None,
+                 centroids: np.ndarray | None = None, codes: np.ndarray | None = None) -> None:  # fmt: skip
+        self.docs, self.settings = docs, settings
+        self.muvera, self.centroids, self.codes = muvera, centroids, codes
+        self._postings: tuple[np.ndarray, np.ndarray] | None = None  # centroid -> documents (CSR)
+        self._muvera32: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, docs: TokenSets, settings: IndexSettings, seed: int = 0) -> MultiVectorIndex:
+        """Index `docs` (float16 storage) and build MUVERA encodings and centroids as `settings` ask."""
+        if len(docs) == 0:
+            raise SbertError("cannot build an index of an empty corpus")
+        stored = TokenSets(docs.tokens.astype(np.float16), docs.offsets)
+        settings = IndexSettings(**{**asdict(settings), "count": len(docs), "dimension": int(docs.tokens.shape[1])})
+        muvera = encode_documents(docs, _muvera_params(settings)).astype(np.float16) if settings.muvera else None
+        centroids = codes = None
+        if settings.plaid:
+            k = settings.n_centroids or _default_centroids(len(docs.tokens))
+            centroids = token_centroids(docs.tokens, k, seed=seed)
+            codes = assign(docs.tokens, centroids)
+            settings = IndexSettings(**{**asdict(settings), "n_centroids": len(centroids)})
+        return cls(stored, settings, muvera, centroids, codes)
+
+    def search(self, queries: TokenSets, top_k: int = 10, method: str = "exact",
+               candidates: int | None = None, probes: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """(scores, ids), each (n_queries, top_k), best first; ids -1 where fewer documents qualify."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        k = min(top_k, len(self.docs))
+        if method == "exact":
+            return _top(maxsim_matrix(queries, self.docs, self.settings.mean), k)
+        depth = candidates or self.settings.candidates
+        pools = self._muvera_pools(queries, depth) if method == "muvera" else self._plaid_pools(queries, depth, probes)
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for q, pool in enumerate(pools):
+            exact = maxsim_matrix([queries.matrix(q)], self.docs.subset(pool), self.settings.mean)[0]
+            top = np.argsort(-exact, kind="stable")[:k]
+            scores[q, : len(top)], ids[q, : len(top)] = exact[top], pool[top]
+        return scores, ids
+
+    def _muvera_pools(self, queries: TokenSets, depth: int) -> list[np.ndarray]:
+        if self.muvera is None:
+            raise SbertError("this index was built without MUVERA encodings (muvera=False)")
+        encoded = encode_queries(queries, _muvera_params(self.settings))
+        if self._muvera32 is None:  # float32 once: a float16 matmul in numpy is many times slower
+            self._muvera32 = np.asarray(self.muvera, dtype=np.float32)
+        out = []
+        for start in range(0, len(encoded), 256):  # (256, width) x (width, n): a bounded block
+            scores = encoded[start : start + 256] @ self._muvera32.T
+            out += [_best(row, depth) for row in scores]
+        return out
+
+    def _plaid_pools(self, queries: TokenSets, depth: int, probes: int | None) -> list[np.ndarray]:
+        if self.centroids is None or self.codes is None:
+            raise SbertError("this index was built without centroids (plaid=False)")
+        starts, docs = self._centroid_postings()
+        centroids = np.asarray(self.centroids, dtype=np.float32)
+        lengths, offsets = self.docs.lengths, self.docs.offsets
+        out = []
+        for q in range(len(queries)):
+            sims = queries.matrix(q).astype(np.float32) @ centroids.T  # (q tokens, centroids)
+            width = min(probes or self.settings.probes, sims.shape[1])
+            probed = np.unique(np.argpartition(-sims, width - 1, axis=1)[:, :width])
+            pool = np.unique(np.concatenate([docs[starts[c] : starts[c + 1]] for c in probed]))
+            # centroid interaction: each candidate's tokens stand in as their centroids
+            counts = lengths[pool]
+            first = np.cumsum(counts) - counts  # where each candidate's run starts among the gathered tokens
+            rows = np.arange(counts.sum()) - np.repeat(first, counts) + np.repeat(offsets[pool], counts)
+            approx = sims[:, self.codes[rows]]  # (q tokens, candidate tokens)
+            score = np.maximum.reduceat(approx, first, axis=1).sum(0)  # every candidate holds >= 1 token
+            out.append(pool[_best(score, depth)])
+        return out
+
+    def _centroid_postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each centroid, the documents holding a token assigned to it (CSR: starts, document ids)."""
+        if self._postings is None:
+            assert self.codes is not None and self.centroids is not None
+            doc_of_token = np.repeat(np.arange(len(self.docs)), self.docs.lengths)
+            pairs = np.unique(self.codes.astype(np.int64) * len(self.docs) + doc_of_token)
+            centroid, doc = np.divmod(pairs, len(self.docs))
+            starts = np.searchsorted(centroid, np.arange(len(self.centroids) + 1))
+            self._postings = (starts, doc)
+        return self._postings
+
+    def save(self, folder: str | os.PathLike[str]) -> None:
+        """Write the folder atomically."""
+        with layout.atomic_directory(folder) as tmp:
+            np.save(tmp / "tokens.npy", self.docs.tokens)
+            np.save(tmp / "offsets.npy", self.docs.offsets)
+            for name, array in (("muvera", self.muvera), ("centroids", self.centroids), ("codes", self.codes)):
+                if array is not None:
+                    np.save(tmp / f"{name}.npy", array)
+            layout.write_json(tmp / INFO_FILE, asdict(self.settings))
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> MultiVectorIndex:
+        """Open a folder `save` wrote (arrays memory-mapped)."""
+        root = Path(folder)
+        if not (root / INFO_FILE).is_file():
+            raise SbertError(f"{root}: no multi-vector index here (missing {INFO_FILE})")
+        try:
+            settings = IndexSettings(**layout.read_json(root / INFO_FILE))
+        except TypeError as e:
+            raise SbertError(f"{root / INFO_FILE}: malformed ({e})") from None
+
+        def array(name: str) -> np.ndarray | None:
+            path = root / f"{name}.npy"
+            return np.load(path, mmap_mode="r") if path.is_file() else None
+
+        tokens, offsets = array("tokens"), array("offsets")
+        if tokens is None or offsets is None or len(offsets) != settings.count + 1:
+            raise SbertError(f"{root}: tokens.npy / offsets.npy missing or not matching {INFO_FILE}; rebuild it")
+        docs = TokenSets(tokens, np.asarray(offsets))
+        return cls(docs, settings, array("muvera"), array("centroids"), array("codes"))
+
+
+def _muvera_params(settings: IndexSettings) -> MuveraParams:
+    return MuveraParams(settings.dimension, settings.muvera_bits, settings.muvera_proj, settings.muvera_reps)
+
+
+def _default_centroids(n_tokens: int) -> int:
+    """A power of two near 4 * sqrt(tokens) (PLAID uses 16 * sqrt; fewer keeps the build cheap on a CPU)."""
+    return int(2 ** max(4, round(np.log2(4 * np.sqrt(max(n_tokens, 1))))))
+
+
+def _best(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Indices of the `depth` largest scores (any order)."""
+    if depth >= len(scores):
+        return np.arange(len(scores))
+    return np.argpartition(-scores, depth - 1)[:depth]
+
+
+def _top(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best `k` per row, best first, ties by lower id."""
+    ids = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, ids, axis=1), ids

@@ -1,0 +1,133 @@
+"""MaxSim, MUVERA and the multi-vector index against brute-force references written out in loops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sbert.search.multivector_index import IndexSettings, MultiVectorIndex
+from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
+from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
+
+
+def unit_sets(rng: np.random.Generator, n: int, low: int, high: int, dim: int = 16) -> list[np.ndarray]:
+    out = []
+    for _ in range(n):
+        m = rng.standard_normal((int(rng.integers(low, high)), dim)).astype(np.float32)
+        out.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+    return out
+
+
+def brute_maxsim(q: np.ndarray, d: np.ndarray) -> float:
+    """sum over query tokens of the best dot product over document tokens (0 when either is empty)."""
+    total = 0.0
+    for qi in q:
+        if len(d):
+            total += max(float(qi @ dj) for dj in d)
+    return total
+
+
+@pytest.mark.parametrize("budget", [1, 7, 10**8])
+def test_maxsim_equals_brute_force_under_any_memory_budget(budget: int) -> None:
+    rng = np.random.default_rng(0)
+    queries, docs = unit_sets(rng, 6, 0, 9), unit_sets(rng, 13, 0, 12)
+    expected = np.array([[brute_maxsim(q, d) for d in docs] for q in queries])
+    np.testing.assert_allclose(maxsim_matrix(queries, docs, budget=budget), expected, atol=1e-5)
+    lengths = np.array([max(len(q), 1) for q in queries])
+    np.testing.assert_allclose(maxsim_matrix(queries, docs, mean=True), expected / lengths[:, None], atol=1e-5)
+    np.testing.assert_allclose(maxsim_pairs(queries, docs[:6]), np.diag(expected[:, :6]), atol=1e-5)
+
+
+def test_maxsim_equals_sentence_transformers() -> None:
+    import torch
+    from sentence_transformers.util.similarity import maxsim
+
+    rng = np.random.default_rng(1)
+    queries, docs = unit_sets(rng, 5, 1, 9), unit_sets(rng, 7, 1, 12)
+    expected = maxsim([torch.from_numpy(q) for q in queries], [torch.from_numpy(d) for d in docs]).numpy()
+    np.testing.assert_allclose(maxsim_matrix(queries, docs), expected, atol=1e-4)
+
+
+def brute_muvera(matrix: np.ndarray, params: MuveraParams, document: bool) -> np.ndarray:
+    """MUVERA written out token by token: bucket by SimHash, sum (query) or mean (document), fill empty buckets."""
+    planes, projections = params.draws()
+    buckets = 1 << params.bits
+    parts = []
+    for r in range(params.reps):
+        codes = [sum(1 << b for b in range(params.bits) if t @ planes[r][:, b] > 0) for t in matrix]
+        block = np.zeros((buckets, params.proj), dtype=np.float64)
+        for b in range(buckets):
+            members = [t @ projections[r] for t, c in zip(matrix, codes, strict=True) if c == b]
+            if members:
+                block[b] = np.mean(members, axis=0) if document else np.sum(members, axis=0)
+            elif document and len(matrix):
+                nearest = min(range(len(matrix)), key=lambda i: (bin(codes[i] ^ b).count("1"), i))
+                block[b] = matrix[nearest] @ projections[r]
+        parts.append(block.ravel())
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("proj", [4, 16])
+def test_muvera_equals_its_definition(proj: int) -> None:
+    rng = np.random.default_rng(2)
+    sets = unit_sets(rng, 5, 0, 7)
+    params = MuveraParams(dim=16, bits=3, proj=proj, reps=4, seed=3)
+    packed = TokenSets.pack(sets, 16)
+    for encode, document in ((encode_queries, False), (encode_documents, True)):
+        got = encode(packed, params)
+        expected = np.stack([brute_muvera(m, params, document) for m in sets])
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def clustered_corpus(rng: np.random.Generator, n_docs: int, dim: int = 16) -> tuple[TokenSets, TokenSets]:
+    """Documents of noisy 'word' vectors; each query is a few words of one document, so the task has structure."""
+    words = rng.standard_normal((200, dim)).astype(np.float32)
+    docs, queries = [], []
+    for _ in range(n_docs):
+        chosen = words[rng.integers(0, len(words), int(rng.integers(5, 15)))]
+        docs.append(chosen + 0.3 * rng.standard_normal(chosen.shape).astype(np.float32))
+    for target in rng.integers(0, n_docs, 20):
+        picked = docs[target][rng.integers(0, len(docs[target]), 4)]
+        queries.append(picked + 0.3 * rng.standard_normal(picked.shape).astype(np.float32))
+    norm = (
+        [m / np.linalg.norm(m, axis=1, keepdims=True) for m in docs],
+        [m / np.linalg.norm(m, axis=1, keepdims=True) for m in queries],
+    )
+    return TokenSets.pack(norm[0]), TokenSets.pack(norm[1])
+
+
+def test_exact_search_is_the_brute_force_ranking() -> None:
+    docs, queries = clustered_corpus(np.random.default_rng(4), 120)
+    index = MultiVectorIndex.build(docs, IndexSettings(dimension=16, muvera=False, plaid=False))
+    scores, ids = index.search(queries, top_k=5)
+    full = np.array([[brute_maxsim(queries.matrix(q), docs.matrix(d)) for d in range(len(docs))]
+                     for q in range(len(queries))])  # fmt: skip
+    for q in range(len(queries)):
+        np.testing.assert_allclose(scores[q], np.sort(full[q])[::-1][:5], atol=1e-2)  # float16 storage
+        assert set(ids[q]) <= set(np.argsort(-full[q])[:8])
+
+
+@pytest.mark.parametrize("method", ["muvera", "plaid"])
+def test_approximate_methods_match_exact_given_every_candidate_and_recall_well_with_few(method: str) -> None:
+    docs, queries = clustered_corpus(np.random.default_rng(5), 400)
+    index = MultiVectorIndex.build(docs, IndexSettings(dimension=16))  # 256 centroids for 4,000 tokens
+    _, exact_ids = index.search(queries, top_k=10)
+    _, all_ids = index.search(queries, top_k=10, method=method, candidates=len(docs), probes=10**6)
+    np.testing.assert_array_equal(all_ids, exact_ids)
+    _, few_ids = index.search(queries, top_k=10, method=method, candidates=60)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(few_ids, exact_ids, strict=True)])
+    assert recall >= 0.8, recall  # 60 of 400 documents at random would give 0.15
+
+
+def test_index_round_trips_through_its_folder(tmp_path: Path) -> None:
+    docs, queries = clustered_corpus(np.random.default_rng(6), 50)
+    index = MultiVectorIndex.build(docs, IndexSettings(dimension=16, n_centroids=16))
+    index.save(tmp_path / "ix")
+    again = MultiVectorIndex.load(tmp_path / "ix")
+    for method in ("exact", "muvera", "plaid"):
+        np.testing.assert_array_equal(again.search(queries, method=method)[1], index.search(queries, method=method)[1])
+    (tmp_path / "ix" / "offsets.npy").unlink()
+    with pytest.raises(Exception, match=r"offsets\.npy"):
+        MultiVectorIndex.load(tmp_path / "ix")
