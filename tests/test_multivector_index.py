@@ -131,3 +131,29 @@ def test_index_round_trips_through_its_folder(tmp_path: Path) -> None:
     (tmp_path / "ix" / "offsets.npy").unlink()
     with pytest.raises(Exception, match=r"offsets\.npy"):
         MultiVectorIndex.load(tmp_path / "ix")
+
+
+def test_cli_indexes_and_searches_with_a_colbert_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from sbert.cli.main import main
+    from sbert.multivector import MultiVectorEncoder
+    from tests.colbert_fixtures import build_native, build_punctuated_bert
+
+    folder = build_native(build_punctuated_bert(tmp_path / "bert"), tmp_path / "colbert")
+    corpus = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today", "dogs run in the park"]
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    assert main(["index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix"), "--model",
+                 str(folder)]) == 0  # fmt: skip
+    model = MultiVectorEncoder.load(folder, device="cpu")
+    expected = model.similarity(model.encode_query(["the cat sat"]), model.encode_document(corpus))[0]
+    for method in ("exact", "muvera", "plaid"):
+        capsys.readouterr()
+        assert main(["search", str(tmp_path / "ix"), "the cat sat", "-k", "2", "--json", "--method", method]) == 0
+        hits = json.loads(capsys.readouterr().out)["hits"]
+        assert [h["text"] for h in hits] == [corpus[i] for i in np.argsort(-expected)[:2]]
+        assert abs(hits[0]["score"] - float(expected.max())) <= 1e-2  # float16 storage
+    from sbert import SentenceEncoder
+
+    with pytest.raises(Exception, match="multi-vector"):
+        SentenceEncoder.load(folder, device="cpu")

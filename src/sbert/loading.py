@@ -35,6 +35,8 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
     sparse = [e.class_name for e in entries if e.class_name in SPARSE_MODULES]
     if sparse:
         raise ModelFormatError(f"{root}: a sparse model ({', '.join(sparse)}): load it with sbert.SparseEncoder")
+    if any(e.class_name == "MultiVectorMask" or e.type.startswith("pylate.") for e in entries):
+        raise ModelFormatError(f"{root}: a multi-vector (ColBERT) model: load it with sbert.MultiVectorEncoder")
     return load_entries(root, entries, trust_remote_code, dtype)
 
 

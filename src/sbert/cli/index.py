@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     texts = read_lines(args.corpus)
     if not texts:
         raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
+    if _multivector(args, texts):
+        return 0
     model = load_encoder(args)
     name = _model_name(args.model)
     info = index_corpus(
@@ -70,6 +72,26 @@ def run(args: argparse.Namespace) -> int:
         kind = ", with a Seismic approximate index" if side.approximate else ""
         print(f"sparse side: {side.count} documents over {side.dimension} dimensions{kind}", file=sys.stderr)
     return 0
+
+
+def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
+    """A multi-vector --model: its token-matrix index (exact, MUVERA and centroid candidates); False otherwise."""
+    from sbert.model_dirs import resolve_model_dir
+    from sbert.model_kind import kind_of
+
+    root = resolve_model_dir(args.model)
+    if kind_of(root) != "multi-vector":
+        return False
+    if args.sparse_model:
+        raise SbertError("--sparse-model: a multi-vector index holds token matrices only")
+    from sbert.multivector import MultiVectorEncoder
+    from sbert.search.multivector_index import index_texts
+
+    model = MultiVectorEncoder.load(root, device=args.device)
+    info = index_texts(model, texts, args.out, _model_name(args.model))
+    print(f"indexed {info.count} texts (multi-vector, {info.dimension} dims, {info.n_centroids} centroids) "
+          f"in {args.out}", file=sys.stderr)  # fmt: skip
+    return True
 
 
 def _model_name(model: str) -> str:

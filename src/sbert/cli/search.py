@@ -28,6 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact", action="store_true", help="sparse / hybrid: search the exact postings even where "
                    "the index has a Seismic approximate index")  # fmt: skip
     p.add_argument("--alpha", type=float, default=0.5, help="weighted fusion: the dense ranking's weight")
+    p.add_argument("--method", choices=("exact", "muvera", "plaid"), default="plaid",
+                   help="multi-vector index: exact MaxSim, or MUVERA / centroid candidates reranked by it")  # fmt: skip
     add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.set_defaults(run=run)
@@ -41,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
     if args.rerank and args.rerank_top < args.top_k:
         raise ValueError(f"--rerank-top ({args.rerank_top}) must be >= --top-k ({args.top_k})")
+    from sbert.search.multivector_index import is_multivector_index
+
+    if is_multivector_index(args.index):
+        return _multivector_search(args)
     index = SearchIndex(args.index)
     reranker = None
     if args.rerank:
@@ -67,6 +73,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"# {query}")
         for rank, hit in enumerate(row, start=1):
             print(f"{rank:>3}. {hit.score:.4f}  [{hit.id}] {hit.text}")
+    return 0
+
+
+def _multivector_search(args: argparse.Namespace) -> int:
+    """Queries against a multi-vector index, encoded by the model that built it."""
+    from sbert.errors import SbertError
+    from sbert.multivector import MultiVectorEncoder
+    from sbert.search.multivector_index import MultiVectorIndex
+
+    if args.rerank or args.mode != "dense":
+        raise SbertError("a multi-vector index takes neither --rerank nor --mode: it ranks by MaxSim")
+    index = MultiVectorIndex.load(args.index)
+    model = MultiVectorEncoder.load(args.model or index.settings.model, device=args.device)
+    queries = model.encode_query(args.query, output="packed")
+    scores, ids = index.search(queries, args.top_k, method=args.method)
+    texts = index.texts([int(i) for i in ids.ravel() if i >= 0])
+    for query, row_s, row_i in zip(args.query, scores, ids, strict=True):
+        hits = [{"id": int(i), "score": float(s), "text": texts.get(int(i), "")} for s, i in zip(row_s, row_i,
+                strict=True) if i >= 0]  # fmt: skip
+        if args.json:
+            print(json.dumps({"query": query, "hits": hits}, ensure_ascii=False))
+            continue
+        print(f"# {query}")
+        for rank, hit in enumerate(hits, start=1):
+            print(f"{rank:>3}. {hit['score']:.4f}  [{hit['id']}] {hit['text']}")
     return 0
 
 

@@ -92,16 +92,16 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     if args.index is not None and not Path(args.index).is_dir():
         raise SbertError(f"--index {args.index}: no such folder")
     name = args.served_name or Path(str(args.model).rstrip("/")).name
-    model, reranker, sparse = load_served(args)
-    reranker_name = name if model is None and sparse is None else (
+    model, reranker, sparse, multivector = load_served(args)
+    reranker_name = name if model is None and sparse is None and multivector is None else (
         args.reranker_name or Path(str(args.reranker).rstrip("/")).name if args.reranker else "reranker")  # fmt: skip
-    app = build_server(settings, model, name, reranker, reranker_name, sparse)
+    app = build_server(settings, model, name, reranker, reranker_name, sparse, multivector)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     return app, settings
 
 
-def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    """(dense model, cross-encoder, sparse model) for the flags: --model may be any kind, each kind once."""
+def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """(dense, cross-encoder, sparse, multi-vector model) for the flags: --model may be any kind, each kind once."""
     from sbert.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
 
@@ -111,7 +111,7 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise SbertError(f"--model {args.model} is a sparse model: drop --sparse-model or give a dense --model")
     if kind == "cross-encoder" and args.reranker:
         raise SbertError(f"--model {args.model} is a cross-encoder: drop --reranker or give a dense --model")
-    if kind in ("sparse", "cross-encoder") and args.index is not None:
+    if kind in ("sparse", "cross-encoder", "multi-vector") and args.index is not None:
         raise SbertError(f"--index needs the dense model that built it; --model {args.model} is a {kind}")
     model = load_encoder(args, root) if kind in ("dense", "static") else None
     reranker_path = root if kind == "cross-encoder" else args.reranker
@@ -125,7 +125,12 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         from sbert.sparse import SparseEncoder
 
         sparse = SparseEncoder.load(sparse_path, device=args.device)
-    return model, reranker, sparse
+    multivector = None
+    if kind == "multi-vector":
+        from sbert.multivector import MultiVectorEncoder
+
+        multivector = MultiVectorEncoder.load(root, device=args.device)
+    return model, reranker, sparse, multivector
 
 
 def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:

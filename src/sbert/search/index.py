@@ -111,12 +111,32 @@ def build_index(
             quantized.write_vectors(tmp / quantized.VECTORS_FILE, vectors, scale)
         if ranges is not None:
             np.save(tmp / quantized.RANGES_FILE, ranges)
-        with sqlite3.connect(tmp / TEXTS_FILE) as db:
-            db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
-            db.executemany("INSERT INTO texts VALUES (?, ?)", enumerate(texts))
-        db.close()
+        write_texts(tmp / TEXTS_FILE, texts)
         layout.write_json(tmp / INFO_FILE, asdict(info))
     return info
+
+
+def write_texts(path: Path, texts: Sequence[str]) -> None:
+    """texts.sqlite: table texts(id, text), id = position in `texts`."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+        db.executemany("INSERT INTO texts VALUES (?, ?)", enumerate(texts))
+    db.close()
+
+
+def open_texts(path: Path) -> sqlite3.Connection:
+    """texts.sqlite opened read-only (one search at a time uses it: the connection is shared)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+
+
+def texts_by_id(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Texts by id, read in chunks (SQLite caps the number of bound parameters)."""
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        out.update(db.execute(f"SELECT id, text FROM texts WHERE id IN ({marks})", part).fetchall())
+    return out
 
 
 def _float_index(kind: str, vectors: np.ndarray, info: IndexInfo, scale: Callable[[np.ndarray], np.ndarray]) -> Any:
@@ -154,7 +174,7 @@ class SearchIndex:
             self.index.hnsw.efSearch = self.info.ef_search
         if self.info.kind == "ivf":
             self.index.nprobe = self.info.probes
-        self.db = sqlite3.connect(f"file:{self.folder / TEXTS_FILE}?mode=ro", uri=True, check_same_thread=False)
+        self.db = open_texts(self.folder / TEXTS_FILE)
         self.vectors = self._open_vectors()
 
     def _open_vectors(self) -> np.ndarray | None:
@@ -226,12 +246,7 @@ class SearchIndex:
 
     def texts(self, ids: Sequence[int]) -> dict[int, str]:
         """Texts by id."""
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            out.update(self.db.execute(f"SELECT id, text FROM texts WHERE id IN ({marks})", part).fetchall())
-        return out
+        return texts_by_id(self.db, ids)
 
 
 def hit_arrays(hits: Sequence[Sequence[Hit]]) -> tuple[np.ndarray, np.ndarray]:

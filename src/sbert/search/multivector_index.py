@@ -16,16 +16,23 @@ Folder: `index.json` (IndexSettings + counts), `tokens.npy`, `offsets.npy`, and 
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sbert import layout
 from sbert.errors import SbertError
 from sbert.search.centroids import assign, token_centroids
+from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix
 from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
+
+if TYPE_CHECKING:
+    from sbert.multivector import MultiVectorEncoder
 
 METHODS = ("exact", "muvera", "plaid")
 INFO_FILE = "index.json"
@@ -59,6 +66,7 @@ class MultiVectorIndex:
         self.muvera, self.centroids, self.codes = muvera, centroids, codes
         self._postings: tuple[np.ndarray, np.ndarray] | None = None  # centroid -> documents (CSR)
         self._muvera32: np.ndarray | None = None
+        self.db: sqlite3.Connection | None = None  # texts.sqlite, when the index was saved with texts
 
     @classmethod
     def build(cls, docs: TokenSets, settings: IndexSettings, seed: int = 0) -> MultiVectorIndex:
@@ -138,9 +146,13 @@ class MultiVectorIndex:
             self._postings = (starts, doc)
         return self._postings
 
-    def save(self, folder: str | os.PathLike[str]) -> None:
-        """Write the folder atomically."""
+    def save(self, folder: str | os.PathLike[str], texts: Sequence[str] | None = None) -> None:
+        """Write the folder atomically (with `texts`, row i's text, in texts.sqlite)."""
+        if texts is not None and len(texts) != len(self.docs):
+            raise ValueError(f"{len(texts)} texts for {len(self.docs)} documents")
         with layout.atomic_directory(folder) as tmp:
+            if texts is not None:
+                write_texts(tmp / TEXTS_FILE, texts)
             np.save(tmp / "tokens.npy", self.docs.tokens)
             np.save(tmp / "offsets.npy", self.docs.offsets)
             for name, array in (("muvera", self.muvera), ("centroids", self.centroids), ("codes", self.codes)):
@@ -167,7 +179,32 @@ class MultiVectorIndex:
         if tokens is None or offsets is None or len(offsets) != settings.count + 1:
             raise SbertError(f"{root}: tokens.npy / offsets.npy missing or not matching {INFO_FILE}; rebuild it")
         docs = TokenSets(tokens, np.asarray(offsets))
-        return cls(docs, settings, array("muvera"), array("centroids"), array("codes"))
+        index = cls(docs, settings, array("muvera"), array("centroids"), array("codes"))
+        if (root / TEXTS_FILE).is_file():
+            index.db = open_texts(root / TEXTS_FILE)
+        return index
+
+    def texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """Texts by id ({} for an index saved without texts)."""
+        return texts_by_id(self.db, ids) if self.db is not None else {}
+
+
+def is_multivector_index(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` holds an index this module wrote (its token matrices)."""
+    return (Path(folder) / "offsets.npy").is_file() and (Path(folder) / INFO_FILE).is_file()
+
+
+def index_texts(model: MultiVectorEncoder, texts: Sequence[str], out: str | os.PathLike[str], model_name: str,
+                settings: IndexSettings | None = None) -> IndexSettings:  # fmt: skip
+    """Encode `texts` as documents, build every search method's structures and save the folder with the texts."""
+    docs = model.encode_document(list(texts), output="packed")
+    base = settings or IndexSettings(dimension=model.embedding_dimension)
+    prompt = model.settings.resolve_prompt(task="document")
+    base = IndexSettings(**{**asdict(base), "model": model_name, "document_prompt": prompt,
+                            "mean": model.similarity_fn_name == "meanmaxsim"})  # fmt: skip
+    index = MultiVectorIndex.build(docs, base)
+    index.save(out, texts)
+    return index.settings
 
 
 def _muvera_params(settings: IndexSettings) -> MuveraParams:

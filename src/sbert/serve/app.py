@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.cohere import cohere_router
+from sbert.serve.multivector_routes import multivector_router
 from sbert.serve.routes import router
 from sbert.serve.sparse_routes import sparse_router
 from sbert.serve.state import ApiError, FastJSON, ServerState
@@ -29,7 +30,7 @@ _BRANCH_TAG = re.compile(r"^(str|int|float|bool|list\[.*\]|constrained-.*|functi
 _LINGER_BYTES = 16 * 1024 * 1024
 _LINGER_SECONDS = 5.0
 # The codes of a route whose kind of model the server does not hold (serve/service.py, state.py).
-MISSING_KIND = frozenset({"no_dense_model", "no_reranker", "model_not_sparse"})
+MISSING_KIND = frozenset({"no_dense_model", "no_reranker", "model_not_sparse", "model_not_multi_vector"})
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 413: "invalid_request_error", 422: "invalid_request_error", 503: "server_busy"}  # fmt: skip
 
@@ -42,6 +43,7 @@ def create_app(server: ServerState) -> FastAPI:
         batchers = [server.batcher] if server.batcher is not None else []
         batchers += [server.reranker.batcher] if server.reranker is not None else []
         batchers += [server.sparse_batcher] if server.sparse_batcher is not None else []
+        batchers += [server.multivector_batcher] if server.multivector_batcher is not None else []
         for batcher in batchers:
             batcher.start()
         yield
@@ -55,6 +57,7 @@ def create_app(server: ServerState) -> FastAPI:
     app.include_router(router)
     app.include_router(tei_router)
     app.include_router(sparse_router)
+    app.include_router(multivector_router)
     app.include_router(cohere_router)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

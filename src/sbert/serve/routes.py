@@ -52,8 +52,8 @@ async def health(request: Request) -> FastJSON:
     st = state(request)
     index = st.index.info.count if st.index is not None else None
     reranker = st.reranker.model_id if st.reranker is not None else None
-    dimension = st.model.embedding_dimension if st.model is not None else (
-        st.sparse.dimension if st.sparse is not None else None)  # fmt: skip
+    held = st.model or st.sparse or st.multivector
+    dimension = held.embedding_dimension if held is not None else None
     return FastJSON({"status": "ok", "model": st.model_id, "kind": st.kind, "dimension": dimension,
                      "backend": st.settings.backend, "index_size": index, "reranker": reranker})  # fmt: skip
 
@@ -72,6 +72,10 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     st = state(request)
     if body.model != st.model_id:
         raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
+    if st.model is None and st.multivector is not None:  # token vectors per input (multivector_routes.py)
+        from sbert.serve.multivector_routes import openai_embeddings
+
+        return await openai_embeddings(body, request)
     ask = EmbedAsk(as_list(body.input), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
                    formats=(body.encoding_format,))  # fmt: skip
     done = await service.embed(st, request, ask)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
@@ -36,6 +37,7 @@ def build_server(
     reranker: CrossEncoder | None = None,
     reranker_id: str = "reranker",
     sparse: SparseEncoder | None = None,
+    multivector: MultiVectorEncoder | None = None,
 ) -> FastAPI:
     """The app for `model` (and `reranker`, `sparse`); backends are built (ONNX exported) before the first request.
 
@@ -43,8 +45,8 @@ def build_server(
     the dense routes then answer 404 in one line.
     """
     settings.validate()
-    if model is None and sparse is None and reranker is None:
-        raise SbertError("nothing to serve: give a dense, sparse or cross-encoder model")
+    if model is None and sparse is None and reranker is None and multivector is None:
+        raise SbertError("nothing to serve: give a dense, sparse, multi-vector or cross-encoder model")
     metrics = Metrics()
     index, batcher, calibration = None, None, None
     if model is not None:
@@ -64,6 +66,11 @@ def build_server(
         from sbert.serve.sparse_batching import sparse_batcher
 
         state.sparse_batcher = sparse_batcher(settings, sparse, metrics)
+    if multivector is not None:
+        from sbert.serve.multivector_routes import multivector_batcher
+
+        multivector.encode(["warm-up"])
+        state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)
     return create_app(state)
 
 

@@ -20,6 +20,7 @@ from sbert.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.model import SentenceEncoder
+    from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
     from sbert.serve.calibration import Calibration
@@ -60,6 +61,8 @@ class ServerState:
     sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
     sparse_side: SparseSearch | None = None  # the index's sparse side, when built by --sparse-model's weights
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
+    multivector: MultiVectorEncoder | None = None  # a ColBERT --model: token vectors at /embed_all
+    multivector_batcher: DynamicBatcher | None = None
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,7 +70,8 @@ class ServerState:
     def dense(self) -> SentenceEncoder | StaticEncoder:
         """The dense model, or a 404 saying which kind this server holds and how to serve a dense one."""
         if self.model is None:
-            held = "a sparse model" if self.sparse is not None else "a cross-encoder"
+            held = "a sparse model" if self.sparse is not None else (
+                "a multi-vector model" if self.multivector is not None else "a cross-encoder")  # fmt: skip
             raise ApiError(404, f"this server holds {held} ({self.model_id}), not a dense model: this route needs "
                            "one (sbert serve --model DENSE_MODEL)", "no_dense_model")  # fmt: skip
         return self.model
@@ -84,9 +88,11 @@ class ServerState:
 
     @property
     def kind(self) -> str:
-        """The kind of model --model named: dense (static included), sparse, or cross-encoder."""
+        """The kind of model --model named: dense (static included), sparse, multi-vector or cross-encoder."""
         if self.model is not None:
             return "dense"
+        if self.multivector is not None:
+            return "multi-vector"
         return "sparse" if self.sparse is not None else "cross-encoder"
 
     def max_input_length(self) -> int | None:
@@ -95,12 +101,15 @@ class ServerState:
             return self.model.max_seq_length
         if self.sparse is not None:
             return self.sparse.max_seq_length
+        if self.multivector is not None:
+            return self.multivector.max_seq_length
         assert self.reranker is not None
         return self.reranker.model.max_seq_length
 
     def group_tokens(self) -> int:
         """The token budget of one merged group on the model --model named."""
-        batcher = self.batcher or self.sparse_batcher or (self.reranker.batcher if self.reranker else None)
+        batcher = self.batcher or self.sparse_batcher or self.multivector_batcher or (
+            self.reranker.batcher if self.reranker else None)  # fmt: skip
         assert batcher is not None
         return batcher.max_batch_tokens
 

@@ -21,7 +21,7 @@ from sbert.version import __version__
 
 tei_router = APIRouter()
 # The paths whose errors answer in TEI's shape.
-TEI_PATHS = frozenset({"/", "/embed", "/embed_sparse", "/rerank", "/info", "/tokenize"})
+TEI_PATHS = frozenset({"/", "/embed", "/embed_all", "/embed_sparse", "/rerank", "/info", "/tokenize"})
 
 
 def check_direction(direction: str) -> None:
