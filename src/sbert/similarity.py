@@ -86,9 +86,14 @@ def similarity_matrix(a: np.ndarray, b: np.ndarray, name: str | None = None) -> 
 
 
 def similarity_of(model: object) -> str:
-    """The similarity function a model (SentenceEncoder, StaticEncoder or any embedder) scores with."""
-    settings = getattr(model, "settings", None)
-    return check_similarity(getattr(settings, "similarity_fn_name", None))
+    """The similarity function a model (SentenceEncoder, StaticEncoder or any embedder) scores with.
+
+    A multi-vector model's is maxsim or meanmaxsim (vectors/maxsim.py).
+    """
+    from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES
+
+    name = getattr(getattr(model, "settings", None), "similarity_fn_name", None)
+    return str(name) if name in MULTI_VECTOR_SIMILARITIES else check_similarity(name)
 
 
 def pairwise_similarity(a: np.ndarray, b: np.ndarray, name: str | None = None) -> np.ndarray:

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.alpha <= 1:
         raise SbertError(f"--alpha {args.alpha}: must be in [0, 1] (the dense ranking's weight)")
     sparse = _sparse_model(args)
-    model = load_baseline(args.model, args.device) or load_encoder(args)
+    model = load_baseline(args.model, args.device) or _multi_vector(args, tasks) or load_encoder(args)
     reranker = None
     if args.reranker:
         from sbert.cross_encoder import CrossEncoder
@@ -92,6 +92,23 @@ def run(args: argparse.Namespace) -> int:
         _plots(args.output, run_record, plots)
         print(f"wrote {args.output / 'results.json'} and results.md", file=sys.stderr)
     return 0
+
+
+def _multi_vector(args: argparse.Namespace, tasks: list[Any]) -> Any:
+    """A multi-vector (ColBERT) --model, which ranks by MaxSim: it evaluates retrieval (ir:DIR) tasks only."""
+    from sbert.model_dirs import resolve_model_dir
+    from sbert.model_kind import kind_of
+
+    root = resolve_model_dir(args.model)
+    if kind_of(root) != "multi-vector":
+        return None
+    other = [task.spec for task in tasks if task.retrieval is None]
+    if other or args.dims or args.sparse_model:
+        raise SbertError(f"--model {args.model} is a multi-vector model: it evaluates ir:DIR tasks only, without "
+                         f"--dims or --sparse-model (got {', '.join(other) or 'those flags'})")  # fmt: skip
+    from sbert.multivector import MultiVectorEncoder
+
+    return MultiVectorEncoder.load(root, device=args.device)
 
 
 def _sparse_model(args: argparse.Namespace) -> Any:

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from sbert.backends.base import cast_copy, run_threaded
 from sbert.backends.torch_cpu import CPU_BATCH_TOKENS, MAX_ROWS
+from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 from sbert.modules import Module, Transformer
 from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import length_order, token_batches
@@ -51,7 +53,7 @@ class MultiVectorEngine:
 
     def run(
         self, ids: Sequence[Sequence[int]], task: str | None, batch_size: int | None = None,
-        batch_tokens: int | None = None,
+        batch_tokens: int | None = None, show_progress: bool | None = None,
     ) -> list[np.ndarray]:  # fmt: skip
         """Every row's matrix, in input order; batches fill a padded-token budget, longest rows first."""
         lengths = [self._width(len(r), task) for r in ids]
@@ -62,9 +64,12 @@ class MultiVectorEngine:
         def job(batch: list[int]) -> tuple[list[int], list[np.ndarray]]:
             return batch, self.embed_batch([ids[i] for i in batch], task)
 
-        for batch, mats in run_threaded(batches, job, self.workers):
-            for i, m in zip(batch, mats, strict=True):
-                out[i] = m
+        show = len(ids) >= PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
+        with tqdm(total=len(ids), unit="text", disable=not show) as bar:
+            for batch, mats in run_threaded(batches, job, self.workers):
+                for i, m in zip(batch, mats, strict=True):
+                    out[i] = m
+                bar.update(len(batch))
         return out
 
     def _width(self, n: int, task: str | None) -> int:

@@ -120,17 +120,18 @@ class MultiVectorEncoder(nn.Sequential):
     def encode(
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
-        precision: str = "auto", output: str = "list",
+        precision: str = "auto", output: str = "list", show_progress: bool | None = None,
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
         `task` "query" applies query length and expansion, "document" (or None) the document rules.
         `precision` "auto" (fp32 on a CPU, half on CUDA), "fp32", "bf16" or "fp16", as for dense encoders.
         `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list.
+        `show_progress`: a bar (None: only for 2,048 texts or more, as dense encoders do).
         """
         texts, single = check_sentences(sentences)
         ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
-        mats = self.engine(precision).run(ids, task, batch_size, batch_tokens)
+        mats = self.engine(precision).run(ids, task, batch_size, batch_tokens, show_progress)
         if output == "packed":
             return TokenSets.pack(mats, self.embedding_dimension)
         if output != "list":
