@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,12 +32,12 @@ CORPUS_CHUNK = 50_000  # documents embedded and scored at a time: memory stays b
 
 
 def search(
-    queries: np.ndarray, corpus_chunks: Iterable[np.ndarray], depth: int = DEPTH, score_function: str = "cosine"
+    queries: Any, corpus_chunks: Iterable[Any], depth: int = DEPTH, score_function: str = "cosine"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The `depth` best corpus rows per query by `score_function`, over corpus chunks seen one at a time.
 
-    queries (q, d); each chunk (n_i, d) (token matrices, packed, for maxsim / meanmaxsim). Returns scores and global row indices, (q, depth') each,
-    best first (depth' = min(depth, corpus size)). Memory: the queries, one chunk, one block of
+    queries (q, d); each chunk (n_i, d); for maxsim / meanmaxsim, lists of token matrices instead.
+    Returns scores and global row indices, (q, depth') each, best first (depth' = min(depth, corpus size)). Memory: the queries, one chunk, one block of
     scores and the running best; the whole corpus is never embedded at once.
     """
     best, offset = no_hits(len(queries)), 0
