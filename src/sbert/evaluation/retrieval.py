@@ -37,8 +37,9 @@ def search(
     """The `depth` best corpus rows per query by `score_function`, over corpus chunks seen one at a time.
 
     queries (q, d); each chunk (n_i, d); for maxsim / meanmaxsim, lists of token matrices instead.
-    Returns scores and global row indices, (q, depth') each, best first (depth' = min(depth, corpus size)). Memory: the queries, one chunk, one block of
-    scores and the running best; the whole corpus is never embedded at once.
+    Returns scores and global row indices, (q, depth') each, best first (depth' = min(depth, corpus
+    size)). Memory: the queries, one chunk, one block of scores and the running best; the whole
+    corpus is never embedded at once.
     """
     best, offset = no_hits(len(queries)), 0
     for chunk in corpus_chunks:
