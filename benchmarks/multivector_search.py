@@ -3,10 +3,10 @@
     python benchmarks/multivector_search.py [--documents 100000] [--queries 200] [--json FILE]
 
 The corpus imitates ColBERT token vectors (128-d, unit length): a vocabulary of 30,000 "word"
-directions with Zipf-like frequencies; each document holds 20-60 tokens, each its word's
-direction plus a document-specific context and noise; each query is 8 tokens taken from one
-document (re-noised) plus 24 expansion-like tokens near the query's mean. Exact MaxSim over the
-whole corpus is the reference; MUVERA and the PLAID-style centroid stage each generate
+directions with Zipf-like frequencies (exponent 0.8); each document holds 20-60 tokens, each its
+word's direction plus a document-specific context (length 0.3) and noise (0.3); each query is 8
+tokens of one document (re-noised, 0.4) plus 24 expansion tokens that echo them more loosely (0.8). Exact MaxSim over the
+whole corpus is the reference; MUVERA and PLAID's probed-centroid stage each generate
 candidates that exact MaxSim reranks. Build time, recall@10 and queries/s (one query at a time,
 median of the per-query rates over the run) are printed per method and setting.
 """
@@ -31,6 +31,11 @@ def unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
+def noise(rng: np.random.Generator, shape: tuple[int, ...], norm: float) -> np.ndarray:
+    """Gaussian vectors of expected length `norm` (per-dimension std norm / sqrt(DIM))."""
+    return (rng.standard_normal(shape) * (norm / np.sqrt(DIM))).astype(np.float32)
+
+
 def corpus(n_docs: int, n_queries: int, seed: int = 0) -> tuple[TokenSets, TokenSets]:
     """(documents, queries) as described in the module docstring."""
     rng = np.random.default_rng(seed)
@@ -39,15 +44,16 @@ def corpus(n_docs: int, n_queries: int, seed: int = 0) -> tuple[TokenSets, Token
     zipf /= zipf.sum()
     lengths = rng.integers(20, 61, n_docs)
     ids = rng.choice(len(words), int(lengths.sum()), p=zipf)
-    context = np.repeat(rng.standard_normal((n_docs, DIM)).astype(np.float32) * 0.15, lengths, axis=0)
-    tokens = unit(words[ids] + context + 0.25 * rng.standard_normal((len(ids), DIM)).astype(np.float32))
+    context = np.repeat(noise(rng, (n_docs, DIM), 0.3), lengths, axis=0)
+    tokens = unit(words[ids] + context + noise(rng, (len(ids), DIM), 0.3))
     offsets = np.r_[0, np.cumsum(lengths)]
     docs = TokenSets(tokens, offsets)
     queries = []
     for target in rng.integers(0, n_docs, n_queries):
         own = docs.matrix(int(target))
-        picked = unit(own[rng.integers(0, len(own), 8)] + 0.2 * rng.standard_normal((8, DIM)).astype(np.float32))
-        expansion = unit(picked.mean(0) + 0.5 * rng.standard_normal((24, DIM)).astype(np.float32))
+        picked = unit(own[rng.integers(0, len(own), 8)] + noise(rng, (8, DIM), 0.4))
+        # expansion tokens echo the query's own tokens (what [MASK] expansion learns), more loosely
+        expansion = unit(picked[rng.integers(0, 8, 24)] + noise(rng, (24, DIM), 0.8))
         queries.append(np.concatenate([picked, expansion]))
     return docs, TokenSets.pack(queries)
 
@@ -85,11 +91,11 @@ def main() -> None:
           f"({index.settings.n_centroids} centroids); CPU {model or platform.processor()}")  # fmt: skip
     exact, exact_qps = timed_search(index, queries)
     rows = [{"method": "exact", "setting": "", "recall_at_10": 1.0, "queries_per_s": exact_qps}]
-    for depth in (64, 256, 1024):
+    for depth in (256, 1024, 4096):
         found, qps = timed_search(index, queries, method="muvera", candidates=depth)
         rows.append({"method": "muvera", "setting": f"candidates={depth}", "recall_at_10": recall(found, exact),
                      "queries_per_s": qps})  # fmt: skip
-    for probes, depth in ((2, 256), (4, 256), (4, 1024)):
+    for probes, depth in ((4, 256), (8, 1024), (8, 2048)):
         found, qps = timed_search(index, queries, method="plaid", candidates=depth, probes=probes)
         rows.append({"method": "plaid", "setting": f"probes={probes}, candidates={depth}",
                      "recall_at_10": recall(found, exact), "queries_per_s": qps})  # fmt: skip

@@ -144,3 +144,19 @@ def test_sbert_load_picks_the_kind_for_both_layouts(bert: Path, tmp_path: Path) 
     for path in (build_native(bert, tmp_path / "n"), build_pylate(bert, tmp_path / "p")):
         assert kind_of(path) == "multi-vector"
         assert isinstance(sbert.load(path, device="cpu"), sbert.MultiVectorEncoder)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "openvino", "onnx-int8", "openvino-int8"])
+def test_graph_backends_give_torch_vectors(bert: Path, tmp_path: Path, backend: str) -> None:
+    """The exported graph (cached beside the model) on ONNX Runtime / OpenVINO: same token rows as torch."""
+    folder = FOLDERS["native"](bert, tmp_path / "m")
+    model = MultiVectorEncoder.load(folder, device="cpu")
+    for texts, encode in ((QUERIES, model.encode_query), (DOCUMENTS, model.encode_document)):
+        want, got = encode(texts), encode(texts, backend=backend)
+        assert [m.shape for m in got] == [m.shape for m in want]
+        flat_want, flat_got = np.concatenate(want), np.concatenate(got)
+        if backend.endswith("int8"):
+            assert float((flat_want * flat_got).sum(1).min()) >= 0.98  # unit vectors: the dot is the cosine
+        else:
+            assert float(np.abs(flat_want - flat_got).max()) <= 1e-4
+    assert (folder / "onnx" / "token_embeddings.onnx").is_file()

@@ -58,7 +58,15 @@ def test_training_pools_the_tokens_inference_pools(excluding, fuse):
     stage = Stage((Objective("mnrl", "d", {"prompts": "query,document"}),))
     prepared = prepare_objectives(excluding, stage, [Dataset("d", "pair", pairs)])[0]
     assert prepared.skips is not None and all(s > 1 for s in prepared.skips)
-    batch = make_batch(excluding.transformer.pad, prepared.columns, None, 0, range(2), fuse=fuse, skips=prepared.skips)
+    batch = make_batch(
+        [excluding.transformer.pad] * len(prepared.columns),
+        prepared.columns,
+        None,
+        0,
+        range(2),
+        fuse=fuse,
+        skips=prepared.skips,
+    )
     with torch.no_grad():
         if fuse:
             outputs = split_features(excluding(batch.columns[0]), batch.splits)

@@ -72,7 +72,9 @@ def sbert_step(dataset):
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     runner = StepRunner(module, module, optimizer, scheduler, scaler, None, 1.0, World(), ["regression"], str)
-    batch = make_batch(model.transformer.pad, prepared[0].columns, prepared[0].labels, 0, range(BATCH))
+    batch = make_batch(
+        [model.transformer.pad] * len(prepared[0].columns), prepared[0].columns, prepared[0].labels, 0, range(BATCH)
+    )
     torch.manual_seed(0)
     loss = runner.step([batch], 1)
     return float(loss), grads, {n: p.detach().clone() for n, p in named}

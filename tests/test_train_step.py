@@ -50,7 +50,9 @@ def grads_of(module, batches):
 
 
 def batch(model, prepared, rows, fuse=False):
-    return make_batch(model.transformer.pad, prepared.columns, prepared.labels, 0, rows, fuse=fuse)
+    return make_batch(
+        [model.transformer.pad] * len(prepared.columns), prepared.columns, prepared.labels, 0, rows, fuse=fuse
+    )
 
 
 def test_prefetcher_keeps_order_runs_ahead_and_raises_at_the_failing_item():

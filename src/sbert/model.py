@@ -158,6 +158,17 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             self._routes[name] = view
         return view
 
+    # Single-vector outputs: trained by sentence-vector objectives, never by token-level ones (losses/base.py).
+    token_level = False
+
+    def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
+        """How training tokenizes text column `column`: the same way for every column of a single-vector model."""
+        return self.input_module.token_ids
+
+    def column_pad(self, column: int) -> Callable[[Sequence[Sequence[int]]], Features]:
+        """How training pads column `column`'s token ids (one padding for every column here)."""
+        return self.input_module.pad
+
     @property
     def input_module(self) -> InputModule:
         """What turns texts into token ids: the first module (of the default route, for a Router model)."""

@@ -5,7 +5,8 @@ names, in this order, and `sbert.device` accepts these precisions (tests/test_cl
 registries agree).
 """
 
-OBJECTIVES = ("classification", "regression", "triplet", "mnrl", "cached-mnrl", "cosent", "infomax", "splade")
+OBJECTIVES = ("classification", "regression", "triplet", "mnrl", "cached-mnrl", "cosent", "infomax", "splade",
+              "colbert")  # fmt: skip
 BACKEND_NAMES = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # `--pooling`: every Pooling mode (sbert.modules.pooling.POOLING_FUNCTIONS), then the two other heads.

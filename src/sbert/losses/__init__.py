@@ -12,6 +12,7 @@ from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from sbert.losses.multivector import MultiVectorContrastiveLoss
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.splade import SpladeLoss
 from sbert.losses.triplet import TripletLoss
@@ -26,6 +27,7 @@ LOSSES: dict[str, type[Loss]] = {
     "cosent": CoSENTLoss,
     "infomax": InfomaxLoss,
     "splade": SpladeLoss,
+    "colbert": MultiVectorContrastiveLoss,
 }
 # The table columns each kind of example needs (data/tables.py decides the kind from the roles).
 KIND_ROLES = {

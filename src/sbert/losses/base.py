@@ -19,6 +19,8 @@ class Loss(nn.Module):
     needs_model: ClassVar[bool] = False
     # True for objectives whose other batch rows are negatives: batches then hold no text twice.
     in_batch_negatives: ClassVar[bool] = False
+    # True for objectives that score token matrices (late interaction): they train multi-vector models only.
+    token_level: ClassVar[bool] = False
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss of one batch."""

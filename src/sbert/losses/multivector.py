@@ -67,6 +67,7 @@ class MultiVectorContrastiveLoss(Loss):
     kinds = ("triplet", "pair", "pair-score", "pair-class")
     needs_features = True
     in_batch_negatives = True
+    token_level = True
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
@@ -89,6 +90,7 @@ class MultiVectorDistillLoss(Loss):
 
     kinds = ("text",)  # query, documents..., with one teacher score per document (loaded by the caller)
     needs_features = True
+    token_level = True
 
     def __init__(self, temperature: float = 1.0, student_temperature: float | None = None,
                  teacher_temperature: float | None = None) -> None:  # fmt: skip

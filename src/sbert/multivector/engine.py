@@ -14,6 +14,7 @@ import torch
 from tqdm.auto import tqdm
 
 from sbert.backends.base import cast_copy, run_threaded
+from sbert.backends.token_graph import TokenGraphEngine
 from sbert.backends.torch_cpu import CPU_BATCH_TOKENS, MAX_ROWS
 from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 from sbert.modules import Module, Transformer
@@ -26,10 +27,14 @@ TOKENS = "token_embeddings"
 class MultiVectorEngine:
     """Runs Transformer -> token heads on `device` in `dtype`; returns each text's scored token vectors."""
 
-    def __init__(self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype) -> None:
-        self.modules = cast_copy(modules, device, dtype)
-        self.rules, self.device = rules, device
-        self.workers = torch.get_num_threads() if device.type == "cpu" else 1
+    def __init__(
+        self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype,
+        graph: TokenGraphEngine | None = None,
+    ) -> None:  # fmt: skip
+        self.modules = cast_copy(modules, device, dtype) if graph is None else tuple(modules)
+        self.rules, self.device, self.graph = rules, device, graph
+        # torch: one single-threaded batch per core; a graph runtime spreads one batch over its own threads
+        self.workers = torch.get_num_threads() if device.type == "cpu" and graph is None else 1
 
     @property
     def transformer(self) -> Transformer:
@@ -42,12 +47,15 @@ class MultiVectorEngine:
         """float32 (n_scored_i, dim) per row of token ids."""
         features = self.rules.pad(self.transformer, rows, task)
         scored = features.pop(SCORED)
+        counts = scored.sum(1).tolist()
+        if self.graph is not None:
+            flat = self.graph.embed(features)[scored.numpy()]  # (sum scored, dim), rows in order
+            return np.split(flat, np.cumsum(counts)[:-1]) if rows else []
         moved = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
         with torch.inference_mode():
             for module in self.modules:
                 moved = module(moved)
             tokens = moved[TOKENS].float()  # (B, T, dim)
-            counts = scored.sum(1).tolist()
             flat = tokens[scored.to(self.device)].cpu().numpy()  # (sum scored, dim), rows in order
         return np.split(flat, np.cumsum(counts)[:-1]) if rows else []
 

@@ -8,8 +8,9 @@ and save in sentence-transformers 6's layout or PyLate's (multivector/layout.py)
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
@@ -18,8 +19,10 @@ import torch
 from torch import nn
 
 from sbert import layout
-from sbert.device import encode_dtype, resolve_device
-from sbert.errors import ModelFormatError
+from sbert.backends.token_graph import TokenGraphEngine
+from sbert.device import backend_dtype, check_cpu_int8, resolve_device
+from sbert.encoding.prompted import PromptPlan
+from sbert.errors import BackendError, ModelFormatError
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
@@ -27,12 +30,14 @@ from sbert.modules.chain import save_chain
 from sbert.multivector.engine import TOKENS, MultiVectorEngine
 from sbert.multivector.layout import MultiVectorSettings, mask_config, transformer_config
 from sbert.multivector.loading import load_multivector, save_pylate_files
-from sbert.multivector.tokens import TokenRules
+from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
 from sbert.weights_state import WeightsKey, weights_key
 
 NATIVE_TYPE = "MultiVectorEncoder"
+# Texts of two lengths the graph backends are traced on and checked with.
+GRAPH_PROBES = ["a man is playing a guitar", "The quick brown fox jumps over the lazy dog, twice!", "x"]
 
 
 class MultiVectorEncoder(nn.Sequential):
@@ -49,7 +54,8 @@ class MultiVectorEncoder(nn.Sequential):
         self.mv_settings = settings or MultiVectorSettings()
         self.settings = EncoderSettings(similarity_fn_name="maxsim", model_type=NATIVE_TYPE)
         self.source_dir: Path | None = None
-        self._engines: dict[tuple[str, torch.dtype], tuple[WeightsKey, MultiVectorEngine]] = {}
+        self._engines: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, MultiVectorEngine]] = {}
+        self._generation = 0  # advanced by writers torch does not track (weights_state.py)
         self._rules = TokenRules.resolve(self.mv_settings, self.transformer)
         self.to(resolve_device(device))
         self.eval()
@@ -89,6 +95,40 @@ class MultiVectorEncoder(nn.Sequential):
         """The modules in order: Transformer, token heads."""
         return [m for m in self.children() if isinstance(m, Module)]
 
+    # Token matrices out: trained by token-level objectives only (losses/base.py).
+    token_level = True
+    router = None  # the contract training asks; a multi-vector chain has no Router
+
+    @property
+    def input_module(self) -> Transformer:
+        """What turns texts into token ids."""
+        return self.transformer
+
+    @property
+    def chain_dimension(self) -> int:
+        """Width of every token vector (the training contract's name for the output width)."""
+        return self.embedding_dimension
+
+    def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
+        """How training tokenizes text column `column`: column 0 as queries, the others as documents.
+
+        Each gets its task's prompt (or PyLate prefix), length and expansion, exactly as encode_query /
+        encode_document do.
+        """
+        task = _column_task(column)
+        prompt = self._prompt(task, None, None)
+        return partial(self._rules.token_ids, self.transformer, task=task, prompt=prompt)
+
+    def column_pad(self, column: int) -> Callable[[Sequence[Sequence[int]]], dict[str, Any]]:
+        """How training pads column `column`: with the query or document rules, marking the scored positions."""
+        return partial(self._rules.pad, self.transformer, task=_column_task(column))
+
+    def prompt_plan(self, prompt_name: str | None = None, task: str | None = None) -> PromptPlan:
+        """No extra text: training columns get their task's prompt from `column_tokens`."""
+        if prompt_name is not None:
+            raise ValueError("a multi-vector model's training columns take their task's prompt: drop `prompts`")
+        return PromptPlan()
+
     @property
     def device(self) -> torch.device:
         """Where the weights live."""
@@ -120,18 +160,20 @@ class MultiVectorEncoder(nn.Sequential):
     def encode(
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
-        precision: str = "auto", output: str = "list", show_progress: bool | None = None,
+        precision: str = "auto", output: str = "list", show_progress: bool | None = None, backend: str = "torch",
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
         `task` "query" applies query length and expansion, "document" (or None) the document rules.
         `precision` "auto" (fp32 on a CPU, half on CUDA), "fp32", "bf16" or "fp16", as for dense encoders.
+        `backend` "torch", or a graph runtime: "onnx", "onnx-int8", "openvino", "openvino-int8" (CPU, fp32 graph
+        or int8 weights; exported once beside the model, checked against torch).
         `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list.
         `show_progress`: a bar (None: only for 2,048 texts or more, as dense encoders do).
         """
         texts, single = check_sentences(sentences)
         ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
-        mats = self.engine(precision).run(ids, task, batch_size, batch_tokens, show_progress)
+        mats = self.engine(precision, backend).run(ids, task, batch_size, batch_tokens, show_progress)
         if output == "packed":
             return TokenSets.pack(mats, self.embedding_dimension)
         if output != "list":
@@ -154,19 +196,49 @@ class MultiVectorEncoder(nn.Sequential):
         """float32 (n,): the score of query i with document i."""
         return maxsim_pairs(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
 
-    def engine(self, precision: str = "auto") -> MultiVectorEngine:
-        """The engine for these weights on this device in `precision` (rebuilt when the weights change)."""
-        dtype = encode_dtype(precision, self.device)  # the dense encoders' rule: auto is fp32 on a CPU
-        key, cached = weights_key(self, 0), self._engines.get((self.device.type, dtype))
+    def engine(self, precision: str = "auto", backend: str = "torch") -> MultiVectorEngine:
+        """The engine for these weights on `backend` in `precision` (rebuilt when the weights change)."""
+        dtype = backend_dtype(backend, precision, self.device)  # the dense encoders' rule: auto is fp32 on a CPU
+        slot = (backend, self.device.type, dtype)
+        key, cached = self.weights_key(), self._engines.get(slot)
         if cached is None or cached[0] != key:
-            engine = MultiVectorEngine(self.chain(), self._rules, self.device, dtype)
-            self._engines[(self.device.type, dtype)] = (key, engine)
-        return self._engines[(self.device.type, dtype)][1]
+            graph = None if backend == "torch" else self._graph(backend, dtype)
+            self._engines[slot] = (key, MultiVectorEngine(self.chain(), self._rules, self.device, dtype, graph))
+        return self._engines[slot][1]
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the folder atomically in the layout it came in: sentence-transformers 6's, or PyLate's."""
+    def _graph(self, backend: str, dtype: torch.dtype) -> TokenGraphEngine:
+        """The chain exported for a graph runtime (fp32 graph; int8 weights for the -int8 runtimes)."""
+        from sbert.backends.base import Chain
+        from sbert.backends.cache import cache_dir, model_digest
+
+        if dtype != torch.float32:
+            raise BackendError(f"backend {backend!r} runs its own fp32/int8 graph; precision applies to torch")
+        if backend.endswith("-int8"):
+            check_cpu_int8(backend)
+        digest = model_digest(self)
+        chain = Chain(tuple(self.chain()), self.embedding_dimension, self.device, lambda: digest, self.source_dir)
+        probe_ids, _ = self._rules.token_ids(self.transformer, GRAPH_PROBES, "document")
+        probes = self._rules.pad(self.transformer, probe_ids, "document")
+        probes.pop(SCORED)
+        return TokenGraphEngine(chain, backend, TOKENS, cache_dir(self.source_dir, digest), probes)
+
+    def weights_key(self) -> WeightsKey:
+        """A cheap key that changes whenever the weights may have changed (see sbert.weights_state)."""
+        return weights_key(self, self._generation)
+
+    def mark_weights_changed(self) -> None:
+        """Say that the weights changed in a way torch does not track (a LoRA wrap, writes through `.data`)."""
+        self._generation += 1
+
+    def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
+        """Write the folder atomically in the layout it came in: sentence-transformers 6's, or PyLate's.
+
+        `extras` may add files (a model card) inside the same atomic write.
+        """
         mv = self.mv_settings
         with layout.atomic_directory(path) as tmp:
+            if extras is not None:
+                extras(tmp)
             if mv.flavor == "pylate":  # PyLate's chain is [Transformer, Dense]; it normalizes inside encode
                 dense = self[1]
                 if len(self) != 3 or not isinstance(dense, Dense):
@@ -187,3 +259,8 @@ class MultiVectorEncoder(nn.Sequential):
         if self.mv_settings.flavor == "pylate" and prompt_name is None and prompt is None:
             return ""  # PyLate uses saved prompts only when a prompt_name asks for one
         return self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
+
+
+def _column_task(column: int) -> str:
+    """Training's column roles: the first column holds queries (anchors), the others documents."""
+    return "query" if column == 0 else "document"

@@ -50,7 +50,7 @@ class StepBatch:
 
 
 def make_batch(
-    pad: Callable[[Rows], Features],
+    pads: Sequence[Callable[[Rows], Features]],
     columns: Sequence[Sequence[Sequence[int]]],
     labels: Tensor | None,
     objective: int,
@@ -59,20 +59,22 @@ def make_batch(
     pin: bool = False,
     skips: Sequence[int] | None = None,
 ) -> StepBatch:
-    """Pad the rows `indices` of every column; `fuse` pads all columns as one batch.
+    """Pad the rows `indices` of every column with its own `pads[c]`; `fuse` pads all columns as one batch.
+
+    Columns fuse only when they share one padding (a multi-vector model pads queries and documents apart).
 
     `skips` (per column): leading prompt positions that pooling leaves out, carried to Pooling as a
     per-row `prompt_length` (a fused batch mixes columns with different prompts).
     """
     rows = [[col[i] for i in indices] for col in columns]
     lengths = [torch.full((len(column),), skip) for column, skip in zip(rows, skips, strict=True)] if skips else None
-    if fuse and len(rows) > 1:
-        padded = [pad([r for column in rows for r in column])]
+    if fuse and len(rows) > 1 and all(p == pads[0] for p in pads):
+        padded = [pads[0]([r for column in rows for r in column])]
         splits: list[int] | None = [len(column) for column in rows]
         if lengths is not None:
             padded[0]["prompt_length"] = torch.cat(lengths)
     else:
-        padded, splits = [pad(column) for column in rows], None
+        padded, splits = [pad(column) for pad, column in zip(pads, rows, strict=True)], None
         for features, length in zip(padded, lengths or [], strict=False):
             features["prompt_length"] = length
     chosen = labels[list(indices)] if labels is not None else None

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from sbert.data import Dataset, load_dataset
 from sbert.data.streaming import StreamedDataset
 from sbert.encoding.prompted import PromptPlan
+from sbert.errors import SbertError
 from sbert.losses import Loss, build_loss
 from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
 from sbert.modules import Features
@@ -92,16 +93,20 @@ def prepare_objectives(
         if stage.matryoshka:
             loss = MatryoshkaLoss(loss, *parse_matryoshka(stage.matryoshka), model.chain_dimension)
         loss.check_model(list(model))
+        if loss.token_level != model.token_level:
+            kind = "a multi-vector (ColBERT) model" if model.token_level else "a single-vector model"
+            use = "colbert" if model.token_level else "a sentence-vector objective (mnrl, ...)"
+            raise SbertError(f"objective {objective.name!r} does not train {kind}: use {use}")
         columns, truncated = [], 0
         plans = column_prompts(model, prompt_names, len(dataset.texts[0]))
         skips = [plan.skip for plan in plans]
         if isinstance(dataset, StreamedDataset) and dataset.stream is not None:
-            feed = StreamFeed(dataset.stream, model.input_module.token_ids, plans, seed, index)
+            feed = StreamFeed(dataset.stream, model.column_tokens, plans, seed, index)
             prepared.append(Prepared(objective.name, dataset, loss, [], [], None, 0, None,
                                      skips if any(skips) else None, feed))  # fmt: skip
             continue
         for c, plan in enumerate(plans):
-            ids, cut = model.input_module.token_ids(plan.apply(dataset.column(c)))
+            ids, cut = model.column_tokens(c)(plan.apply(dataset.column(c)))
             columns.append(ids)
             truncated += len(cut)
         lengths = [max(len(col[i]) for col in columns) for i in range(len(dataset))]

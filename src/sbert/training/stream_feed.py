@@ -22,9 +22,9 @@ class StreamFeed:
     """Reads one streamed objective's batches in plan order; used by one thread (the batch prefetcher)."""
 
     def __init__(
-        self, stream: TableStream, token_ids: TokenIds, plans: list[PromptPlan], seed: int, stage: int
+        self, stream: TableStream, token_ids: Callable[[int], TokenIds], plans: list[PromptPlan], seed: int, stage: int
     ) -> None:
-        self.stream, self.token_ids, self.plans = stream, token_ids, plans
+        self.stream, self.token_ids, self.plans = stream, token_ids, plans  # token_ids(column) -> that column's
         self.seed, self.stage = seed, stage
         self.truncated = 0  # rows cut at max_seq_length so far (known only as batches are made)
         self._rows: Iterator[Row] | None = None
@@ -42,7 +42,7 @@ class StreamFeed:
         self._at = (epoch, first + len(rows))
         columns = []
         for c, plan in enumerate(self.plans):
-            ids, cut = self.token_ids(plan.apply([texts[c] for texts, _ in rows]))
+            ids, cut = self.token_ids(c)(plan.apply([texts[c] for texts, _ in rows]))
             columns.append(ids)
             self.truncated += len(cut)
         labels = [label for _, label in rows]

@@ -24,6 +24,7 @@ from sbert.data import Dataset
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
 from sbert.model import SentenceEncoder
+from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
@@ -122,7 +123,9 @@ class Trainer:
         else:
             wants_splade = any(o.name == "splade" for stage in self.config.stages for o in stage.objectives)
             splade = splade_for_training(self.config.model, wants_splade, self.device)
-            model = splade or SentenceEncoder.load(self.config.model, device=self.device)
+            wants_colbert = any(o.name == "colbert" for stage in self.config.stages for o in stage.objectives)
+            colbert = None if splade else multi_vector_for_training(self.config.model, wants_colbert, self.device)
+            model = splade or colbert or SentenceEncoder.load(self.config.model, device=self.device)
         if self.config.max_seq_length is not None:
             model.max_seq_length = self.config.max_seq_length
         if self.config.lora is not None:
@@ -267,8 +270,9 @@ class Trainer:
             columns, labels = prepared.feed.take(epoch, indices)
             indices = list(range(len(indices)))
         # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
-        pad = state.module.model.input_module.pad
-        return make_batch(pad, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
+        model = state.module.model
+        pads = [model.column_pad(c) for c in range(len(columns))]
+        return make_batch(pads, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
 
     def _last_good(self) -> str:
         found = checkpoint_dirs(self.run_dir)

@@ -1,0 +1,78 @@
+"""`sbert train --objective colbert`: a multi-vector model trains through the shared trainer, by every reader."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sbert.cli.main import main
+from sbert.multivector import MultiVectorEncoder
+from tests.colbert_fixtures import build_native, build_punctuated_bert, build_pylate
+from tests.conftest import SHARED_DATA
+
+EXPANSION = {"strategy": "fixed", "attend": False, "length": 16}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("mv-train")
+    bert = build_punctuated_bert(base / "bert")
+    native = build_native(bert, base / "native", query_length=16, document_length=32, query_expansion=EXPANSION)
+    lines = (SHARED_DATA / "stsbenchmark" / "sts-train.csv").read_text(encoding="utf-8").splitlines()
+    with (base / "pairs.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question", "answer"])
+        for line in lines[:48]:
+            cols = line.split("\t")
+            writer.writerow([cols[5], cols[6]])
+    return {"bert": bert, "native": native, "pylate": build_pylate(bert, base / "pylate"), "pairs": base / "pairs.csv"}
+
+
+def train(model: Path, out: Path, table: Path, *extra: str) -> int:
+    return main(["train", "--model", str(model), "--output", str(out), "--device", "cpu", "--batch-size", "8",
+                 "--train", f"csv:{table}", "--columns", "anchor=question,positive=answer", "--objective", "colbert",
+                 "--no-progress", *extra])  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["native", "pylate"])
+def test_training_changes_the_weights_and_keeps_the_layout(setup: dict[str, Path], tmp_path: Path, layout: str) -> None:
+    from sentence_transformers import MultiVectorEncoder as Reference
+
+    assert train(setup[layout], tmp_path / "out", setup["pairs"]) == 0
+    before = MultiVectorEncoder.load(setup[layout], device="cpu")
+    after = MultiVectorEncoder.load(tmp_path / "out", device="cpu")
+    assert after.mv_settings == before.mv_settings  # lengths, expansion, prefixes and skiplist survive
+    moved = [not torch.equal(a, b) for a, b in zip(before.state_dict().values(), after.state_dict().values(),
+                                                       strict=True)]  # fmt: skip
+    assert any(moved)
+    ref = Reference(str(tmp_path / "out"), device="cpu")  # the trained folder loads in the reference, same vectors
+    texts = ["a man is playing a guitar.", "why, a dog?"]
+    for ours, theirs in zip(after.encode_query(texts), ref.encode_query(texts), strict=True):
+        np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-5)
+    log = [json.loads(x) for x in (tmp_path / "out" / "train_log.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in log if r["event"] == "train"]
+    assert losses and all(np.isfinite(losses))
+
+
+def test_a_plain_encoder_becomes_a_colbert_and_lora_trains_it(setup: dict[str, Path], tmp_path: Path) -> None:
+    assert train(setup["bert"], tmp_path / "new", setup["pairs"]) == 0
+    model = MultiVectorEncoder.load(tmp_path / "new", device="cpu")
+    assert model.embedding_dimension == 128 and model.settings.model_type == "MultiVectorEncoder"
+    assert train(setup["native"], tmp_path / "lora", setup["pairs"], "--lora", "r=4") == 0
+    assert (tmp_path / "lora" / "adapter_config.json").is_file() or any(
+        (tmp_path / "lora").rglob("adapter_config.json")
+    )
+
+
+def test_objectives_and_models_must_match(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["train", "--model", str(setup["native"]), "--output", str(tmp_path / "x"), "--device", "cpu",
+                 "--train", f"csv:{setup['pairs']}", "--columns", "anchor=question,positive=answer",
+                 "--objective", "mnrl", "--no-progress"]) == 2  # fmt: skip
+    assert "does not train a multi-vector" in capsys.readouterr().err
