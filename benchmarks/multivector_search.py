@@ -5,9 +5,9 @@
 The corpus imitates ColBERT token vectors (128-d, unit length): a vocabulary of 30,000 "word"
 directions with Zipf-like frequencies (exponent 0.8); each document holds 20-60 tokens, each its
 word's direction plus a document-specific context (length 0.3) and noise (0.3); each query is 8
-tokens of one document (re-noised, 0.4) plus 24 expansion tokens that echo them more loosely (0.8). Exact MaxSim over the
-whole corpus is the reference; MUVERA and PLAID's probed-centroid stage each generate
-candidates that exact MaxSim reranks. Build time, recall@10 and queries/s (one query at a time,
+tokens of one document (re-noised, 0.4) plus 24 expansion tokens that echo them more loosely
+(0.8). Exact MaxSim over the whole corpus is the reference; MUVERA and PLAID's probed-centroid
+stage each generate candidates that exact MaxSim reranks. Build time, recall@10 and queries/s (one query at a time,
 median of the per-query rates over the run) are printed per method and setting.
 """
 

@@ -76,7 +76,7 @@ def test_muvera_equals_its_definition(proj: int) -> None:
     params = MuveraParams(dim=16, bits=3, proj=proj, reps=4, seed=3)
     packed = TokenSets.pack(sets, 16)
     for encode, document in ((encode_queries, False), (encode_documents, True)):
-        got = encode(packed, params)
+        got = encode(packed.tokens, packed.offsets, params)
         expected = np.stack([brute_muvera(m, params, document) for m in sets])
         np.testing.assert_allclose(got, expected, atol=1e-5)
 

@@ -13,11 +13,11 @@ def multi_vector_for_training(name: str, wants_colbert: bool, device: Any = None
     A plain Hugging Face encoder with the `colbert` objective gets sentence-transformers 6's new-model
     default: a 128-wide projection of every token (no bias), normalized, no prompts, no expansion.
     """
-    from sbert.model_kind import kind_of
     from sbert.multivector import MultiVectorEncoder
+    from sbert.multivector.layout import is_multivector_dir
 
     root = resolve_model_dir(name)
-    if kind_of(root) == "multi-vector":
+    if is_multivector_dir(root):
         return MultiVectorEncoder.load(root, device=device)
     if wants_colbert and not (root / "modules.json").is_file():
         return MultiVectorEncoder.from_transformer(root, device=device)

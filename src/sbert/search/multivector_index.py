@@ -77,7 +77,8 @@ class MultiVectorIndex:
             raise SbertError("cannot build an index of an empty corpus")
         stored = TokenSets(docs.tokens.astype(np.float16), docs.offsets)
         settings = IndexSettings(**{**asdict(settings), "count": len(docs), "dimension": int(docs.tokens.shape[1])})
-        muvera = encode_documents(docs, _muvera_params(settings)).astype(np.float16) if settings.muvera else None
+        params = _muvera_params(settings)
+        muvera = encode_documents(docs.tokens, docs.offsets, params).astype(np.float16) if settings.muvera else None
         centroids = codes = None
         if settings.plaid:
             k = settings.n_centroids or _default_centroids(len(docs.tokens))
@@ -107,7 +108,7 @@ class MultiVectorIndex:
     def _muvera_pools(self, queries: TokenSets, depth: int) -> list[np.ndarray]:
         if self.muvera is None:
             raise SbertError("this index was built without MUVERA encodings (muvera=False)")
-        encoded = encode_queries(queries, _muvera_params(self.settings))
+        encoded = encode_queries(queries.tokens, queries.offsets, _muvera_params(self.settings))
         if self._muvera32 is None:  # float32 once: a float16 matmul in numpy is many times slower
             self._muvera32 = np.asarray(self.muvera, dtype=np.float32)
         out = []

@@ -72,8 +72,8 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     st = state(request)
     if body.model != st.model_id:
         raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
-    if st.model is None and st.multivector is not None:  # token vectors per input (multivector_routes.py)
-        from sbert.serve.multivector_routes import openai_embeddings
+    if st.model is None and st.multivector is not None:  # token vectors per input (multivector_service.py)
+        from sbert.serve.multivector_service import openai_embeddings
 
         return await openai_embeddings(body, request)
     ask = EmbedAsk(as_list(body.input), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,

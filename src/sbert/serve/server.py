@@ -67,7 +67,7 @@ def build_server(
 
         state.sparse_batcher = sparse_batcher(settings, sparse, metrics)
     if multivector is not None:
-        from sbert.serve.multivector_routes import multivector_batcher
+        from sbert.serve.multivector_service import multivector_batcher
 
         multivector.encode(["warm-up"])
         state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)

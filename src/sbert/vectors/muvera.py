@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sbert.vectors.maxsim import TokenSets
-
 
 @dataclass(frozen=True)
 class MuveraParams:
@@ -46,23 +44,23 @@ class MuveraParams:
         return planes, proj
 
 
-def encode_queries(sets: TokenSets, params: MuveraParams) -> np.ndarray:
-    """float32 (n, width): bucket sums."""
-    return _encode(sets, params, document=False)
+def encode_queries(tokens: np.ndarray, offsets: np.ndarray, params: MuveraParams) -> np.ndarray:
+    """float32 (n, width): bucket sums. Token set i is `tokens[offsets[i]:offsets[i + 1]]`."""
+    return _encode(tokens, offsets, params, document=False)
 
 
-def encode_documents(sets: TokenSets, params: MuveraParams) -> np.ndarray:
+def encode_documents(tokens: np.ndarray, offsets: np.ndarray, params: MuveraParams) -> np.ndarray:
     """float32 (n, width): bucket means, empty buckets filled from the nearest token."""
-    return _encode(sets, params, document=True)
+    return _encode(tokens, offsets, params, document=True)
 
 
-def _encode(sets: TokenSets, params: MuveraParams, document: bool) -> np.ndarray:
-    n, buckets = len(sets), 1 << params.bits
+def _encode(tokens: np.ndarray, offsets: np.ndarray, params: MuveraParams, document: bool) -> np.ndarray:
+    n, buckets, lengths = len(offsets) - 1, 1 << params.bits, np.diff(offsets)
     out = np.zeros((n, params.reps, buckets, params.proj), dtype=np.float32)
-    if n == 0 or len(sets.tokens) == 0:
+    if n == 0 or len(tokens) == 0:
         return out.reshape(n, params.width)
-    tokens = sets.tokens.astype(np.float32)
-    owner = np.repeat(np.arange(n), sets.lengths)  # (T,) the set of each token
+    tokens = np.asarray(tokens, dtype=np.float32)
+    owner = np.repeat(np.arange(n), lengths)  # (T,) the set of each token
     planes, projections = params.draws()
     weights = 1 << np.arange(params.bits)
     for r in range(params.reps):
@@ -76,19 +74,19 @@ def _encode(sets: TokenSets, params: MuveraParams, document: bool) -> np.ndarray
         if document:
             counts = np.bincount(slot, minlength=n * buckets).astype(np.float32)
             sums /= np.maximum(counts, 1)[:, None]
-            _fill_empty(sums, counts, codes, owner, projected, sets, params.bits)
+            _fill_empty(sums, counts, codes, owner, projected, offsets, params.bits)
         out[:, r] = sums.reshape(n, buckets, params.proj)
     return out.reshape(n, params.width)
 
 
 def _fill_empty(
     means: np.ndarray, counts: np.ndarray, codes: np.ndarray, owner: np.ndarray, projected: np.ndarray,
-    sets: TokenSets, bits: int,
+    offsets: np.ndarray, bits: int,
 ) -> None:  # fmt: skip
     """Give each empty (set, bucket) the projection of the set's token whose code is nearest in Hamming distance."""
-    buckets, n = 1 << bits, len(sets)
-    full = sets.lengths > 0
-    starts = sets.offsets[:-1][full]
+    buckets, n = 1 << bits, len(offsets) - 1
+    full = np.diff(offsets) > 0
+    starts = offsets[:-1][full]
     for b in range(buckets):
         empty = (counts.reshape(n, buckets)[:, b] == 0) & full
         if not empty.any():
