@@ -6,7 +6,8 @@ The model is a random-weight ColBERT in the published shape (BERT-base: 12 layer
 a 768 -> 128 projection without bias; [Q] / [D] prompts; queries expanded to 32 tokens with
 [MASK]; documents cut at 180 tokens with a punctuation skiplist), built and saved by
 sentence-transformers 6. Both engines encode the STSb test sentences as documents and as
-queries; sbert also in bf16 (`precision="bf16"`, where the CPU has bf16 instructions). Each
+queries; sbert also in bf16 (`precision="bf16"`, where the CPU has bf16 instructions) and on the
+graph runtimes (ONNX Runtime, OpenVINO; fp32 and int8 weights). Each
 engine runs in its own process (its own peak RSS); rounds alternate the engines,
 each figure is the median of its rounds. sbert's token matrices are compared with the reference's:
 same token counts, and the largest difference of any token vector.
@@ -29,6 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import sts_sentences
 
+GRAPH_ENGINES = ("sbert-onnx", "sbert-onnx-int8", "sbert-openvino", "sbert-openvino-int8")
+ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", *GRAPH_ENGINES)
 BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
         "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
 
@@ -80,12 +83,13 @@ def child(engine: str, folder: str, n: int, out: str) -> None:
         from sbert.multivector import MultiVectorEncoder
 
         precision = "bf16" if engine == "sbert-bf16" else "fp32"
+        backend = engine.removeprefix("sbert-") if engine in GRAPH_ENGINES else "torch"
         model = MultiVectorEncoder.load(folder, device="cpu")
-        model.encode_document(sentences[:64], precision=precision)
+        model.encode_document(sentences[:64], precision=precision, backend=backend)  # exports a graph once
         start = time.perf_counter()
-        docs = model.encode_document(sentences, precision=precision)
+        docs = model.encode_document(sentences, precision=precision, backend=backend)
         middle = time.perf_counter()
-        queries = model.encode_query(sentences, precision=precision)
+        queries = model.encode_query(sentences, precision=precision, backend=backend)
     else:
         from sentence_transformers import MultiVectorEncoder as Reference
 
@@ -121,6 +125,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, required=False)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=2758)
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of {', '.join(ENGINES)}")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -130,7 +135,11 @@ def main() -> None:
         parser.error("--workdir is required")
     args.workdir.mkdir(parents=True, exist_ok=True)
     folder = build(args.workdir)
-    runs: dict[str, list[dict[str, float]]] = {"sentence-transformers": [], "sbert": [], "sbert-bf16": []}
+    chosen = ["sentence-transformers", *(e for e in args.engines.split(",") if e and e != "sentence-transformers")]
+    unknown = [e for e in chosen if e not in ENGINES]
+    if unknown:
+        parser.error(f"--engines: unknown {unknown}; known: {', '.join(ENGINES)}")
+    runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in chosen}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
@@ -139,7 +148,7 @@ def main() -> None:
             if done.returncode != 0:
                 sys.exit(f"{engine} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    for engine in ("sbert", "sbert-bf16"):
+    for engine in chosen[1:]:
         print(compare(args.workdir, engine))
     n = min(args.sentences, len(sts_sentences("test")))
     print("| engine (cpu) | documents/s | queries/s | peak RSS (GiB) | rounds |\n|---|---|---|---|---|")
@@ -150,7 +159,7 @@ def main() -> None:
         speed[engine] = (docs, queries)
         peak = statistics.median(r["peak_gib"] for r in rows)
         print(f"| {engine} | {docs:.1f} | {queries:.1f} | {peak:.2f} | {len(rows)} |")
-    for engine in ("sbert", "sbert-bf16"):
+    for engine in chosen[1:]:
         ratio = [a / b for a, b in zip(speed[engine], speed["sentence-transformers"], strict=True)]
         print(f"\n{engine} / sentence-transformers: documents {ratio[0]:.2f}x, queries {ratio[1]:.2f}x", end="")
     print()

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-from tests.tiny_models import CORPUS, TINY
+from tests.tiny_models import CORPUS, TINY, wordpiece
 
 # Punctuation in the training text so the skiplist's words are vocabulary tokens.
 PUNCTUATED = [*CORPUS, "a man, a plan; a canal: panama!", "why? because (it is) so.", "dogs - cats & mice"]
@@ -30,16 +29,7 @@ DOCUMENTS = ["a man, is playing.", "cats", "the cat sat on the mat " * 10, "dogs
 
 def build_punctuated_bert(path: Path) -> Path:
     """A 2-layer, 32-wide BERT whose WordPiece vocabulary holds punctuation."""
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(PUNCTUATED * 4, trainers.WordPieceTrainer(vocab_size=220, special_tokens=specials))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
-    )  # fmt: skip
+    tok = wordpiece(PUNCTUATED, vocab_size=220)
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
         mask_token="[MASK]", model_max_length=MAX_LEN,
@@ -49,6 +39,11 @@ def build_punctuated_bert(path: Path) -> Path:
     model.save_pretrained(path)
     wrapped.save_pretrained(path)
     return path
+
+
+def tiny_colbert(base: Path, **transformer_args: Any) -> Path:
+    """The punctuated BERT under `base`, and a native ColBERT on it (`transformer_args` as build_native's)."""
+    return build_native(build_punctuated_bert(base / "bert"), base / "colbert", **transformer_args)
 
 
 def build_native(bert: Path, path: Path, **transformer_args: Any) -> Path:

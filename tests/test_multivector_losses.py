@@ -10,7 +10,7 @@ import torch
 
 from sbert.losses.multivector import MultiVectorContrastiveLoss, MultiVectorDistillLoss, maxsim_scores
 from sbert.multivector import MultiVectorEncoder
-from tests.colbert_fixtures import build_native, build_punctuated_bert
+from tests.colbert_fixtures import tiny_colbert
 
 QUERIES = ["a man is playing", "why, a dog?", "the cat sat"]
 POSITIVES = ["a man, is playing.", "dogs run! in the park? (today)", "the cat sat on the mat"]
@@ -20,9 +20,8 @@ EXPANSION = {"strategy": "fixed", "attend": False, "length": 12}
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("mvloss")
-    bert = build_punctuated_bert(base / "bert")
-    return build_native(bert, base / "m", query_length=12, document_length=16, query_expansion=EXPANSION)
+    return tiny_colbert(tmp_path_factory.mktemp("mvloss"), query_length=12, document_length=16,
+                        query_expansion=EXPANSION)  # fmt: skip
 
 
 def ours(model: MultiVectorEncoder, texts: list[str], task: str) -> dict[str, Any]:

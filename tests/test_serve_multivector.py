@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sbert.multivector import MultiVectorEncoder
-from tests.colbert_fixtures import DOCUMENTS, QUERIES, build_native, build_punctuated_bert
+from tests.colbert_fixtures import DOCUMENTS, QUERIES, tiny_colbert
 from tests.serve_helpers import serve_in_thread
 
 EXPANSION = {"strategy": "fixed", "attend": False, "length": 16}
@@ -20,9 +20,8 @@ EXPANSION = {"strategy": "fixed", "attend": False, "length": 16}
 
 @pytest.fixture(scope="module")
 def colbert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("serve-mv")
-    bert = build_punctuated_bert(base / "bert")
-    return build_native(bert, base / "colbert", query_length=16, document_length=24, query_expansion=EXPANSION)
+    return tiny_colbert(tmp_path_factory.mktemp("serve-mv"), query_length=16, document_length=24,
+                        query_expansion=EXPANSION)  # fmt: skip
 
 
 def close(got: list[list[list[float]]], want: list[np.ndarray]) -> None:

@@ -38,13 +38,14 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def _wordpiece() -> Tokenizer:
+def wordpiece(corpus: list[str] = CORPUS, vocab_size: int = 200) -> Tokenizer:
+    """A lower-casing WordPiece tokenizer trained on `corpus`, with BERT's special tokens and template."""
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(CORPUS * 4, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
+    tok.train_from_iterator(corpus * 4, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -89,7 +90,7 @@ def _unigram() -> Tokenizer:
 
 def build_bert(path: Path) -> Path:
     """A 2-layer, 32-wide BERT with a WordPiece tokenizer, saved to `path`."""
-    tok = _wordpiece()
+    tok = wordpiece()
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
