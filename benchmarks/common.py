@@ -143,3 +143,31 @@ def linear_flops_per_token(model: SentenceEncoder) -> float:
     config = model.transformer.auto_model.config
     h, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     return 2.0 * layers * (4 * h * h + 2 * h * ffn)
+
+
+BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+             "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
+
+
+def random_bert_base(path: Path, model_class: str = "BertModel") -> Path:
+    """A random-weight BERT-base (`model_class` of transformers) with an 8,000-piece WordPiece trained on STSb train."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(sts_sentences("train"), trainers.WordPieceTrainer(vocab_size=8000, special_tokens=specials))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                      sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
+    torch.manual_seed(0)
+    getattr(transformers, model_class)(BertConfig(**BERT_BASE)).save_pretrained(path)
+    wrapped.save_pretrained(path)
+    return path

@@ -28,12 +28,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import sts_sentences
+from common import random_bert_base, sts_sentences
 
 GRAPH_ENGINES = ("sbert-onnx", "sbert-onnx-int8", "sbert-openvino", "sbert-openvino-int8")
 ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", *GRAPH_ENGINES)
-BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
-        "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
 
 
 def build(workdir: Path) -> Path:
@@ -46,24 +44,8 @@ def build(workdir: Path) -> Path:
     from sentence_transformers.base.modules import Dense, Transformer
     from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
     from sentence_transformers.sentence_transformer.modules import Normalize
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(sts_sentences("train"), trainers.WordPieceTrainer(vocab_size=8000, special_tokens=specials))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
-    )
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                      sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
-    torch.manual_seed(0)
-    bert = workdir / "bert"
-    BertModel(BertConfig(**BASE)).save_pretrained(bert)
-    wrapped.save_pretrained(bert)
+    bert = random_bert_base(workdir / "bert")
     expansion = {"strategy": "fixed", "attend": False, "length": 32}
     transformer = Transformer(str(bert), query_length=32, document_length=180, query_expansion=expansion)
     dense = Dense(768, 128, bias=False, activation_function=torch.nn.Identity(), module_input_name="token_embeddings")

@@ -26,10 +26,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from common import sts_sentences
-
-BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
-        "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
+from common import random_bert_base, sts_sentences
 
 
 def build(workdir: Path) -> Path:
@@ -37,28 +34,11 @@ def build(workdir: Path) -> Path:
     splade = workdir / "splade-bert-base-random"
     if (splade / "modules.json").is_file():
         return splade
-    import torch
     from sentence_transformers import SparseEncoder as STSparse
     from sentence_transformers.base.modules import Transformer as STTransformer
     from sentence_transformers.sparse_encoder.modules import SpladePooling as STSplade
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(sts_sentences("train"), trainers.WordPieceTrainer(vocab_size=8000, special_tokens=specials))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
-    )
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                      sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
-    torch.manual_seed(0)
-    mlm = workdir / "mlm"
-    BertForMaskedLM(BertConfig(**BASE)).save_pretrained(mlm)
-    wrapped.save_pretrained(mlm)
+    mlm = random_bert_base(workdir / "mlm", "BertForMaskedLM")
     STSparse(modules=[STTransformer(str(mlm), transformer_task="fill-mask"), STSplade("max")], device="cpu").save(
         str(splade)
     )
