@@ -76,3 +76,9 @@ def test_objectives_and_models_must_match(
                  "--train", f"csv:{setup['pairs']}", "--columns", "anchor=question,positive=answer",
                  "--objective", "mnrl", "--no-progress"]) == 2  # fmt: skip
     assert "does not train a multi-vector" in capsys.readouterr().err
+
+
+def test_max_seq_length_is_refused_with_the_lengths_to_use(setup: dict[str, Path], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    assert train(setup["native"], tmp_path / "x", setup["pairs"], "--max-seq-length", "16") == 2
+    assert "query_length and document_length" in capsys.readouterr().err

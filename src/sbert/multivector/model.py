@@ -142,8 +142,12 @@ class MultiVectorEncoder(nn.Sequential):
 
     @property
     def max_seq_length(self) -> int | None:
-        """The longest input in tokens: the document length (the query length can only be shorter)."""
+        """The longest document in tokens (queries have their own limit: the query or expansion length)."""
         return self._rules.limit("document", self.transformer)
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        raise ValueError("a multi-vector model's limits are its query_length and document_length (saved in its folder)")
 
     @property
     def similarity_fn_name(self) -> str:
