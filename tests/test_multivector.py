@@ -160,3 +160,17 @@ def test_graph_backends_give_torch_vectors(bert: Path, tmp_path: Path, backend: 
         else:
             assert float(np.abs(flat_want - flat_got).max()) <= 1e-4
     assert (folder / "onnx" / "token_embeddings.onnx").is_file()
+
+
+def test_kind_detection_imports_no_engine(bert: Path, tmp_path: Path) -> None:
+    """`kind_of` runs before every CLI load: deciding the kind must not import torch or a graph runtime
+    (a run-only install has no onnx; this once crashed `sbert encode` there)."""
+    import subprocess
+    import sys
+
+    folder = FOLDERS["pylate"](bert, tmp_path / "p")
+    code = ("import sys; from pathlib import Path; from sbert.model_kind import kind_of; "
+            f"assert kind_of(Path({str(folder)!r})) == 'multi-vector'; "
+            "print([m for m in ('torch', 'onnx', 'onnxruntime', 'openvino') if m in sys.modules])")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

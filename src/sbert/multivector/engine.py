@@ -8,18 +8,21 @@ scored token rows of each text, without padding.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from sbert.backends.base import cast_copy, run_threaded
-from sbert.backends.token_graph import TokenGraphEngine
 from sbert.backends.torch_cpu import CPU_BATCH_TOKENS, MAX_ROWS
 from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 from sbert.modules import Module, Transformer
 from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import length_order, token_batches
+
+if TYPE_CHECKING:
+    from sbert.backends.token_graph import TokenGraphEngine
 
 TOKENS = "token_embeddings"
 

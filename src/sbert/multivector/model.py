@@ -12,14 +12,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
 from torch import nn
 
 from sbert import layout
-from sbert.backends.token_graph import TokenGraphEngine
 from sbert.device import backend_dtype, check_cpu_int8, resolve_device
 from sbert.encoding.prompted import PromptPlan
 from sbert.errors import BackendError, ModelFormatError
@@ -34,6 +33,9 @@ from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
 from sbert.weights_state import WeightsKey, weights_key
+
+if TYPE_CHECKING:
+    from sbert.backends.token_graph import TokenGraphEngine
 
 NATIVE_TYPE = "MultiVectorEncoder"
 # Texts of two lengths the graph backends are traced on and checked with.
@@ -215,6 +217,18 @@ class MultiVectorEncoder(nn.Sequential):
         from sbert.backends.base import Chain
         from sbert.backends.cache import cache_dir, model_digest
 
+        try:  # the graph runtimes are extras: one line naming the extra when one is missing
+            import onnxruntime  # noqa: F401
+
+            from sbert.backends.token_graph import TokenGraphEngine
+
+            if backend.startswith("openvino"):
+                import openvino  # noqa: F401
+        except ImportError as e:
+            extra = "openvino" if backend.startswith("openvino") else "onnx"
+            raise BackendError(
+                f"backend {backend!r} needs the {extra} extra: pip install 'sbert[{extra}]' ({e})"
+            ) from None
         if dtype != torch.float32:
             raise BackendError(f"backend {backend!r} runs its own fp32/int8 graph; precision applies to torch")
         if backend.endswith("-int8"):
