@@ -103,3 +103,28 @@ def build_pylate(bert: Path, path: Path, **keys: Any) -> Path:
 
 def _write(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2))
+
+
+def build_stanford(bert: Path, path: Path, **metadata: Any) -> Path:
+    """A Stanford ColBERT checkpoint: config.json naming HF_ColBERT, `bert.*` weights plus `linear.weight`,
+    and artifact.metadata (query_maxlen 16, doc_maxlen 24 unless `metadata` says otherwise)."""
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(bert)
+    tokenizer.add_tokens(["[unused0]", "[unused1]"], special_tokens=True)  # BERT's vocabulary holds both
+    model = BertModel.from_pretrained(bert)
+    model.resize_token_embeddings(len(tokenizer))
+    model.config.architectures = ["HF_ColBERT"]
+    path.mkdir(parents=True)
+    model.config.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(8)
+    weights = {f"bert.{k}": v.contiguous() for k, v in model.state_dict().items()} | {
+        "linear.weight": torch.randn(8, 32) / 6
+    }
+    save_file(weights, str(path / "model.safetensors"))
+    meta = {"query_token_id": "[unused0]", "doc_token_id": "[unused1]", "query_maxlen": 16, "doc_maxlen": 24,
+            "mask_punctuation": True, "attend_to_mask_tokens": False, **metadata}  # fmt: skip
+    _write(path / "artifact.metadata", meta)
+    return path

@@ -14,6 +14,7 @@ from tests.colbert_fixtures import (
     build_native,
     build_punctuated_bert,
     build_pylate,
+    build_stanford,
 )
 
 EXPANSION = {"strategy": "fixed", "attend": False, "length": 16}
@@ -27,6 +28,8 @@ FOLDERS = {
     "pylate": lambda b, p: build_pylate(b, p),
     "pylate-attend": lambda b, p: build_pylate(b, p, attend_to_expansion_tokens=True),
     "pylate-no-expansion": lambda b, p: build_pylate(b, p, do_query_expansion=False),
+    "stanford": lambda b, p: build_stanford(b, p),
+    "stanford-attend": lambda b, p: build_stanford(b, p, attend_to_mask_tokens=True),
 }
 
 
@@ -141,7 +144,8 @@ def test_sbert_load_picks_the_kind_for_both_layouts(bert: Path, tmp_path: Path) 
     import sbert
     from sbert.model_kind import kind_of
 
-    for path in (build_native(bert, tmp_path / "n"), build_pylate(bert, tmp_path / "p")):
+    for path in (build_native(bert, tmp_path / "n"), build_pylate(bert, tmp_path / "p"),
+                 build_stanford(bert, tmp_path / "s")):  # fmt: skip
         assert kind_of(path) == "multi-vector"
         assert isinstance(sbert.load(path, device="cpu"), sbert.MultiVectorEncoder)
 

@@ -8,6 +8,9 @@ Two layouts say the same things in different places:
 - PyLate (`model_type` "ColBERT", or PyLate's keys): config_sentence_transformers.json holds
   `query_prefix`, `document_prefix` (inserted as one token after the first), `query_length`,
   `document_length`, `do_query_expansion`, `attend_to_expansion_tokens` and `skiplist_words`.
+- Stanford ColBERT (`architectures` ["HF_ColBERT"], no modules.json): `artifact.metadata` holds
+  `query_token_id` / `doc_token_id` (inserted like PyLate's prefixes), `query_maxlen`, `doc_maxlen`,
+  `attend_to_mask_tokens` and `mask_punctuation`; the projection is `linear.weight` in the weights.
 Each layout keeps its own library's rules (docs/multivector.md lists where they differ).
 """
 
@@ -19,13 +22,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sbert.errors import ModelFormatError
-from sbert.layout import MODEL_CONFIG_FILE, TRANSFORMER_CONFIG_FILE, read_modules
+from sbert.layout import MODEL_CONFIG_FILE, TRANSFORMER_CONFIG_FILE, architectures, read_json, read_modules
 from sbert.model_config import read_model_config
 
 Flavor = Literal["st", "pylate"]
 MASK_MODULE = "MultiVectorMask"
 PYLATE_TYPE = "ColBERT"
 NATIVE_TYPE = "MultiVectorEncoder"
+STANFORD_ARCHITECTURE = "HF_ColBERT"
+STANFORD_METADATA = "artifact.metadata"
 # PyLate's defaults where its config leaves a key out (pylate/models/colbert.py).
 PYLATE_QUERY_LENGTH, PYLATE_DOCUMENT_LENGTH = 32, 180
 PYLATE_KEYS = ("query_prefix", "document_prefix", "do_query_expansion", "attend_to_expansion_tokens", "skiplist_words")
@@ -79,6 +84,8 @@ def is_multivector_dir(root: Path) -> bool:
     config = read_model_config(root)
     if config.get("model_type") in (NATIVE_TYPE, PYLATE_TYPE) or any(k in config for k in PYLATE_KEYS):
         return True
+    if is_stanford_dir(root):
+        return True
     if not (root / "modules.json").is_file():
         return False
     return any(e.class_name == MASK_MODULE or e.type.startswith("pylate.") for e in read_modules(root))
@@ -110,6 +117,34 @@ def read_multivector_settings(
         skiplist_tasks=(tasks,) if isinstance(tasks, str) else tuple(tasks),
         keep_only_token_ids=tuple(int(i) for i in keep) if keep else None,
         extra={k: v for k, v in m_config.items() if k not in known},
+    )
+
+
+def is_stanford_dir(root: Path) -> bool:
+    """A Stanford ColBERT checkpoint: config.json names HF_ColBERT and there is no modules.json."""
+    return not (root / "modules.json").is_file() and STANFORD_ARCHITECTURE in architectures(root)
+
+
+def read_stanford_settings(root: Path) -> MultiVectorSettings:
+    """The settings of a Stanford ColBERT checkpoint, from artifact.metadata (its defaults where absent).
+
+    As sentence-transformers 6 reads it: markers [unused0] / [unused1] inserted after [CLS], queries
+    expanded to query_maxlen (32), documents cut at doc_maxlen when given, punctuation skipped unless
+    mask_punctuation is false.
+    """
+    path = root / STANFORD_METADATA
+    meta: Any = read_json(path) if path.is_file() else {}
+    if not isinstance(meta, dict):
+        raise ModelFormatError(f"{path}: expected a JSON object")
+    length = _length(meta.get("query_maxlen"), path, "query_maxlen") or 32
+    return MultiVectorSettings(
+        flavor="pylate",
+        query_length=length,
+        document_length=_length(meta.get("doc_maxlen"), path, "doc_maxlen"),
+        expansion=Expansion(length=length, attend=bool(meta.get("attend_to_mask_tokens"))),
+        query_prefix=str(meta.get("query_token_id") or "[unused0]"),
+        document_prefix=str(meta.get("doc_token_id") or "[unused1]"),
+        skiplist_words=tuple(string.punctuation) if meta.get("mask_punctuation", True) else (),
     )
 
 

@@ -13,7 +13,9 @@ from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
 from sbert.multivector.layout import (
     PYLATE_TYPE,
     MultiVectorSettings,
+    is_stanford_dir,
     read_multivector_settings,
+    read_stanford_settings,
 )
 
 TOKENS = "token_embeddings"
@@ -24,6 +26,8 @@ _PYLATE_DENSE_KEYS = ("in_features", "out_features", "bias", "activation_functio
 
 def load_multivector(root: Path, trust_remote_code: bool = False) -> tuple[list[Module], MultiVectorSettings]:
     """The chain (Transformer, token Dense heads, Normalize) and settings of the model in `root`."""
+    if is_stanford_dir(root):
+        return _stanford(root, trust_remote_code)
     if not (root / layout.MODULES_FILE).is_file():
         raise ModelFormatError(f"{root}: a multi-vector model needs {layout.MODULES_FILE}")
     entries = layout.read_modules(root)
@@ -45,6 +49,20 @@ def load_multivector(root: Path, trust_remote_code: bool = False) -> tuple[list[
     if unknown:
         raise ModelFormatError(f"{root / layout.MODULES_FILE}: modules a multi-vector chain cannot run: {unknown}")
     return [transformer, *heads], settings
+
+
+def _stanford(root: Path, trust_remote_code: bool) -> tuple[list[Module], MultiVectorSettings]:
+    """A Stanford ColBERT checkpoint: the encoder from the folder, the projection from its `linear.weight`."""
+    from sbert.modules.base import load_weights
+
+    transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code)
+    weight = load_weights(root).get("linear.weight")
+    if weight is None:
+        raise ModelFormatError(f"{root}: a Stanford ColBERT checkpoint without linear.weight")
+    out_features, in_features = weight.shape
+    dense = Dense(int(in_features), int(out_features), bias=False, module_input_name=TOKENS, module_output_name=TOKENS)
+    dense.linear.weight.data.copy_(weight)
+    return [transformer, dense, Normalize(TOKENS)], read_stanford_settings(root)
 
 
 def save_pylate_files(folder: Path, dense: Dense, mv: MultiVectorSettings, settings: EncoderSettings) -> None:
