@@ -28,7 +28,6 @@ _SAVED_TYPES: dict[str, Kind] = {
     "SentenceTransformer": "dense",
     "SparseEncoder": "sparse",
     "CrossEncoder": "cross-encoder",
-    "MultiVectorEncoder": "multi-vector",
 }
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from sbert.data.beir import IRCollection
 from sbert.evaluation.common import Embedder
-from sbert.search.exact import merge_top_k, no_hits, semantic_search
+from sbert.search.exact import merge_top_k, no_hits, semantic_search, top_k_rows
 from sbert.search.rerank import RERANK_TOP, rerank_rows
 from sbert.similarity import similarity_of
 from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES, maxsim_matrix
@@ -44,18 +44,12 @@ def search(
     best, offset = no_hits(len(queries)), 0
     for chunk in corpus_chunks:
         if score_function in MULTI_VECTOR_SIMILARITIES:  # token matrices (TokenSets): exact MaxSim
-            scores, rows = top_rows(maxsim_matrix(queries, chunk, mean=score_function == "meanmaxsim"), depth)
+            scores, rows = top_k_rows(maxsim_matrix(queries, chunk, mean=score_function == "meanmaxsim"), depth)
         else:
             scores, rows = semantic_search(queries, chunk, depth, score_function=score_function)
         best = merge_top_k(best, (scores, rows + offset), depth)
         offset += len(chunk)
     return best
-
-
-def top_rows(scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """The `depth` best columns of each row of `scores`, best first: (scores, columns)."""
-    rows = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
-    return np.take_along_axis(scores, rows, axis=1), rows
 
 
 def ranked_ids(scores: np.ndarray, rows: np.ndarray, corpus_ids: Sequence[str]) -> list[list[str]]:

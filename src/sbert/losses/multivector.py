@@ -34,19 +34,22 @@ def maxsim_scores(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tenso
     for start in range(0, d.shape[0], per_doc):  # blocks of documents bound the 4-D intermediate
         block, mask = d[start : start + per_doc], d_mask[start : start + per_doc]
         sims = torch.einsum("aqd,btd->abqt", q, block)  # (Bq, block, Tq, Td)
-        sims = sims.masked_fill(~mask.bool()[None, :, None, :], float("-inf"))
-        best = sims.amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)  # a document with no token scores 0
-        best = torch.where(mask.bool().any(-1)[None, :, None], best, torch.zeros_like(best))
+        best = _best_token(sims, mask.bool()[None, :, None, :], mask.bool().any(-1)[None, :, None])
         out.append((best * q_scored[:, None, :]).sum(-1))
     return torch.cat(out, dim=1)
 
 
 def maxsim_pairwise(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
     """(B,) MaxSim of query i with document i."""
-    sims = torch.einsum("bqd,btd->bqt", q, d).masked_fill(~d_mask.bool()[:, None, :], float("-inf"))
-    best = sims.amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)
-    best = torch.where(d_mask.bool().any(-1)[:, None], best, torch.zeros_like(best))
+    sims = torch.einsum("bqd,btd->bqt", q, d)  # (B, Tq, Td)
+    best = _best_token(sims, d_mask.bool()[:, None, :], d_mask.bool().any(-1)[:, None])
     return (best * q_mask.to(q.dtype)).sum(-1)
+
+
+def _best_token(sims: Tensor, scored: Tensor, has_tokens: Tensor) -> Tensor:
+    """The max over the last axis (document tokens) among `scored` ones; 0 for a document with none."""
+    best = sims.masked_fill(~scored, float("-inf")).amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)
+    return torch.where(has_tokens, best, torch.zeros_like(best))
 
 
 def _tokens(features: dict[str, Any]) -> tuple[Tensor, Tensor]:

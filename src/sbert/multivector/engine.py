@@ -50,17 +50,15 @@ class MultiVectorEngine:
         """float32 (n_scored_i, dim) per row of token ids."""
         features = self.rules.pad(self.transformer, rows, task)
         scored = features.pop(SCORED)
-        counts = scored.sum(1).tolist()
         if self.graph is not None:
             flat = self.graph.embed(features)[scored.numpy()]  # (sum scored, dim), rows in order
-            return np.split(flat, np.cumsum(counts)[:-1]) if rows else []
-        moved = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
-        with torch.inference_mode():
-            for module in self.modules:
-                moved = module(moved)
-            tokens = moved[TOKENS].float()  # (B, T, dim)
-            flat = tokens[scored.to(self.device)].cpu().numpy()  # (sum scored, dim), rows in order
-        return np.split(flat, np.cumsum(counts)[:-1]) if rows else []
+        else:
+            moved = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
+            with torch.inference_mode():
+                for module in self.modules:
+                    moved = module(moved)
+                flat = moved[TOKENS].float()[scored.to(self.device)].cpu().numpy()
+        return np.split(flat, np.cumsum(scored.sum(1).tolist())[:-1]) if rows else []
 
     def run(
         self, ids: Sequence[Sequence[int]], task: str | None, batch_size: int | None = None,

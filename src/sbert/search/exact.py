@@ -21,7 +21,7 @@ def cos_sim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return similarity_matrix(a, b, "cosine")
 
 
-def _top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-row top-k of a score matrix, sorted descending: (values, column indices)."""
     # scores: (q, c) -> (q, k), (q, k)
     k = min(k, scores.shape[1])
@@ -91,7 +91,7 @@ def merge_top_k(
     vals, idx = np.concatenate([best[0], new[0]], axis=1), np.concatenate([best[1], new[1]], axis=1)
     if vals.shape[1] == 0:
         return vals, idx
-    kept, pick = _top_k_rows(vals, top_k)
+    kept, pick = top_k_rows(vals, top_k)
     return kept, np.take_along_axis(idx, pick, axis=1)
 
 
@@ -122,7 +122,7 @@ def paraphrase_mining(
         scores[rows, rows + start] = -np.inf  # a sentence is not its own paraphrase
         if n < 2:
             break
-        vals, idx = _top_k_rows(scores, min(top_k, n - 1))
+        vals, idx = top_k_rows(scores, min(top_k, n - 1))
         for r, (row_vals, row_idx) in enumerate(zip(vals, idx, strict=True)):
             for v, j in zip(row_vals.tolist(), row_idx.tolist(), strict=True):
                 i = start + r

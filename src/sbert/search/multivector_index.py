@@ -29,6 +29,7 @@ import numpy as np
 from sbert import layout
 from sbert.errors import SbertError
 from sbert.search.centroids import assign, token_centroids
+from sbert.search.exact import top_k_rows
 from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix
 from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
@@ -94,15 +95,15 @@ class MultiVectorIndex:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         k = min(top_k, len(self.docs))
         if method == "exact":
-            return _top(maxsim_matrix(queries, self.docs, self.settings.mean), k)
+            return top_k_rows(maxsim_matrix(queries, self.docs, self.settings.mean), k)
         depth = candidates or self.settings.candidates
         pools = self._muvera_pools(queries, depth) if method == "muvera" else self._plaid_pools(queries, depth, probes)
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for q, pool in enumerate(pools):
-            exact = maxsim_matrix([queries.matrix(q)], self.docs.subset(pool), self.settings.mean)[0]
-            top = np.argsort(-exact, kind="stable")[:k]
-            scores[q, : len(top)], ids[q, : len(top)] = exact[top], pool[top]
+            exact = maxsim_matrix([queries.matrix(q)], self.docs.subset(pool), self.settings.mean)
+            best, top = top_k_rows(exact, k)
+            scores[q, : best.shape[1]], ids[q, : best.shape[1]] = best[0], pool[top[0]]
         return scores, ids
 
     def _muvera_pools(self, queries: TokenSets, depth: int) -> list[np.ndarray]:
@@ -239,9 +240,3 @@ def _best(scores: np.ndarray, depth: int) -> np.ndarray:
     if depth >= len(scores):
         return np.arange(len(scores))
     return np.argpartition(-scores, depth - 1)[:depth]
-
-
-def _top(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Best `k` per row, best first, ties by lower id."""
-    ids = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(scores, ids, axis=1), ids
