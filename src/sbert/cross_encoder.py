@@ -162,7 +162,8 @@ class CrossEncoder(MtebCrossEncoder, nn.Module):
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
-        dtype = backend_dtype(name, precision, self.device)
+        width = getattr(self.classifier.auto_model.config, "hidden_size", None)  # the width auto probes
+        dtype = backend_dtype(name, precision, self.device, width)
         key, state = (name, str(self.device), dtype), weights_key(self, self._generation)
         cached = self._backends.get(key)
         if cached is None or cached[0] != state:

@@ -402,6 +402,12 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         """The engine's own token budget where the model runs on a GPU (packed, or padded fallbacks), else None."""
         return self.backend(backend, precision).default_batch_tokens if self.device.type == "cuda" else None
 
+    @property
+    def compute_width(self) -> int | None:
+        """The hidden width of the Transformer's matrix products (precision="auto" probes it), None without one."""
+        first = self.input_module
+        return first.embedding_dimension if isinstance(first, Transformer) else None
+
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The backend `name` on the model's device in `precision`, built once per weights state.
 
@@ -410,7 +416,7 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         """
         if self.router is not None:
             return self.routed().backend(name, precision)
-        dtype = backend_dtype(name, precision, self.device)
+        dtype = backend_dtype(name, precision, self.device, self.compute_width)
         key = (name, str(self.device), dtype)
         state = self.weights_key()
         cached = self._backends.get(key)

@@ -1,4 +1,4 @@
-"""Inference backends behind `encode(backend=...)`: torch (CPU or CUDA), onnx, onnx-int8, openvino, openvino-int8.
+"""Inference backends behind `encode(backend=...)`: torch (CPU or CUDA), torch-int8, onnx(-int8), openvino(-int8).
 
 Each backend follows `base.Backend`: token ids and batches in, `(rows, vectors)` out, plus its
 own default batch budget. They receive a `Chain`, never the SentenceEncoder.
@@ -16,7 +16,7 @@ from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
 from sbert.modules import Transformer
 
-BackendName = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
+BackendName = Literal["torch", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
 
 def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
@@ -27,6 +27,14 @@ def _torch(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) ->
     from sbert.backends.torch_cpu import TorchCpuBackend
 
     return TorchCpuBackend(chain, device, dtype)
+
+
+def _torch_int8(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
+    if dtype != torch.float32:
+        raise BackendError(f"backend {name!r} computes its products in int8; precision applies to the torch backend")
+    from sbert.backends.torch_int8 import TorchInt8Backend
+
+    return TorchInt8Backend(chain, device)
 
 
 def _onnx(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> Backend:
@@ -53,6 +61,7 @@ def _openvino(chain: Chain, name: str, device: torch.device, dtype: torch.dtype)
 # The names the CLI and encode(backend=...) accept.
 BACKENDS: dict[str, Callable[[Chain, str, torch.device, torch.dtype], Backend]] = {
     "torch": _torch,
+    "torch-int8": _torch_int8,
     "onnx": _onnx,
     "onnx-int8": _onnx,
     "openvino": _openvino,

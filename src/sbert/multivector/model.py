@@ -204,7 +204,7 @@ class MultiVectorEncoder(nn.Sequential):
 
     def engine(self, precision: str = "auto", backend: str = "torch") -> MultiVectorEngine:
         """The engine for these weights on `backend` in `precision` (rebuilt when the weights change)."""
-        dtype = backend_dtype(backend, precision, self.device)  # the dense encoders' rule: auto is fp32 on a CPU
+        dtype = backend_dtype(backend, precision, self.device, self.transformer.embedding_dimension)  # the dense rule
         slot = (backend, self.device.type, dtype)
         key, cached = self.weights_key(), self._engines.get(slot)
         if cached is None or cached[0] != key:

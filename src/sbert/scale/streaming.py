@@ -88,7 +88,7 @@ def encode_to_disk(
         dtype = torch.float32
     else:
         # what runs, recorded: openvino in bf16 must not resume into its fp32 shards
-        dtype = backend_dtype(backend, precision, model.device)
+        dtype = backend_dtype(backend, precision, model.device, model.compute_width)
     prompt = model.prompt_plan(task=task).text
     settings = ShardSettings(
         model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend, precision_name(dtype), prompt

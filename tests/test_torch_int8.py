@@ -1,0 +1,108 @@
+"""backend="torch-int8" (int8 Linears in torch) and precision="auto"'s bf16 probe on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import sbert.backends.torch_int8 as torch_int8
+import sbert.device as device_mod
+from sbert import SentenceEncoder
+from sbert.backends.torch_int8 import Int8Linear, int8_modules
+from sbert.device import backend_dtype, encode_dtype
+from sbert.errors import BackendError
+from sbert.modules import Normalize, Pooling, Transformer
+
+TEXTS = ["A man is playing a guitar.", "Two dogs run in the snow.", "ok", "The report was late again this year."] * 5
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    """A tiny Qwen3 embedder as Qwen3-Embedding ships: EOS appended, left padding, last token, Normalize."""
+    from tests.tiny_models import build_decoder
+
+    path = build_decoder(tmp_path_factory.mktemp("qwen3") / "raw", "qwen3")
+    transformer = Transformer.from_pretrained(path)
+    model = SentenceEncoder([transformer, Pooling(transformer.embedding_dimension, "lasttoken"), Normalize()], "cpu")
+    return model
+
+
+@pytest.mark.parametrize("per_row", [False, True])
+@pytest.mark.parametrize("rows", [3, 40])  # torch._int_mm takes more than 16 rows: 3 rows are padded
+def test_an_int8_linear_is_the_linear_within_quantization_error(per_row, rows):
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 48)
+    x = torch.randn(2, rows, 64)
+    want = linear(x).detach()
+    got = Int8Linear(linear, per_row)(x)
+    assert got.shape == want.shape and got.dtype == torch.float32
+    relative = float((got - want).norm() / want.norm())
+    assert relative < 0.02
+    # the error is a quantization error, not a wrong product: another layer's weights are far off
+    assert float((Int8Linear(nn.Linear(64, 48), per_row)(x) - want).norm() / want.norm()) > 0.5
+
+
+def test_the_int8_copy_shares_every_tensor_but_the_linear_weights(decoder):
+    copied = int8_modules(tuple(decoder.chain()), per_row=False)
+    embedding = decoder.transformer.auto_model.get_input_embeddings().weight
+    assert copied[0].auto_model.get_input_embeddings().weight.data_ptr() == embedding.data_ptr()
+    linears = [m for m in copied[0].modules() if isinstance(m, nn.Linear)]
+    assert not linears and any(isinstance(m, Int8Linear) for m in copied[0].modules())
+    assert any(isinstance(m, nn.Linear) for m in decoder.transformer.modules())  # the model keeps its fp32 layers
+
+
+def test_a_decoder_encodes_in_int8_close_to_fp32(decoder):
+    want = decoder.encode(TEXTS, precision="fp32")
+    got = decoder.encode(TEXTS, backend="torch-int8")
+    cosine = (got * want).sum(1)  # both unit length
+    assert cosine.min() > 0.99
+    assert not np.allclose(got, want, atol=1e-6)  # it did run in int8
+    # one row alone gives the same vector as in its batch (per-tensor scales are per batch: close, not equal)
+    alone = decoder.encode(TEXTS[:1], backend="torch-int8", batch_size=1)
+    assert float((alone[0] * got[0]).sum()) > 0.99
+
+
+def test_the_start_check_falls_back_to_per_row_scales_then_refuses(decoder, monkeypatch):
+    assert decoder.backend("torch-int8").per_row is False  # per tensor passes on this model
+    monkeypatch.setattr(torch_int8, "PER_TENSOR_MIN_COSINE", 1.01)  # per tensor can never pass now
+    decoder.mark_weights_changed()
+    assert decoder.backend("torch-int8").per_row is True
+    monkeypatch.setattr(torch_int8, "INT8_MIN_COSINE", 1.01)
+    decoder.mark_weights_changed()
+    with pytest.raises(BackendError, match=r"^backend 'torch-int8': int8 cosine to fp32 torch .* use backend='torch'$"):
+        decoder.backend("torch-int8")
+
+
+def test_torch_int8_refuses_a_half_precision(decoder):
+    with pytest.raises(BackendError, match="computes its products in int8"):
+        decoder.encode(TEXTS, backend="torch-int8", precision="bf16")
+
+
+def test_auto_picks_bf16_on_a_cpu_only_where_the_probe_pays(monkeypatch):
+    cpu = torch.device("cpu")
+    calls = []
+
+    def pays(width):
+        calls.append(width)
+        return width >= 2048
+
+    monkeypatch.setattr(device_mod, "cpu_bf16_pays", pays)
+    monkeypatch.setattr(device_mod, "cpu_bf16_native", lambda: True)
+    assert encode_dtype("auto", cpu, 2048) == torch.bfloat16
+    assert encode_dtype("auto", cpu, 1024) == torch.float32  # native, but the probe says it does not pay
+    assert encode_dtype("auto", cpu, 384) == torch.float32 and calls == [2048, 1024]  # narrow: exact fp32, no probe
+    assert encode_dtype("auto", cpu) == torch.float32  # no width: no probe
+    assert encode_dtype("fp32", cpu, 2048) == torch.float32  # asked for explicitly: kept
+    assert backend_dtype("onnx", "auto", cpu, 2048) == torch.float32  # the graph backends run their own graphs
+    monkeypatch.setattr(device_mod, "cpu_bf16_native", lambda: False)
+    assert encode_dtype("auto", cpu, 2048) == torch.float32  # emulated bf16 never pays
+
+
+def test_the_probe_times_single_threaded_and_gives_the_threads_back():
+    threads = torch.get_num_threads()
+    device_mod.cpu_bf16_pays.cache_clear()
+    answer = device_mod.cpu_bf16_pays(256)
+    assert isinstance(answer, bool) and torch.get_num_threads() == threads
+    assert device_mod._product_seconds(256, torch.float32) > 0
