@@ -138,6 +138,16 @@ def gemm_peak(dtype: str = "fp32", size: int = 2048, repeats: int = 5) -> float:
     return 2 * size**3 / median(times) / 1e9
 
 
+def cpu_facts() -> dict[str, object]:
+    """The CPU's model name and flags as lscpu prints them, which benchmark records carry beside every figure."""
+    import subprocess
+
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    return {"cpu": fields.get("Model name", "?").strip(), "cpu_flags": fields.get("Flags", "").split(),
+            "cores": os.cpu_count()}  # fmt: skip
+
+
 def linear_flops_per_token(model: SentenceEncoder) -> float:
     """2 x the weights of every layer's Q, K, V, output and two FFN matrices."""
     config = model.transformer.auto_model.config

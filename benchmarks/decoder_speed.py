@@ -1,6 +1,8 @@
-"""A Qwen3-Embedding-0.6B-sized decoder on the CPU: sbert against sentence-transformers, in one run.
+"""A Qwen3-Embedding-0.6B-sized decoder on the CPU: every sbert engine against sentence-transformers and llama.cpp.
 
     python benchmarks/decoder_speed.py [--sentences 2758] [--repeats 2] [--json FILE]
+        [--llama-python PEER_VENV/bin/python] [--engines NAME,NAME]
+    make bench-decoder BENCH_ARGS='--sentences 400 --repeats 1 --json out/decoder.json'
 
 No decoder embedder can be downloaded here, so the model is random weights in Qwen3-Embedding-0.6B's
 published shape (28 layers, hidden 1024, 16 query / 8 key-value heads of 128, FFN 3072, vocabulary
@@ -8,11 +10,21 @@ published shape (28 layers, hidden 1024, 16 query / 8 key-value heads of 128, FF
 BPE trained here on the STSb train sentences (16k merges), so token counts are those of a real BPE
 on English, not Qwen's own. Speed depends on the shapes, not on the weights' values.
 
-Timed: sentence-transformers 6.2 `encode` (its default batch of 32), sbert torch fp32, sbert torch
-bf16 (only on a CPU with native bf16) and sbert openvino fp32, each on the same sentences,
-tokenization included, `--repeats` interleaved passes, medians. Vectors are compared with
-sentence-transformers' (max abs difference, unit vectors). Peak memory: each engine encodes once in
-a fresh process and reports its resident high-water mark (VmHWM: model load, tokenization, encode).
+Timed, on the same sentences, tokenization included, `--repeats` interleaved passes, medians:
+sentence-transformers 6.2 `encode` (its default batch of 32); sbert torch fp32, torch bf16 (on a
+CPU with native bf16), torch-int8 and openvino fp32; and, with `--llama-python` (the peer venv
+`make bench-decoder` builds), llama.cpp through llama-cpp-python on the same model written as GGUF
+(f16, and q8_0 / q4_K_M by llama.cpp's own quantizer), last-token pooling, its batch of 256 tokens
+(the fastest of 256 / 512 / 2048 measured here). llama.cpp's token ids are checked equal to the
+Hugging Face tokenizer's before anything is timed.
+
+Quality: each engine's cosine to sbert torch fp32's vectors on the timed sentences (mean, minimum);
+sentence-transformers' and fp32's maximum absolute difference says the models are the same.
+Peak memory: each engine encodes once in a fresh process and reports its resident high-water mark
+(VmHWM: model load, export, quantization, tokenization, encode). `weights_gib` is the size of the
+weights in the format the engine computes in. The int8 ceiling is torch's int8 product
+(`torch._int_mm`, 2048^3) on all cores; torch-int8's share counts the Linear products of real tokens
+only (padding not credited).
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,7 +43,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 
-from common import alternate, median, sts_pairs, sts_sentences
+from common import alternate, cpu_facts, gemm_peak, median, sts_pairs, sts_sentences
 
 QWEN3_06B = {
     "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
@@ -69,30 +82,95 @@ def build(folder: Path) -> Path:
     return folder / "model"
 
 
+SBERT_ENGINES = {  # name: encode options
+    "sbert torch fp32": {"precision": "fp32"},
+    "sbert torch bf16": {"precision": "bf16"},
+    "sbert torch-int8": {"backend": "torch-int8"},
+    "sbert openvino fp32": {"backend": "openvino"},
+}
+REFERENCE = "sbert torch fp32"
+FORMATS = ("8.2f", "6.2f", "9.5f", "9.5f", "9.2f", "8.2f")  # the table's cells after the engine name
+LLAMA_QUANTS = ("f16", "q8_0", "q4_K_M")
+
+
 def engines(path: Path, only: str | None = None) -> dict[str, object]:
-    """Each engine's encode(texts) callable by name, models loaded once; `only`: that engine's model alone."""
-    from sentence_transformers import SentenceTransformer
-
-    from sbert import SentenceEncoder
-    from sbert.device import cpu_bf16_native
-
+    """sentence-transformers' and sbert's encode(texts) callables by name, models loaded once."""
     runs: dict[str, object] = {}
     if only in (None, "sentence-transformers fp32"):
+        from sentence_transformers import SentenceTransformer
+
         st = SentenceTransformer(str(path), device="cpu")
         runs["sentence-transformers fp32"] = lambda t: st.encode(t, show_progress_bar=False)
-        if only:
-            return runs
-    ours = SentenceEncoder.load(path, device="cpu")
-    runs["sbert torch fp32"] = lambda t: ours.encode(t, show_progress=False)
-    if cpu_bf16_native():
-        runs["sbert torch bf16"] = lambda t: ours.encode(t, precision="bf16", show_progress=False)
-    runs["sbert openvino fp32"] = lambda t: ours.encode(t, backend="openvino", show_progress=False)
-    return {k: v for k, v in runs.items() if only in (None, k)}
+    wanted = [name for name in SBERT_ENGINES if only in (None, name)]
+    if wanted:
+        from sbert import SentenceEncoder
+        from sbert.device import cpu_bf16_native
+
+        ours = SentenceEncoder.load(path, device="cpu")
+        for name in wanted:
+            if name != "sbert torch bf16" or cpu_bf16_native():
+                runs[name] = lambda t, o=SBERT_ENGINES[name]: ours.encode(t, show_progress=False, **o)
+    return runs
 
 
-def peak_rss(path: Path, name: str, count: int) -> float:
-    """GiB: the resident high-water mark of a fresh process that loads `name` and encodes once."""
-    args = [sys.executable, __file__, "--peak", str(path), name, str(count)]
+class LlamaPeer:
+    """One llama.cpp model served by benchmarks/llama_peer.py in the peer venv; called like an encode."""
+
+    def __init__(self, python: str, gguf: Path, texts_file: Path) -> None:
+        args = [python, str(Path(__file__).with_name("llama_peer.py")), "serve", str(gguf), str(texts_file)]
+        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.out = texts_file.with_suffix(f".{gguf.stem}.npy")
+        if self._ask("") != "ready":
+            raise SystemExit(f"llama.cpp could not load {gguf}")
+        self.seconds: list[float] = []
+
+    def _ask(self, line: str) -> str:
+        assert self.process.stdin and self.process.stdout
+        if line:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        return self.process.stdout.readline().strip()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of the texts the peer was started with (`texts` is that list); its own seconds kept."""
+        self.seconds.append(float(self._ask(f"embed {self.out}")))
+        return np.load(self.out)
+
+    def warm(self) -> None:
+        """One untimed call on the first 32 texts (the weights paged in, the threads started)."""
+        self._ask(f"warm {self.out}")
+
+    def token_ids(self) -> list[list[int]]:
+        """llama.cpp's token ids for the texts, special tokens included."""
+        ids_file = self.out.with_suffix(".json")
+        self._ask(f"tokens {ids_file}")
+        return json.loads(ids_file.read_text())
+
+    def close(self) -> None:
+        """End the peer process."""
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def llama_models(python: str, hf_dir: Path, folder: Path) -> dict[str, Path]:
+    """The model as f16 GGUF and llama.cpp's q8_0 / q4_K_M of it, by engine name."""
+    script = str(Path(__file__).with_name("llama_peer.py"))
+    files = {q: folder / f"model-{q}.gguf" for q in LLAMA_QUANTS}
+    subprocess.run([python, script, "convert", str(hf_dir), str(files["f16"])], check=True, capture_output=True)
+    for quant in LLAMA_QUANTS[1:]:
+        subprocess.run([python, script, "quantize", str(files["f16"]), str(files[quant]), quant], check=True,
+                       capture_output=True)  # fmt: skip
+    return {f"llama.cpp {q}": path for q, path in files.items()}
+
+
+def peak_rss(path: Path, name: str, count: int, llama: tuple[str, Path, Path] | None = None) -> float:
+    """GiB: the resident high-water mark of a fresh process that loads engine `name` and encodes once."""
+    if llama:
+        python, gguf, texts_file = llama
+        args = [python, str(Path(__file__).with_name("llama_peer.py")), "peak", str(gguf), str(texts_file)]
+    else:
+        args = [sys.executable, __file__, "--peak", str(path), name, str(count)]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=Path(__file__).parent)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -106,42 +184,119 @@ def _peak_child(path: Path, name: str, count: int) -> None:
     print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 2**20)
 
 
-def main() -> None:
-    """Build, warm, time, compare and print the table."""
+def weights_gib(hf_dir: Path) -> dict[str, float]:
+    """GiB of the weights each sbert / sentence-transformers format holds: fp32, bf16, and int8 Linears."""
+    from safetensors import safe_open
+
+    total = linear = 0
+    with safe_open(str(hf_dir / "model.safetensors"), framework="pt") as f:
+        for key in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
+            shape = f.get_slice(key).get_shape()
+            count = int(np.prod(shape))
+            total += count
+            linear += count if key.startswith("layers.") and len(shape) == 2 else 0
+    sizes = {"fp32": total * 4, "bf16": total * 2, "int8": linear + (total - linear) * 4, "linear_params": linear}
+    return {k: v / 2**30 if k != "linear_params" else v for k, v in sizes.items()}
+
+
+def _weights_for(name: str, sizes: dict[str, float], gguf: dict[str, Path]) -> float:
+    if name in gguf:
+        return gguf[name].stat().st_size / 2**30
+    return sizes["bf16" if "bf16" in name else "int8" if "int8" in name else "fp32"]
+
+
+def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=2758)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--llama-python", help="the peer venv's python with llama-cpp-python, gguf and safetensors")
+    parser.add_argument("--engines", help="comma-separated engine names to run (default: all)")
     parser.add_argument("--peak", nargs=3, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    """Build, convert, warm, time, compare and print the table (and the JSON records)."""
+    args = _parse()
     if args.peak:
         _peak_child(Path(args.peak[0]), args.peak[1], int(args.peak[2]))
         return
     texts = sts_sentences("test")[: args.sentences]
     with tempfile.TemporaryDirectory() as tmp:
         path = build(Path(tmp))
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(texts))
         runs = engines(path)
-        outputs = {name: np.asarray(run(texts[:64])) for name, run in runs.items()}  # type: ignore[operator]
-        seconds = alternate({name: (lambda r=run: r(texts)) for name, run in runs.items()}, args.repeats)  # type: ignore[misc]
-        reference = outputs["sentence-transformers fp32"]
-        rows = []
-        for name in runs:
-            rate = len(texts) / median(seconds[name])
-            rows.append({
-                "engine": name, "sentences_per_s": round(rate, 2), "median_s": round(median(seconds[name]), 2),
-                "max_abs_diff_vs_st": float(np.abs(outputs[name] - reference).max()),
-                "peak_rss_gib": round(peak_rss(path, name, len(texts)), 2),
-            })  # fmt: skip
-        base = rows[0]["sentences_per_s"]
-        tokens = [len(r) for r in _token_rows(path, texts)]
-    threads = torch.get_num_threads()
-    print(f"{len(texts)} STSb test sentences, mean {np.mean(tokens):.1f} tokens; torch threads {threads}")
-    print(f"{'engine':28} {'sent/s':>8} {'x ST':>6} {'max|d|':>9} {'peak GiB':>9}")
+        gguf = llama_models(args.llama_python, Path(tmp) / "raw", Path(tmp)) if args.llama_python else {}
+        peers = {name: LlamaPeer(args.llama_python, file, texts_file) for name, file in gguf.items()}
+        runs.update(peers)
+        if args.engines:
+            keep = {name.strip() for name in args.engines.split(",")} | {REFERENCE}
+            runs = {name: run for name, run in runs.items() if name in keep}
+        tokens = _token_rows(path, texts)
+        for name, peer in peers.items():
+            same = sum(a == list(b) for a, b in zip(peer.token_ids(), tokens, strict=True))
+            print(f"{name}: token ids equal to the Hugging Face tokenizer's for {same} of {len(texts)} sentences")
+        for run in runs.values():  # warm-up: first calls, graph exports, compiles
+            run.warm() if isinstance(run, LlamaPeer) else run(texts[:32])  # type: ignore[operator]
+        outputs: dict[str, np.ndarray] = {}
+
+        def timed(name: str, run: object) -> Callable[[], object]:
+            return lambda: outputs.__setitem__(name, np.asarray(run(texts)))  # type: ignore[operator]
+
+        seconds = alternate({name: timed(name, run) for name, run in runs.items()}, args.repeats)
+        for name, peer in peers.items():
+            seconds[name] = peer.seconds[-args.repeats :]  # its own embed time, without the pipe
+            peer.close()
+        sizes = weights_gib(Path(tmp) / "raw")
+        rows = [_record(name, texts, seconds[name], outputs, sizes, gguf, path, texts_file, args.llama_python)
+                for name in runs]  # fmt: skip
+    _summary(rows, texts, tokens, sizes, args.json)
+
+
+def _record(name: str, texts: list[str], seconds: list[float], outputs: dict[str, np.ndarray],
+            sizes: dict[str, float], gguf: dict[str, Path], path: Path, texts_file: Path,
+            llama_python: str | None) -> dict[str, object]:  # fmt: skip
+    cosine = (outputs[name] * outputs[REFERENCE]).sum(1)  # every engine's vectors are unit length
+    llama = (str(llama_python), gguf[name], texts_file) if name in gguf else None
+    return {
+        "engine": name, "sentences_per_s": round(len(texts) / median(seconds), 2),
+        "median_s": round(median(seconds), 3), "mean_cos_to_fp32": round(float(cosine.mean()), 6),
+        "min_cos_to_fp32": round(float(cosine.min()), 6),
+        "max_abs_diff_to_fp32": float(np.abs(outputs[name] - outputs[REFERENCE]).max()),
+        "peak_gib": round(peak_rss(path, name, len(texts), llama), 2),
+        "weights_gib": round(_weights_for(name, sizes, gguf), 3),
+    }  # fmt: skip
+
+
+def _summary(rows: list[dict[str, object]], texts: list[str], tokens: list[list[int]], sizes: dict[str, float],
+             json_path: Path | None) -> None:  # fmt: skip
+    facts = cpu_facts()
+    base = {str(r["engine"]): float(r["sentences_per_s"]) for r in rows}  # type: ignore[arg-type]
+    st = base.get("sentence-transformers fp32")
+    ceiling = gemm_peak("int8")  # torch's int8 product on all of torch's threads
     for row in rows:
-        print(f"{row['engine']:28} {row['sentences_per_s']:8.2f} {row['sentences_per_s'] / base:6.2f} "
-              f"{row['max_abs_diff_vs_st']:9.2e} {row['peak_rss_gib']:9.2f}")  # fmt: skip
-    if args.json:
-        args.json.write_text(json.dumps({"sentences": len(texts), "rows": rows}, indent=2) + "\n")
+        row.update(facts)
+        row["x_sentence_transformers"] = round(base[str(row["engine"])] / st, 2) if st else None
+        if row["engine"] == "sbert torch-int8":  # Linear products of the real tokens only
+            gops = 2 * sizes["linear_params"] * sum(map(len, tokens)) / float(row["median_s"]) / 1e9  # type: ignore[arg-type]
+            row.update(int8_gops=round(gops, 1), int8_ceiling_gops=round(ceiling, 1),
+                       int8_share=round(gops / ceiling, 3))  # fmt: skip
+    print(f"{facts['cpu']}, {facts['cores']} cores; torch threads {torch.get_num_threads()}; "
+          f"{len(texts)} STSb test sentences, mean {np.mean([len(t) for t in tokens]):.1f} tokens")  # fmt: skip
+    print(f"{'engine':28} {'sent/s':>8} {'x ST':>6} {'mean cos':>9} {'min cos':>9} {'peak GiB':>9} {'weights':>8}")
+    for r in rows:
+        cells = (r["sentences_per_s"], r["x_sentence_transformers"] or 0, r["mean_cos_to_fp32"], r["min_cos_to_fp32"],
+                 r["peak_gib"], r["weights_gib"])  # fmt: skip
+        print(f"{r['engine']:28} " + " ".join(f"{c:{w}}" for c, w in zip(cells, FORMATS, strict=True)))
+    for r in rows:
+        if "int8_gops" in r:
+            print(f"torch-int8 Linear products: {r['int8_gops']} GOPS of a {r['int8_ceiling_gops']} GOPS int8 ceiling "
+                  f"({100 * float(r['int8_share']):.0f}%)")  # type: ignore[arg-type]  # fmt: skip
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def _token_rows(path: Path, texts: list[str]) -> list[list[int]]:

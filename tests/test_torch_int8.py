@@ -106,3 +106,57 @@ def test_the_probe_times_single_threaded_and_gives_the_threads_back():
     answer = device_mod.cpu_bf16_pays(256)
     assert isinstance(answer, bool) and torch.get_num_threads() == threads
     assert device_mod._product_seconds(256, torch.float32) > 0
+
+
+@pytest.fixture(scope="module")
+def saved_decoder(decoder, tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "qwen3"
+    decoder.save(path)
+    return path
+
+
+def test_a_model_loaded_in_int8_holds_no_float_linears_and_encodes_close_to_fp32(decoder, saved_decoder):
+    from sbert.backends.torch_int8 import holds_int8
+
+    held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8")
+    assert holds_int8(held) and not any(type(m) is nn.Linear for m in held.transformer.modules())
+    assert held.compute_width is None  # auto never casts int8-held Linears to bf16
+    want = decoder.encode(TEXTS, precision="fp32")
+    got = held.encode(TEXTS)
+    assert ((got * want).sum(1)).min() > 0.99
+    np.testing.assert_allclose(held.encode(TEXTS, backend="torch-int8"), got, atol=1e-5)  # nothing left to quantize
+
+
+def test_an_int8_held_model_refuses_to_save_and_to_train(saved_decoder, tmp_path):
+    from sbert.errors import SbertError
+    from sbert.training.config import TrainConfig
+    from sbert.training.trainer import Trainer
+
+    held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8")
+    with pytest.raises(SbertError, match=r"holds its weights in int8 .* cannot be saved"):
+        held.save(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    config = TrainConfig(model=str(saved_decoder), output=str(tmp_path / "trained"), stages=[])
+    with pytest.raises(SbertError, match="int8 .* for inference only"):
+        Trainer(config, model=held)
+
+
+def test_int8_at_load_needs_the_cpu(saved_decoder):
+    with pytest.raises(BackendError, match="not for meta"):
+        SentenceEncoder.load(saved_decoder, device="meta", dtype="int8")
+
+
+def test_released_file_pages_read_back_the_same_and_anonymous_memory_is_left_alone(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from sbert.backends.pages import release
+
+    save_file({"w": torch.randn(256, 1024)}, str(tmp_path / "w.safetensors"))
+    mapped = load_file(str(tmp_path / "w.safetensors"))["w"]
+    before = mapped.clone()
+    if release(mapped) == 0:
+        pytest.skip("safetensors copied the tensor here (no file mapping to release)")
+    assert torch.equal(mapped, before)  # faulted in again from the file
+    anonymous = torch.randn(256, 1024)
+    kept = anonymous.clone()
+    assert release(anonymous) == 0 and torch.equal(anonymous, kept)

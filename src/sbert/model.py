@@ -22,7 +22,7 @@ from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
-from sbert.errors import BackendError, ModelFormatError
+from sbert.errors import BackendError, ModelFormatError, SbertError
 from sbert.loading import load_modules
 from sbert.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
@@ -84,11 +84,18 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         Weights load as fp32 whatever dtype they were stored in (`precision` picks the compute
         dtype at encode time); `dtype` ("fp16", "bf16", torch.float16, ... or "auto" for the
         stored one) keeps the weights in another dtype, as sentence-transformers' model_kwargs do.
+        `dtype="int8"` holds the Transformer's Linears in int8 and nothing else of them (a CPU
+        model for inference only, in a quarter of the memory: backends/torch_int8.hold_int8).
         Prompts, the default prompt and truncate_dim come from config_sentence_transformers.json;
         `truncate_dim` here overrides the saved one.
         """
         root = resolve_model_dir(name_or_path)
-        modules = load_modules(root, trust_remote_code=trust_remote_code, dtype=dtype)
+        held = dtype == "int8"
+        modules = load_modules(root, trust_remote_code=trust_remote_code, dtype="auto" if held else dtype)
+        if held:
+            from sbert.backends.torch_int8 import hold_int8
+
+            hold_int8(modules, resolve_device(device))
         model = cls(modules, device=device)
         model.source_dir = root
         model.settings = read_settings(root)
@@ -404,9 +411,14 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
 
     @property
     def compute_width(self) -> int | None:
-        """The hidden width of the Transformer's matrix products (precision="auto" probes it), None without one."""
+        """The hidden width of the Transformer's float products (precision="auto" probes it), else None.
+
+        None without a Transformer, and for Linears held in int8 (dtype="int8"): their products are int8 already.
+        """
+        from sbert.backends.torch_int8 import holds_int8
+
         first = self.input_module
-        return first.embedding_dimension if isinstance(first, Transformer) else None
+        return first.embedding_dimension if isinstance(first, Transformer) and not holds_int8(first) else None
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The backend `name` on the model's device in `precision`, built once per weights state.
@@ -501,6 +513,11 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         `extras` may add files (a model card, trained heads) inside the same atomic write. A model with a
         LoRA adapter writes the adapter alone (PEFT's layout), or with `merge_adapter` the merged weights.
         """
+        from sbert.backends.torch_int8 import holds_int8
+
+        if holds_int8(self):
+            raise SbertError(f"{path}: this model holds its weights in int8 (loaded with dtype='int8') and cannot be "
+                             "saved; load the original folder without dtype to save or train")  # fmt: skip
         modules = adapter_ops.merged_chain(self.chain()) if merge_adapter else self.chain()
         with layout.atomic_directory(path) as tmp:
             save_chain(tmp, modules)

@@ -1,14 +1,14 @@
 """The `torch-int8` backend: the chain in torch on the CPU with every Linear of its Transformer in int8.
 
 Weights are int8 per output channel (symmetric, scale = max|w| / 127), quantized once when the
-backend is built; activations are quantized at run time, and the products run on oneDNN's int8
-GEMM (VNNI / AMX where the CPU has them) with an int32 accumulator. Nothing is calibrated, so
+backend is built; activations are quantized at run time, and the products run on fbgemm's int8
+GEMM (AVX2 / AVX512-VNNI kernels) with an int32 accumulator. Nothing is calibrated, so
 any Transformer (encoders, decoders such as Qwen3, cross-encoders) runs without an export step.
 
 Two activation granularities, picked by the start-up check:
 - per tensor (torch's dynamic quantized linear: one scale for the batch's matrix): the fastest,
-  105-108 sentences/s on a Qwen3-0.6B-shaped decoder on 2 AMD EPYC cores, 5.8x fp32;
-- per row (one scale per token, `torch._int_mm`): 16% slower there, but a token with outlier
+  about 100 sentences/s on a Qwen3-0.6B-shaped decoder on 2 AMD EPYC cores, 5x fp32;
+- per row (one scale per token, `torch._int_mm`): 91 sentences/s there, but a token with outlier
   activations (or a padded row) no longer flattens every other token's resolution.
 The check embeds the probe sentences in fp32 and in int8 and keeps per tensor where its worst
 cosine reaches PER_TENSOR_MIN_COSINE, else per row; per row is held to the int8 guard the graph
@@ -16,6 +16,7 @@ backends use.
 
 Memory: the int8 modules share every tensor of the model but the Linear weights, so the backend
 adds about a quarter of those weights (the model's fp32 weights stay: they are the training master).
+A model loaded with dtype="int8" holds the int8 Linears alone (`hold_int8`).
 """
 
 from __future__ import annotations
@@ -23,21 +24,25 @@ from __future__ import annotations
 import contextlib
 import copy
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
 
 from sbert.backends.base import Chain, cast_copy, embed_padded
 from sbert.backends.onnx_runtime import INT8_MIN_COSINE, PROBES
+from sbert.backends.pages import release
 from sbert.backends.torch_cpu import TorchCpuBackend
+from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
-from sbert.modules import Module
+from sbert.modules import Module, Transformer
 
 # The worst probe cosine per-tensor activations must keep; below it the rows get their own scales.
 PER_TENSOR_MIN_COSINE = 0.99
-# oneDNN's prepacked int8 weights ran 10% faster than fbgemm's (torch's "x86" default) per core.
-ENGINE = "onednn"
+# fbgemm's packed int8 weights: oneDNN's ran 10% faster (107 against 97 sentences/s on the 0.6B
+# decoder, 2 AMD EPYC cores) but keep the int8 weights twice, packed and as given (peak 1.61 against
+# 1.08 GiB with dtype="int8"). Where torch has no fbgemm (Arm), its default engine packs them.
+ENGINE = "fbgemm" if "fbgemm" in torch.backends.quantized.supported_engines else torch.backends.quantized.engine
 
 
 class Int8Linear(nn.Module):
@@ -112,14 +117,83 @@ class TorchInt8Backend(TorchCpuBackend):
         features = chain.pad(chain.transformer.token_ids(list(PROBES))[0])
         with torch.inference_mode():
             reference = embed_padded(fp32, features, device).float()
-            for per_row in (False, True):
-                self.modules = int8_modules(fp32, per_row)
-                self.per_row = per_row
-                cosine = float(nn.functional.cosine_similarity(reference, self._probe(features)).min())
-                if cosine >= (INT8_MIN_COSINE if per_row else PER_TENSOR_MIN_COSINE):
-                    return
-        raise BackendError(f"backend 'torch-int8': int8 cosine to fp32 torch {cosine:.3f} < {INT8_MIN_COSINE} "
-                           "on the probe sentences; use backend='torch'")  # fmt: skip
 
-    def _probe(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
-        return embed_padded(self.modules, features, self.device).float()
+            def build(per_row: bool) -> torch.Tensor:
+                self.modules = int8_modules(fp32, per_row)
+                return embed_padded(self.modules, features, device).float()
+
+            self.per_row = choose_granularity(reference, build)
+
+
+def choose_granularity(reference: torch.Tensor, build: Callable[[bool], torch.Tensor]) -> bool:
+    """per_row: False where per-tensor activations keep PER_TENSOR_MIN_COSINE, else True (or a one-line error).
+
+    `build(per_row)` quantizes that way and returns the probe sentences' vectors.
+    """
+    cosine = 0.0
+    for per_row in (False, True):
+        cosine = float(nn.functional.cosine_similarity(reference, build(per_row)).min())
+        if cosine >= (INT8_MIN_COSINE if per_row else PER_TENSOR_MIN_COSINE):
+            return per_row
+    raise BackendError(f"backend 'torch-int8': int8 cosine to fp32 torch {cosine:.3f} < {INT8_MIN_COSINE} "
+                       "on the probe sentences; use backend='torch'")  # fmt: skip
+
+
+def holds_int8(module: nn.Module) -> bool:
+    """Whether `module` runs Linears held in int8 (a model loaded with dtype="int8": inference only)."""
+    return any(isinstance(m, Int8Linear) for m in module.modules())
+
+
+def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
+    """Turn the chain's Transformer Linears into Int8Linear in place, keeping no float copy of their weights.
+
+    For a model just loaded (its weights views of the safetensors mapping, nothing written): the
+    probe sentences run once in float with each Linear's pages released after its product, every
+    Linear is quantized and released in turn, and the probes run again in int8 (choose_granularity).
+    The rest of the chain's float tensors move to fp32. Resident at the end: the int8 weights and the
+    pages of the other tensors that were read (the embedding rows of the tokens seen).
+    """
+    if device.type != "cpu":
+        raise BackendError(f"dtype='int8' holds weights for the CPU's int8 kernels, not for {device}; use dtype='bf16'")
+    check_cpu_int8("torch-int8")
+    transformer = modules[0]
+    if not isinstance(transformer, Transformer):
+        raise BackendError(f"dtype='int8' quantizes a Transformer's Linears; this model starts with "
+                           f"{type(transformer).__name__}")  # fmt: skip
+    for name, tensor in [*transformer.named_parameters(), *transformer.named_buffers()]:
+        if tensor.is_floating_point() and tensor.dtype != torch.float32:
+            _set_tensor(transformer, name, tensor.float())
+    slots = [(parent, name, child) for parent in transformer.modules() for name, child in parent.named_children()
+             if type(child) is nn.Linear]  # fmt: skip
+    features = transformer.pad(transformer.token_ids(list(PROBES))[0])
+    hooks = [child.register_forward_hook(_release_after) for _, _, child in slots]
+    with torch.inference_mode():
+        reference = embed_padded(modules, features, torch.device("cpu")).float()
+        for hook in hooks:
+            hook.remove()
+
+        def build(per_row: bool) -> torch.Tensor:
+            for parent, name, child in slots:
+                setattr(parent, name, Int8Linear(child, per_row))
+                release(child.weight)
+            return embed_padded(modules, features, torch.device("cpu")).float()
+
+        try:
+            choose_granularity(reference, build)
+        except BackendError:
+            for parent, name, child in slots:  # the float layers back: the model stays usable
+                setattr(parent, name, child)
+            raise
+
+
+def _release_after(linear: nn.Module, _inputs: object, _output: object) -> None:
+    """Forward hook: the Linear's weight pages go once its product is done (returns None: the output stays)."""
+    release(linear.weight)  # type: ignore[arg-type]
+
+
+def _set_tensor(root: nn.Module, dotted: str, value: torch.Tensor) -> None:
+    """Replace the parameter or buffer `dotted` of `root` by `value` (a parameter stays a parameter)."""
+    owner_name, _, leaf = dotted.rpartition(".")
+    owner = root.get_submodule(owner_name)
+    old = getattr(owner, leaf)
+    setattr(owner, leaf, nn.Parameter(value, requires_grad=False) if isinstance(old, nn.Parameter) else value)

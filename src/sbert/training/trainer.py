@@ -63,6 +63,8 @@ class Trainer:
         datasets: Mapping[str, Dataset] | None = None,
         model: SentenceEncoder | None = None,
     ) -> None:
+        if model is not None:
+            refuse_held_int8(model)
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk
@@ -349,6 +351,15 @@ class Trainer:
 
 
 _SCRATCH_PREFIX = "sbert-run-"
+
+
+def refuse_held_int8(model: torch.nn.Module) -> None:
+    """A one-line error for a model whose Linears are held in int8 (loaded with dtype="int8"): no gradients there."""
+    from sbert.backends.torch_int8 import holds_int8
+
+    if holds_int8(model):
+        raise SbertError("this model holds its Linear weights in int8 (loaded with dtype='int8'), for inference "
+                            "only: load it without dtype to train")  # fmt: skip
 
 
 def _run_dir(config: TrainConfig) -> Path:

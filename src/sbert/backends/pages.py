@@ -1,0 +1,65 @@
+"""Hand a file-mapped tensor's pages back to the kernel once its weights were converted.
+
+transformers 5 maps a safetensors file into memory and keeps tensors stored in the dtype they are
+asked for as views of that mapping: nothing is read until used, but every page read stays in the
+process's resident set (and its peak) until the whole mapping goes. Converting a 2.4 GB fp32 model
+to int8 or bf16 layer by layer would end with all of it resident beside the converted copy.
+`release(tensor)` drops the pages of one tensor right after it was read: madvise(MADV_DONTNEED)
+on a private file mapping forgets the process's copy of the pages, and a later read faults them
+in again from the page cache. safetensors maps the file private and writable (copy on write), so
+a page written since the load would fall back to the file's bytes: callers release only weights
+that nothing wrote since loading (held_weights converts them right after load). Anonymous memory
+is never touched: there, MADV_DONTNEED would zero it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import mmap
+import os
+import sys
+
+import torch
+
+MADV_DONTNEED = 4  # Linux
+
+
+def release(tensor: torch.Tensor) -> int:
+    """Drop the resident pages under `tensor` if they lie in a private file mapping; returns bytes dropped.
+
+    Only for a tensor nothing wrote since it was loaded (a written page would read as the file's).
+    """
+    if sys.platform != "linux" or tensor.device.type != "cpu" or tensor.numel() == 0:
+        return 0
+    start = tensor.untyped_storage().data_ptr()
+    end = start + tensor.untyped_storage().nbytes()
+    page = mmap.PAGESIZE
+    first, last = -(-start // page) * page, end // page * page  # whole pages inside the storage only
+    if last <= first or not _in_private_file_mapping(first, last):
+        return 0
+    if _libc().madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), MADV_DONTNEED) != 0:
+        return 0
+    return last - first
+
+
+def _in_private_file_mapping(start: int, end: int) -> bool:
+    """Whether [start, end) lies inside one private (copy-on-write) mapping of a file."""
+    try:
+        with open(f"/proc/{os.getpid()}/maps", encoding="ascii", errors="replace") as maps:
+            for line in maps:
+                fields = line.split()
+                low, high = (int(x, 16) for x in fields[0].split("-"))
+                if low <= start and end <= high:
+                    # a path (not [heap] / [stack] / anonymous) and "p": private, never written back to the file
+                    return len(fields) >= 6 and fields[5].startswith("/") and fields[1][3] == "p"
+    except OSError:
+        return False
+    return False
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc
