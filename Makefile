@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e lint typecheck pytest bench bench-peers clean
+.PHONY: run test test-e2e lint typecheck pytest bench bench-peers bench-decoder clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,5 +65,23 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 bench-peers: $(VENV)/.installed-bench
 	$(PY) benchmarks/cpu_peers.py $(PEERS_ARGS)
 
+# The large-decoder table (docs/speed.md): `make bench-decoder BENCH_ARGS='--sentences 400 --repeats 1 --json F'`.
+# llama.cpp is a peer in its own venv (never in sbert's installs): llama-cpp-python builds llama.cpp
+# from its source distribution (cmake and a C++ compiler, installed from Debian when missing; about
+# 3 minutes on 2 cores), gguf writes the model file and safetensors reads the weights for it.
+LLAMA_VENV ?= .venv-llama
+LLAMA_PEER := llama-cpp-python==0.3.36 gguf==0.19.0 safetensors numpy
+$(LLAMA_VENV)/.installed:
+	@if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then \
+		SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends cmake g++; \
+	fi
+	$(PYTHON) -m venv $(LLAMA_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/pip install -q --no-compile $(LLAMA_PEER)
+	touch $@
+
+bench-decoder: $(VENV)/.installed-dev $(LLAMA_VENV)/.installed
+	$(PY) benchmarks/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LLAMA_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

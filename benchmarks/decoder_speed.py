@@ -37,6 +37,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -82,15 +83,20 @@ def build(folder: Path) -> Path:
     return folder / "model"
 
 
-SBERT_ENGINES = {  # name: encode options
+SBERT_ENGINES = {  # name: encode options, on the model loaded in fp32
     "sbert torch fp32": {"precision": "fp32"},
     "sbert torch bf16": {"precision": "bf16"},
     "sbert torch-int8": {"backend": "torch-int8"},
     "sbert openvino fp32": {"backend": "openvino"},
 }
+HELD_ENGINES = {  # name: (load dtype, encode options): the weights held in the format they run in
+    "sbert bf16 (dtype=bf16)": ("bf16", {"precision": "bf16"}),
+    "sbert int8 (dtype=int8)": ("int8", {}),
+}
 REFERENCE = "sbert torch fp32"
 FORMATS = ("8.2f", "6.2f", "9.5f", "9.5f", "9.2f", "8.2f")  # the table's cells after the engine name
 LLAMA_QUANTS = ("f16", "q8_0", "q4_K_M")
+PEER_SCRIPT = Path(__file__).resolve().with_name("llama_peer.py")
 
 
 def engines(path: Path, only: str | None = None) -> dict[str, object]:
@@ -103,21 +109,34 @@ def engines(path: Path, only: str | None = None) -> dict[str, object]:
         runs["sentence-transformers fp32"] = lambda t: st.encode(t, show_progress_bar=False)
     wanted = [name for name in SBERT_ENGINES if only in (None, name)]
     if wanted:
-        from sbert import SentenceEncoder
-        from sbert.device import cpu_bf16_native
-
-        ours = SentenceEncoder.load(path, device="cpu")
+        ours = _load_sbert(path)
         for name in wanted:
-            if name != "sbert torch bf16" or cpu_bf16_native():
+            if name != "sbert torch bf16" or _bf16_native():
                 runs[name] = lambda t, o=SBERT_ENGINES[name]: ours.encode(t, show_progress=False, **o)
+    for name, (dtype, options) in HELD_ENGINES.items():
+        if only in (None, name) and (dtype != "bf16" or _bf16_native()):
+            held = _load_sbert(path, dtype)
+            runs[name] = lambda t, m=held, o=options: m.encode(t, show_progress=False, **o)
     return runs
+
+
+def _load_sbert(path: Path, dtype: str | None = None) -> Any:
+    from sbert import SentenceEncoder
+
+    return SentenceEncoder.load(path, device="cpu", dtype=dtype)
+
+
+def _bf16_native() -> bool:
+    from sbert.device import cpu_bf16_native
+
+    return cpu_bf16_native()
 
 
 class LlamaPeer:
     """One llama.cpp model served by benchmarks/llama_peer.py in the peer venv; called like an encode."""
 
     def __init__(self, python: str, gguf: Path, texts_file: Path) -> None:
-        args = [python, str(Path(__file__).with_name("llama_peer.py")), "serve", str(gguf), str(texts_file)]
+        args = [python, str(PEER_SCRIPT), "serve", str(gguf), str(texts_file)]
         self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.out = texts_file.with_suffix(f".{gguf.stem}.npy")
         if self._ask("") != "ready":
@@ -155,7 +174,7 @@ class LlamaPeer:
 
 def llama_models(python: str, hf_dir: Path, folder: Path) -> dict[str, Path]:
     """The model as f16 GGUF and llama.cpp's q8_0 / q4_K_M of it, by engine name."""
-    script = str(Path(__file__).with_name("llama_peer.py"))
+    script = str(PEER_SCRIPT)
     files = {q: folder / f"model-{q}.gguf" for q in LLAMA_QUANTS}
     subprocess.run([python, script, "convert", str(hf_dir), str(files["f16"])], check=True, capture_output=True)
     for quant in LLAMA_QUANTS[1:]:
@@ -168,9 +187,9 @@ def peak_rss(path: Path, name: str, count: int, llama: tuple[str, Path, Path] | 
     """GiB: the resident high-water mark of a fresh process that loads engine `name` and encodes once."""
     if llama:
         python, gguf, texts_file = llama
-        args = [python, str(Path(__file__).with_name("llama_peer.py")), "peak", str(gguf), str(texts_file)]
+        args = [python, str(PEER_SCRIPT), "peak", str(gguf), str(texts_file)]
     else:
-        args = [sys.executable, __file__, "--peak", str(path), name, str(count)]
+        args = [sys.executable, str(Path(__file__).resolve()), "--peak", str(path), name, str(count)]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=Path(__file__).parent)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -202,7 +221,7 @@ def weights_gib(hf_dir: Path) -> dict[str, float]:
 def _weights_for(name: str, sizes: dict[str, float], gguf: dict[str, Path]) -> float:
     if name in gguf:
         return gguf[name].stat().st_size / 2**30
-    return sizes["bf16" if "bf16" in name else "int8" if "int8" in name else "fp32"]
+    return sizes["bf16" if "bf16" in name else "int8" if "int8" in name else "fp32"]  # int8: Linears only
 
 
 def _parse() -> argparse.Namespace:
@@ -219,6 +238,8 @@ def _parse() -> argparse.Namespace:
 def main() -> None:
     """Build, convert, warm, time, compare and print the table (and the JSON records)."""
     args = _parse()
+    if args.llama_python:  # absolute (not resolved: a venv's python is a link that must stay the venv's)
+        args.llama_python = os.path.abspath(args.llama_python)
     if args.peak:
         _peak_child(Path(args.peak[0]), args.peak[1], int(args.peak[2]))
         return
@@ -227,13 +248,12 @@ def main() -> None:
         path = build(Path(tmp))
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts))
-        runs = engines(path)
+        keep = {name.strip() for name in args.engines.split(",")} | {REFERENCE} if args.engines else None
+        runs = {name: run for name, run in engines(path).items() if keep is None or name in keep}
         gguf = llama_models(args.llama_python, Path(tmp) / "raw", Path(tmp)) if args.llama_python else {}
+        gguf = {name: file for name, file in gguf.items() if keep is None or name in keep}
         peers = {name: LlamaPeer(args.llama_python, file, texts_file) for name, file in gguf.items()}
         runs.update(peers)
-        if args.engines:
-            keep = {name.strip() for name in args.engines.split(",")} | {REFERENCE}
-            runs = {name: run for name, run in runs.items() if name in keep}
         tokens = _token_rows(path, texts)
         for name, peer in peers.items():
             same = sum(a == list(b) for a, b in zip(peer.token_ids(), tokens, strict=True))

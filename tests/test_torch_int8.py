@@ -160,3 +160,15 @@ def test_released_file_pages_read_back_the_same_and_anonymous_memory_is_left_alo
     anonymous = torch.randn(256, 1024)
     kept = anonymous.clone()
     assert release(anonymous) == 0 and torch.equal(anonymous, kept)
+
+
+def test_bf16_at_load_casts_tensor_by_tensor_to_what_the_loader_would_give(saved_decoder):
+    from sbert.loading import load_modules
+
+    ours = SentenceEncoder.load(saved_decoder, device="cpu", dtype="bf16")
+    theirs = SentenceEncoder(load_modules(saved_decoder, dtype="bf16"), device="cpu")  # transformers' own cast
+    mine, other = ours.transformer.auto_model, theirs.transformer.auto_model
+    assert {p.dtype for p in mine.parameters()} == {torch.bfloat16}
+    for (name, a), (_, b) in zip(mine.state_dict().items(), other.state_dict().items(), strict=True):
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    np.testing.assert_array_equal(ours.encode(TEXTS, precision="bf16"), theirs.encode(TEXTS, precision="bf16"))

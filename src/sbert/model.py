@@ -17,6 +17,7 @@ from torch import nn
 from sbert import adapters, layout
 from sbert.aliases import DEFAULT_MODEL
 from sbert.backends import Backend, Chain, open_backend
+from sbert.backends.pages import cast_parameters
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows
@@ -90,12 +91,15 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         `truncate_dim` here overrides the saved one.
         """
         root = resolve_model_dir(name_or_path)
-        held = dtype == "int8"
+        half = HALF_DTYPES.get(dtype) if isinstance(dtype, str) else dtype if dtype in HALF_DTYPES.values() else None
+        held = dtype == "int8" or half is not None  # loaded as stored (file-mapped), converted tensor by tensor
         modules = load_modules(root, trust_remote_code=trust_remote_code, dtype="auto" if held else dtype)
-        if held:
+        if dtype == "int8":
             from sbert.backends.torch_int8 import hold_int8
 
             hold_int8(modules, resolve_device(device))
+        elif half is not None and isinstance(modules[0], Transformer):
+            cast_parameters(modules[0], half)
         model = cls(modules, device=device)
         model.source_dir = root
         model.settings = read_settings(root)
@@ -524,6 +528,10 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config(self.settings))
             if extras is not None:
                 extras(tmp)
+
+
+# dtype names SentenceEncoder.load casts to after loading (transformers' own cast held both copies at once).
+HALF_DTYPES = {"fp16": torch.float16, "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
 
 
 def _weights_loaded(model: SentenceEncoder, keys: object) -> None:

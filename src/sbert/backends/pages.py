@@ -63,3 +63,19 @@ def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     return libc
+
+
+def cast_parameters(module: torch.nn.Module, dtype: torch.dtype) -> None:
+    """Every floating parameter of `module` cast to `dtype` in place, each old tensor's file pages released.
+
+    For a model just loaded in its stored dtype (views of the safetensors mapping): the peak is the
+    cast weights plus one tensor, where a cast by the loader held the whole stored copy beside them.
+    Buffers keep their dtype (rotary frequencies stay fp32, as transformers keeps them).
+    """
+    for name, parameter in list(module.named_parameters()):
+        if not parameter.is_floating_point() or parameter.dtype == dtype:
+            continue
+        owner_name, _, leaf = name.rpartition(".")
+        owner = module.get_submodule(owner_name)
+        setattr(owner, leaf, torch.nn.Parameter(parameter.detach().to(dtype), requires_grad=parameter.requires_grad))
+        release(parameter)
