@@ -172,3 +172,17 @@ def test_bf16_at_load_casts_tensor_by_tensor_to_what_the_loader_would_give(saved
     for (name, a), (_, b) in zip(mine.state_dict().items(), other.state_dict().items(), strict=True):
         assert a.dtype == b.dtype and torch.equal(a, b), name
     np.testing.assert_array_equal(ours.encode(TEXTS, precision="bf16"), theirs.encode(TEXTS, precision="bf16"))
+
+
+def test_the_cli_encodes_with_weights_held_in_int8(saved_decoder, tmp_path):
+    from tests.cli_runner import run_cli
+
+    (tmp_path / "in.txt").write_text("\n".join(TEXTS[:4]) + "\n")
+    out = tmp_path / "v.npy"
+    result = run_cli("encode", "-i", str(tmp_path / "in.txt"), "-o", str(out), "-m", str(saved_decoder),
+                     "--device", "cpu", "--dtype", "int8")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8").encode(TEXTS[:4])
+    np.testing.assert_allclose(np.load(out), held, atol=1e-6)
+    bad = run_cli("encode", "-i", str(tmp_path / "in.txt"), "-o", str(out), "--dtype", "int4")
+    assert bad.returncode == 2 and "--dtype" in bad.stderr

@@ -160,6 +160,9 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
     if not isinstance(transformer, Transformer):
         raise BackendError(f"dtype='int8' quantizes a Transformer's Linears; this model starts with "
                            f"{type(transformer).__name__}")  # fmt: skip
+    if any(type(m).__module__.startswith("peft.") for m in transformer.modules()):
+        raise BackendError("dtype='int8' on a model with a LoRA adapter: merge it first (sbert merge-adapter), "
+                           "then load the merged folder in int8")  # fmt: skip
     for name, tensor in [*transformer.named_parameters(), *transformer.named_buffers()]:
         if tensor.is_floating_point() and tensor.dtype != torch.float32:
             _set_tensor(transformer, name, tensor.float())

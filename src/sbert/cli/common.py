@@ -27,6 +27,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trust-remote-code", action="store_true", help="allow custom model code from the Hub")
 
 
+def add_dtype_arg(parser: argparse.ArgumentParser) -> None:
+    """--dtype: the dtype the weights are held in, for the commands that only run the model."""
+    parser.add_argument("--dtype", choices=("fp32", "bf16", "fp16", "int8", "auto"), default=None,
+                        help="weights in memory: fp32 (default), bf16/fp16, auto (as stored), or int8 (the "
+                             "Transformer's Linears in int8, CPU inference: half the fp32 memory)")  # fmt: skip
+
+
 def load_model(args: argparse.Namespace, root: Path | None = None) -> SentenceEncoder:
     """Load the model the flags name (imported lazily so `sbert --help` stays fast).
 
@@ -35,7 +42,8 @@ def load_model(args: argparse.Namespace, root: Path | None = None) -> SentenceEn
     from sbert.model import SentenceEncoder
 
     source = root if root is not None else args.model
-    model = SentenceEncoder.load(source, device=args.device, trust_remote_code=args.trust_remote_code)
+    dtype = getattr(args, "dtype", None)
+    model = SentenceEncoder.load(source, device=args.device, trust_remote_code=args.trust_remote_code, dtype=dtype)
     # Commands that load this way only run the model: a LoRA adapter is folded into the weights once, so every
     # backend (ONNX, OpenVINO, CUDA packing) and the server run a plain model at full speed.
     model.merge_adapter()

@@ -6,7 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_backend_args, add_model_args, check_output, load_encoder, save_npy, stream_lines
+from sbert.cli.common import (
+    add_backend_args,
+    add_dtype_arg,
+    add_model_args,
+    check_output,
+    load_encoder,
+    save_npy,
+    stream_lines,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--devices", help="several devices, one worker process each: cuda:0,cuda:1 (or cpu,cpu)")
     add_backend_args(p)
     add_model_args(p)
+    add_dtype_arg(p)
     p.set_defaults(run=run)
 
 

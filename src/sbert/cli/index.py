@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_backend_args, add_model_args, load_encoder, read_lines
+from sbert.cli.common import add_backend_args, add_dtype_arg, add_model_args, load_encoder, read_lines
 from sbert.errors import SbertError
 from sbert.search.index import KINDS
 
@@ -29,6 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--seismic-postings", type=int, default=4000, help="Seismic: documents kept per term (4000)")
     add_backend_args(b)
     add_model_args(b)
+    add_dtype_arg(b)
     b.set_defaults(run=run)
 
 

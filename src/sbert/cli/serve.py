@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_model_args, add_precision_arg, load_encoder
+from sbert.cli.common import add_dtype_arg, add_model_args, add_precision_arg, load_encoder
 from sbert.errors import SbertError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        epilog="--model may name any kind: dense, static, sparse (SPLADE, CSR) or a cross-encoder; "
                        "the routes that kind answers are served, the others answer 404 in one line")  # fmt: skip
     add_model_args(p)
+    add_dtype_arg(p)
     p.add_argument("--backend", choices=BACKEND_NAMES, default="torch", help="inference engine (default torch)")
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback only)")

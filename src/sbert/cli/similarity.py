@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sbert.cli.common import add_model_args, load_encoder
+from sbert.cli.common import add_dtype_arg, add_model_args, load_encoder
 from sbert.similarity import pairwise_similarity, similarity_of
 
 
@@ -14,6 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("a", help="first sentence")
     p.add_argument("b", help="second sentence")
     add_model_args(p)
+    add_dtype_arg(p)
     p.set_defaults(run=run)
 
 
