@@ -137,7 +137,7 @@ def test_an_int8_held_model_refuses_to_save_and_to_train(saved_decoder, tmp_path
         held.save(tmp_path / "out")
     assert not (tmp_path / "out").exists()
     config = TrainConfig(model=str(saved_decoder), output=str(tmp_path / "trained"), stages=[])
-    with pytest.raises(SbertError, match="int8 .* for inference only"):
+    with pytest.raises(SbertError, match=r"int8 .* for inference only"):
         Trainer(config, model=held)
 
 
