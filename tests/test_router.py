@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from sbert import SentenceEncoder
 from sbert.errors import BackendError, ModelFormatError
-from sbert.modules import RouteError, Router, StaticEmbedding
+from sbert.modules import RouteError, Router, StaticEmbedding, Transformer
 
 TEXTS = ["A man is playing a guitar.", "ok", "", "The quarterly report, delayed twice, shows revenue growing."]
 TOL = {"rtol": 1e-5, "atol": 1e-6}
@@ -200,3 +200,10 @@ def test_a_router_reports_its_largest_route_limit_as_sentence_transformers_does(
     reference = SentenceTransformer(str(tmp_path / "st"), device="cpu").max_seq_length
     ours = SentenceEncoder.load(tmp_path / "st", device="cpu")
     assert ours.router.default_route == "document" and ours.max_seq_length == reference == 24
+
+
+def test_a_router_loaded_in_bf16_holds_every_routes_transformer_in_bf16(tiny_dirs, tmp_path):
+    st_asymmetric(tiny_dirs).save(str(tmp_path / "st"))
+    ours = SentenceEncoder.load(tmp_path / "st", device="cpu", dtype="bf16")
+    transformers = [m for m in ours.modules() if isinstance(m, Transformer)]
+    assert transformers and {p.dtype for t in transformers for p in t.parameters()} == {torch.bfloat16}

@@ -186,3 +186,9 @@ def test_the_cli_encodes_with_weights_held_in_int8(saved_decoder, tmp_path):
     np.testing.assert_allclose(np.load(out), held, atol=1e-6)
     bad = run_cli("encode", "-i", str(tmp_path / "in.txt"), "-o", str(out), "--dtype", "int4")
     assert bad.returncode == 2 and "--dtype" in bad.stderr
+
+
+def test_an_int8_held_model_refuses_the_graph_backends(saved_decoder):
+    held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8")
+    with pytest.raises(BackendError, match=r"^backend 'onnx' exports the float model; .* use backend='torch'$"):
+        held.encode(TEXTS, backend="onnx")

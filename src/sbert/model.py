@@ -98,8 +98,9 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             from sbert.backends.torch_int8 import hold_int8
 
             hold_int8(modules, resolve_device(device))
-        elif half is not None and isinstance(modules[0], Transformer):
-            cast_parameters(modules[0], half)
+        elif half is not None:  # every Transformer of the chain (a Router's routes too); heads stay fp32
+            for transformer in (t for m in modules for t in m.modules() if isinstance(t, Transformer)):
+                cast_parameters(transformer, half)
         model = cls(modules, device=device)
         model.source_dir = root
         model.settings = read_settings(root)

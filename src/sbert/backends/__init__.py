@@ -79,6 +79,12 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
             f"backend {name!r} exports a Transformer chain; this model starts with {type(chain.modules[0]).__name__}: "
             "use backend='torch' (or sbert.StaticEncoder, the numpy path of a static table)"
         )
+    if name not in ("torch", "torch-int8"):
+        from sbert.backends.torch_int8 import holds_int8
+
+        if holds_int8(chain.modules[0]):
+            raise BackendError(f"backend {name!r} exports the float model; this one holds its Linears in int8 "
+                               "(loaded with dtype='int8'): use backend='torch'")  # fmt: skip
     if name.endswith("-int8"):  # both runtimes run their int8 kernels on the CPU, whatever `device` is
         check_cpu_int8(name)
     return factory(chain, name, device, dtype)
