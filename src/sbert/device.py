@@ -208,7 +208,7 @@ def backend_dtype(backend: str, precision: str, device: torch.device, width: int
 def cpu_bf16_pays(width: int) -> bool:
     """Whether one core multiplies (256 x width) by (width x 4 width) BF16_MIN_GAIN x faster in bf16 than fp32.
 
-    Probed once per width and process (under 0.1 s): the same flags measured 5.4x faster on an AMD
+    Probed once per width and process (under 0.2 s): the same flags measured 5.4x faster on an AMD
     Zen 5 and 0.57x on an Intel Xeon, so the flags alone cannot decide.
     """
     previous = torch.get_num_threads()

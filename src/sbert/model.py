@@ -85,15 +85,15 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         Weights load as fp32 whatever dtype they were stored in (`precision` picks the compute
         dtype at encode time); `dtype` ("fp16", "bf16", torch.float16, ... or "auto" for the
         stored one) keeps the weights in another dtype, as sentence-transformers' model_kwargs do.
-        `dtype="int8"` holds the Transformer's Linears in int8 and nothing else of them (a CPU
-        model for inference only, in a quarter of the memory: backends/torch_int8.hold_int8).
+        `dtype="int8"` holds the Transformer's Linears in int8 and no float copy of them (a CPU
+        model for inference only; the Linears in a quarter of their fp32 size: backends/torch_int8.hold_int8).
         Prompts, the default prompt and truncate_dim come from config_sentence_transformers.json;
         `truncate_dim` here overrides the saved one.
         """
         root = resolve_model_dir(name_or_path)
         half = HALF_DTYPES.get(dtype) if isinstance(dtype, str) else dtype if dtype in HALF_DTYPES.values() else None
-        held = dtype == "int8" or half is not None  # loaded as stored (file-mapped), converted tensor by tensor
-        modules = load_modules(root, trust_remote_code=trust_remote_code, dtype="auto" if held else dtype)
+        as_stored = dtype == "int8" or half is not None  # loaded file-mapped as stored, converted tensor by tensor
+        modules = load_modules(root, trust_remote_code=trust_remote_code, dtype="auto" if as_stored else dtype)
         if dtype == "int8":
             from sbert.backends.torch_int8 import hold_int8
 

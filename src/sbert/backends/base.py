@@ -81,7 +81,7 @@ def cast_copy(
         return tuple(modules)
     # Each tensor is cast (and moved) on its own through deepcopy's memo: a deepcopy first would hold
     # a second full-precision copy beside the original (a 0.6B model's bf16 copy peaked at 5.1 GiB,
-    # 3.6 GiB this way), and on a GPU no full copy ever lands in the source precision.
+    # 3.8 GiB this way), and on a GPU no full copy ever lands in the source precision.
     memo: dict[int, object] = {}
     for module in modules:
         for tensor in (*module.parameters(), *module.buffers()):
