@@ -30,6 +30,7 @@ only (padding not credited).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -270,22 +271,25 @@ def main() -> None:
             seconds[name] = peer.seconds[-args.repeats :]  # its own embed time, without the pipe
             peer.close()
         sizes = weights_gib(Path(tmp) / "raw")
-        rows = [_record(name, texts, seconds[name], outputs, sizes, gguf, path, texts_file, args.llama_python)
-                for name in runs]  # fmt: skip
+        rows = [_record(name, texts, seconds[name], outputs, sizes, gguf) for name in runs]
+        runs.clear()  # the models go before the fresh processes measure their peaks (the main one held 17 GB)
+        gc.collect()
+        for row in rows:
+            name = str(row["engine"])
+            llama = (str(args.llama_python), gguf[name], texts_file) if name in gguf else None
+            row["peak_gib"] = round(peak_rss(path, name, len(texts), llama), 2)
     _summary(rows, texts, tokens, sizes, args.json)
 
 
 def _record(name: str, texts: list[str], seconds: list[float], outputs: dict[str, np.ndarray],
-            sizes: dict[str, float], gguf: dict[str, Path], path: Path, texts_file: Path,
-            llama_python: str | None) -> dict[str, object]:  # fmt: skip
+            sizes: dict[str, float], gguf: dict[str, Path]) -> dict[str, object]:  # fmt: skip
     cosine = (outputs[name] * outputs[REFERENCE]).sum(1)  # every engine's vectors are unit length
-    llama = (str(llama_python), gguf[name], texts_file) if name in gguf else None
     return {
         "engine": name, "sentences_per_s": round(len(texts) / median(seconds), 2),
         "median_s": round(median(seconds), 3), "mean_cos_to_fp32": round(float(cosine.mean()), 6),
         "min_cos_to_fp32": round(float(cosine.min()), 6),
         "max_abs_diff_to_fp32": float(np.abs(outputs[name] - outputs[REFERENCE]).max()),
-        "peak_gib": round(peak_rss(path, name, len(texts), llama), 2),
+        "peak_gib": None,  # measured once every model of this process is gone
         "weights_gib": round(_weights_for(name, sizes, gguf), 3),
     }  # fmt: skip
 
