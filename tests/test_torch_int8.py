@@ -192,3 +192,17 @@ def test_an_int8_held_model_refuses_the_graph_backends(saved_decoder):
     held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8")
     with pytest.raises(BackendError, match=r"^backend 'onnx' exports the float model; .* use backend='torch'$"):
         held.encode(TEXTS, backend="onnx")
+
+
+def test_torch_and_torch_int8_encode_without_any_graph_runtime(saved_decoder):
+    """A run-only install has no onnx: encode (auto's width check imports torch_int8) once crashed `sbert demo`."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sbert import SentenceEncoder; "
+            f"m = SentenceEncoder.load({str(saved_decoder)!r}, device='cpu'); m.encode(['a b c']); "
+            "m.encode(['a b c'], backend='torch-int8'); "
+            f"SentenceEncoder.load({str(saved_decoder)!r}, device='cpu', dtype='int8').encode(['a b c']); "
+            "print([m for m in ('onnx', 'onnxruntime', 'openvino') if m in sys.modules])")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

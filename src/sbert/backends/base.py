@@ -22,6 +22,23 @@ from torch import nn
 from sbert.errors import BackendError
 from sbert.modules import Features, Module, StaticEmbedding, Transformer
 
+# fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
+# on direction (cosine to the torch vector), the STS benchmark check lives in `sbert export --check`.
+FP32_MAX_ABS_DIFF = 1e-4
+INT8_MIN_COSINE = 0.9
+# A cross-encoder's rows are one to a few logits, where a cosine only compares signs: its int8
+# guard is on the logits themselves.
+SCORE_COLUMNS, INT8_MAX_LOGIT_DIFF = 4, 0.5
+PROBES = (
+    "A man is playing a guitar.",
+    "Two dogs run across a snowy field while children watch from the porch.",
+    "ok",
+    "The quarterly report, which was delayed twice, finally shows revenue growing in every region "
+    "except the north-east, where a warehouse fire interrupted deliveries for most of March.",
+)
+# (They live here, not with ONNX Runtime: the torch-int8 backend checks itself the same way, and
+# a run-only install has no onnx.)
+
 # Row ids of a batch and their float32 vectors, (len(rows), dim).
 Rows = tuple[list[int], np.ndarray]
 T = TypeVar("T")  # what a batch job returns (Rows for the dense backends)

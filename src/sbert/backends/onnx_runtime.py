@@ -11,7 +11,18 @@ import numpy as np
 import torch
 
 from sbert.backends import cache, calibration
-from sbert.backends.base import Chain, Rows, embed_padded, refuse_prompt_skip, run_threaded
+from sbert.backends.base import (
+    FP32_MAX_ABS_DIFF,
+    INT8_MAX_LOGIT_DIFF,
+    INT8_MIN_COSINE,
+    PROBES,
+    SCORE_COLUMNS,
+    Chain,
+    Rows,
+    embed_padded,
+    refuse_prompt_skip,
+    run_threaded,
+)
 from sbert.backends.export import OPSET, export_onnx, input_names, quantize_int8
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError
@@ -33,20 +44,6 @@ INT8_RECIPES = {
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 # Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
 ONNX_BATCH_TOKENS = 512
-# fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
-# on direction (cosine to the torch vector), the STS benchmark check lives in `sbert export --check`.
-FP32_MAX_ABS_DIFF = 1e-4
-INT8_MIN_COSINE = 0.9
-# A cross-encoder's rows are one to a few logits, where a cosine only compares signs: its int8
-# guard is on the logits themselves.
-SCORE_COLUMNS, INT8_MAX_LOGIT_DIFF = 4, 0.5
-PROBES = (
-    "A man is playing a guitar.",
-    "Two dogs run across a snowy field while children watch from the porch.",
-    "ok",
-    "The quarterly report, which was delayed twice, finally shows revenue growing in every region "
-    "except the north-east, where a warehouse fire interrupted deliveries for most of March.",
-)
 
 
 class OnnxBackend:

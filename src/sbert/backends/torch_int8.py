@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from sbert.backends.base import Chain, cast_copy, embed_padded
-from sbert.backends.onnx_runtime import INT8_MIN_COSINE, PROBES
+from sbert.backends.base import INT8_MIN_COSINE, PROBES, Chain, cast_copy, embed_padded
 from sbert.backends.pages import release
 from sbert.backends.torch_cpu import TorchCpuBackend
 from sbert.device import check_cpu_int8
