@@ -100,22 +100,22 @@ LLAMA_QUANTS = ("f16", "q8_0", "q4_K_M")
 PEER_SCRIPT = Path(__file__).resolve().with_name("llama_peer.py")
 
 
-def engines(path: Path, only: str | None = None) -> dict[str, object]:
-    """sentence-transformers' and sbert's encode(texts) callables by name, models loaded once."""
+def engines(path: Path, names: set[str] | None = None) -> dict[str, object]:
+    """sentence-transformers' and sbert's encode(texts) callables by name (`names`: those alone), models loaded once."""
     runs: dict[str, object] = {}
-    if only in (None, "sentence-transformers fp32"):
+    if names is None or "sentence-transformers fp32" in names:
         from sentence_transformers import SentenceTransformer
 
         st = SentenceTransformer(str(path), device="cpu")
         runs["sentence-transformers fp32"] = lambda t: st.encode(t, show_progress_bar=False)
-    wanted = [name for name in SBERT_ENGINES if only in (None, name)]
+    wanted = [name for name in SBERT_ENGINES if names is None or name in names]
     if wanted:
         ours = _load_sbert(path)
         for name in wanted:
             if name != "sbert torch bf16" or _bf16_native():
                 runs[name] = lambda t, o=SBERT_ENGINES[name]: ours.encode(t, show_progress=False, **o)
     for name, (dtype, options) in HELD_ENGINES.items():
-        if only in (None, name) and (dtype != "bf16" or _bf16_native()):
+        if (names is None or name in names) and (dtype != "bf16" or _bf16_native()):
             held = _load_sbert(path, dtype)
             runs[name] = lambda t, m=held, o=options: m.encode(t, show_progress=False, **o)
     return runs
@@ -197,7 +197,7 @@ def peak_rss(path: Path, name: str, count: int, llama: tuple[str, Path, Path] | 
 
 def _peak_child(path: Path, name: str, count: int) -> None:
     texts = sts_sentences("test")[:count]
-    for run in engines(path, name).values():
+    for run in engines(path, {name}).values():
         run(texts)  # type: ignore[operator]
     # VmHWM belongs to this process image; ru_maxrss would carry the parent's peak across exec.
     status = Path("/proc/self/status").read_text().splitlines()
@@ -250,7 +250,7 @@ def main() -> None:
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts))
         keep = {name.strip() for name in args.engines.split(",")} | {REFERENCE} if args.engines else None
-        runs = {name: run for name, run in engines(path).items() if keep is None or name in keep}
+        runs = engines(path, keep)  # only the models of the engines asked for are loaded
         gguf = llama_models(args.llama_python, Path(tmp) / "raw", Path(tmp)) if args.llama_python else {}
         gguf = {name: file for name, file in gguf.items() if keep is None or name in keep}
         peers = {name: LlamaPeer(args.llama_python, file, texts_file) for name, file in gguf.items()}

@@ -42,6 +42,7 @@ from sbert.modules import (
 )  # fmt: skip
 from sbert.modules.chain import dense_heads, save_chain
 from sbert.modules.normalize import l2_normalize
+from sbert.modules.transformer import load_dtype
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
@@ -91,7 +92,8 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         `truncate_dim` here overrides the saved one.
         """
         root = resolve_model_dir(name_or_path)
-        half = HALF_DTYPES.get(dtype) if isinstance(dtype, str) else dtype if dtype in HALF_DTYPES.values() else None
+        wanted = None if dtype == "int8" else load_dtype(dtype)  # the one reader of dtype names (and its error)
+        half = wanted if wanted in (torch.float16, torch.bfloat16) else None
         as_stored = dtype == "int8" or half is not None  # loaded file-mapped as stored, converted tensor by tensor
         modules = load_modules(root, trust_remote_code=trust_remote_code, dtype="auto" if as_stored else dtype)
         if dtype == "int8":
@@ -529,10 +531,6 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, model_config(self.settings))
             if extras is not None:
                 extras(tmp)
-
-
-# dtype names SentenceEncoder.load casts to after loading (transformers' own cast held both copies at once).
-HALF_DTYPES = {"fp16": torch.float16, "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
 
 
 def _weights_loaded(model: SentenceEncoder, keys: object) -> None:

@@ -68,6 +68,11 @@ class Chain:
         return first.pad(rows)
 
 
+def probe_features(transformer: Transformer) -> Features:
+    """The padded features of PROBES, the sentences every backend's start check embeds both ways."""
+    return transformer.pad(transformer.token_ids(list(PROBES))[0])
+
+
 def run_chain(modules: Sequence[Module], features: Features) -> Features:
     """Every module in order on a padded features dict (the SentenceEncoder forward)."""
     for module in modules:

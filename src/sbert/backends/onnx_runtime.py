@@ -15,11 +15,11 @@ from sbert.backends.base import (
     FP32_MAX_ABS_DIFF,
     INT8_MAX_LOGIT_DIFF,
     INT8_MIN_COSINE,
-    PROBES,
     SCORE_COLUMNS,
     Chain,
     Rows,
     embed_padded,
+    probe_features,
     refuse_prompt_skip,
     run_threaded,
 )
@@ -193,7 +193,7 @@ def check_against_torch(
     The graph's side runs through `embed` (default: the backend's own). fp32 graphs must agree to
     rounding; int8 (and OpenVINO's bf16) are held to direction.
     """
-    features = chain.pad(chain.transformer.token_ids(PROBES)[0])
+    features = probe_features(chain.transformer)
     with torch.inference_mode():
         torch_rows = embed_padded(chain.modules, features, chain.device).float().cpu()
     onnx_rows = (embed or backend.embed)(features)

@@ -73,9 +73,16 @@ def cast_parameters(module: torch.nn.Module, dtype: torch.dtype) -> None:
     Buffers keep their dtype (rotary frequencies stay fp32, as transformers keeps them).
     """
     for name, parameter in list(module.named_parameters()):
-        if not parameter.is_floating_point() or parameter.dtype == dtype:
-            continue
-        owner_name, _, leaf = name.rpartition(".")
-        owner = module.get_submodule(owner_name)
-        setattr(owner, leaf, torch.nn.Parameter(parameter.detach().to(dtype), requires_grad=parameter.requires_grad))
-        release(parameter)
+        if parameter.is_floating_point() and parameter.dtype != dtype:
+            replace_tensor(module, name, parameter.detach().to(dtype))
+            release(parameter)
+
+
+def replace_tensor(root: torch.nn.Module, dotted: str, value: torch.Tensor) -> None:
+    """Put `value` in place of the parameter or buffer `dotted` of `root` (a parameter stays one, as it was)."""
+    owner_name, _, leaf = dotted.rpartition(".")
+    owner = root.get_submodule(owner_name)
+    old = getattr(owner, leaf)
+    if isinstance(old, torch.nn.Parameter):
+        value = torch.nn.Parameter(value, requires_grad=old.requires_grad)
+    setattr(owner, leaf, value)

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from sbert.backends.base import INT8_MIN_COSINE, PROBES, Chain, cast_copy, embed_padded
-from sbert.backends.pages import release
+from sbert.backends.base import INT8_MIN_COSINE, Chain, cast_copy, embed_padded, probe_features
+from sbert.backends.pages import cast_parameters, release, replace_tensor
 from sbert.backends.torch_cpu import TorchCpuBackend
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
@@ -95,11 +95,15 @@ def int8_modules(modules: Sequence[Module], per_row: bool) -> tuple[Module, ...]
     """A copy of the chain whose Transformer Linears are Int8Linear; every other tensor is shared, not copied."""
     shared = {id(t): t for m in modules for t in (*m.parameters(), *m.buffers())}
     copied = copy.deepcopy(nn.ModuleList(modules), shared).eval()
-    for parent in copied[0].modules():
-        for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear:  # subclasses (peft's LoRA layers) keep their own forward
-                setattr(parent, name, Int8Linear(child, per_row))
+    for parent, name, child in linear_slots(copied[0]):
+        setattr(parent, name, Int8Linear(child, per_row))
     return tuple(m for m in copied)  # type: ignore[misc]
+
+
+def linear_slots(root: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
+    """(parent, attribute, layer) of every plain nn.Linear under `root`; subclasses (peft's LoRA layers) keep theirs."""
+    return [(parent, name, child) for parent in root.modules() for name, child in parent.named_children()
+            if type(child) is nn.Linear]  # fmt: skip
 
 
 class TorchInt8Backend(TorchCpuBackend):
@@ -113,7 +117,7 @@ class TorchInt8Backend(TorchCpuBackend):
         self.chain, self.device = chain, device
         self.workers = torch.get_num_threads()
         fp32 = cast_copy(chain.modules, device, torch.float32)  # the model itself when it holds fp32 weights
-        features = chain.pad(chain.transformer.token_ids(list(PROBES))[0])
+        features = probe_features(chain.transformer)
         with torch.inference_mode():
             reference = embed_padded(fp32, features, device).float()
 
@@ -162,12 +166,12 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
     if any(type(m).__module__.startswith("peft.") for m in transformer.modules()):
         raise BackendError("dtype='int8' on a model with a LoRA adapter: merge it first (sbert merge-adapter), "
                            "then load the merged folder in int8")  # fmt: skip
-    for name, tensor in [*transformer.named_parameters(), *transformer.named_buffers()]:
-        if tensor.is_floating_point() and tensor.dtype != torch.float32:
-            _set_tensor(transformer, name, tensor.float())
-    slots = [(parent, name, child) for parent in transformer.modules() for name, child in parent.named_children()
-             if type(child) is nn.Linear]  # fmt: skip
-    features = transformer.pad(transformer.token_ids(list(PROBES))[0])
+    cast_parameters(transformer, torch.float32)
+    for name, buffer in list(transformer.named_buffers()):
+        if buffer.is_floating_point() and buffer.dtype != torch.float32:
+            replace_tensor(transformer, name, buffer.float())
+    slots = linear_slots(transformer)
+    features = probe_features(transformer)
     hooks = [child.register_forward_hook(_release_after) for _, _, child in slots]
     with torch.inference_mode():
         reference = embed_padded(modules, features, torch.device("cpu")).float()
@@ -191,11 +195,3 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
 def _release_after(linear: nn.Module, _inputs: object, _output: object) -> None:
     """Forward hook: the Linear's weight pages go once its product is done (returns None: the output stays)."""
     release(linear.weight)  # type: ignore[arg-type]
-
-
-def _set_tensor(root: nn.Module, dotted: str, value: torch.Tensor) -> None:
-    """Replace the parameter or buffer `dotted` of `root` by `value` (a parameter stays a parameter)."""
-    owner_name, _, leaf = dotted.rpartition(".")
-    owner = root.get_submodule(owner_name)
-    old = getattr(owner, leaf)
-    setattr(owner, leaf, nn.Parameter(value, requires_grad=False) if isinstance(old, nn.Parameter) else value)
