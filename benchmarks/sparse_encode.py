@@ -1,6 +1,7 @@
 """SPLADE encode speed and memory: sbert's SparseEncoder against sentence-transformers' in the same run.
 
     python benchmarks/sparse_encode.py --workdir /tmp/splade [--batch-size 32] [--rounds 2] [--device cuda]
+        [--engines sentence-transformers,sbert,sbert-onnx-int8] [--baseline-src OLD_CHECKOUT/src]
 
 The model is a random-weight BERT-base-size MLM (12 layers, width 768, a 30,522-token head) with
 SPLADE max pooling, built and saved by sentence-transformers. It encodes the STSb test sentences
@@ -8,6 +9,9 @@ SPLADE max pooling, built and saved by sentence-transformers. It encodes the STS
 process, so each process's peak RSS is its own. The rounds alternate between the engines, and each
 figure is the median of its rounds. Each sbert engine's vectors are compared with
 sentence-transformers': the active dimensions that differ, and the largest difference.
+The int8 graphs (`sbert-onnx-int8`, `sbert-openvino-int8`) are compared by the cosine of each row.
+`--baseline-src` runs every sbert engine a second time from another checkout's `src` (named
+`base:ENGINE`), alternating with this one, for before/after ratios of a change in one run.
 With `--device cuda` (gpu_check.sh's `sparse` step) only the torch engines run, sbert on its packed
 path, both in fp32; peak memory is then torch's peak GPU allocation.
 """
@@ -18,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +32,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import random_bert_base, sts_sentences
+
+BACKENDS = {"sbert": "torch", "sbert-onnx": "onnx", "sbert-openvino": "openvino", "sbert-onnx-int8": "onnx-int8",
+            "sbert-openvino-int8": "openvino-int8"}  # fmt: skip
+DEFAULT_ENGINES = "sentence-transformers,sbert,sbert-onnx,sbert-openvino"
 
 
 def build(workdir: Path) -> Path:
@@ -52,10 +61,10 @@ def child(engine: str, folder: str, batch_size: int, out: str, device: str = "cp
     import torch
 
     sentences = sts_sentences("test")
-    if engine.startswith("sbert"):
+    if engine.removeprefix("base:").startswith("sbert"):
         from sbert import SparseEncoder
 
-        backend = {"sbert": "torch", "sbert-onnx": "onnx", "sbert-openvino": "openvino"}[engine]
+        backend = BACKENDS[engine.removeprefix("base:")]
         model = SparseEncoder.load(folder, device=device)
         model.encode(sentences[:64], batch_size=batch_size, backend=backend)  # exports the graph once for onnx
         start = time.perf_counter()
@@ -90,10 +99,12 @@ def compare(workdir: Path, engine: str = "sbert") -> None:
     theirs = scipy.sparse.load_npz(workdir / "sentence-transformers.npz").toarray()
     differ = (ours > 0) != (theirs > 0)
     heaviest = float(np.maximum(ours, theirs)[differ].max()) if differ.any() else 0.0
+    cos = (ours * theirs).sum(1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1), 1e-12)
     print(
         f"{engine} vectors: {int(differ.sum())} of {int((theirs > 0).sum())} active dimensions differ (the heaviest of "
-        f"them weighs {heaviest:.2e}); max abs diff {np.abs(ours - theirs).max():.2e}; "
-        f"{(theirs > 0).sum(1).mean():.0f} active of {ours.shape[1]} per sentence (random weights: not sparse)\n"
+        f"them weighs {heaviest:.2e}); max abs diff {np.abs(ours - theirs).max():.2e}; row cosine mean "
+        f"{cos.mean():.5f}, min {cos.min():.5f}; {(theirs > 0).sum(1).mean():.0f} active of {ours.shape[1]} per "
+        "sentence (random weights: not sparse)\n"
     )
 
 
@@ -104,6 +115,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: the torch engines only")
+    parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma-separated, from sentence-transformers, "
+                        f"{', '.join(BACKENDS)} (default {DEFAULT_ENGINES})")  # fmt: skip
+    parser.add_argument("--baseline-src", type=Path, help="another checkout's src: its sbert engines run beside these")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="store_true", help="only compare the vectors the last run saved")
     args = parser.parse_args()
@@ -116,16 +130,30 @@ def main() -> None:
         compare(args.workdir)
         return
     folder = build(args.workdir)
-    engines: tuple[str, ...] = ("sentence-transformers", "sbert", "sbert-onnx", "sbert-openvino")
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    unknown = [e for e in engines if e != "sentence-transformers" and e not in BACKENDS]
+    if unknown or "sentence-transformers" not in engines:
+        parser.error(f"--engines {args.engines!r}: needs sentence-transformers; unknown {unknown}")
     if args.device != "cpu":
-        engines = engines[:2]
+        engines = ("sentence-transformers", "sbert")
+    engines = ("sentence-transformers", *(e for e in engines if e != "sentence-transformers"))  # the reference first
+    folders = dict.fromkeys(engines, folder)
+    if args.baseline_src is not None:  # its own copy of the model, so neither checkout reuses the other's graphs
+        base = args.workdir / f"{folder.name}-baseline"
+        if not base.is_dir():
+            shutil.copytree(folder, base, ignore=shutil.ignore_patterns("onnx"))
+        folders |= {f"base:{e}": base for e in engines[1:]}
+        engines += tuple(f"base:{e}" for e in engines[1:])
     runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in engines}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
-            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.batch_size), str(out),
-                       args.device]  # fmt: skip
-            done = subprocess.run(command, capture_output=True, text=True)
+            command = [sys.executable, __file__, "--child", engine, str(folders[engine]), str(args.batch_size),
+                       str(out), args.device]  # fmt: skip
+            env = dict(os.environ)
+            if engine.startswith("base:"):  # the other checkout's package wins over the installed one
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.baseline_src), env.get("PYTHONPATH")]))
+            done = subprocess.run(command, capture_output=True, text=True, env=env)
             if done.returncode != 0:  # the child's own traceback, not only its exit status
                 sys.exit(f"{engine} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
             runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))

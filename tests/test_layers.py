@@ -127,3 +127,28 @@ def json_reads() -> dict[str, set[str]]:
 
 def test_each_layout_file_is_parsed_in_one_function():
     assert json_reads() == LAYOUT_READERS
+
+
+# The model kinds; callers use the encoder contract, never the class.
+KINDS = {"SentenceEncoder", "SparseEncoder", "StaticEncoder", "CrossEncoder", "MultiVectorEncoder", "GloveEncoder"}
+
+
+def class_branches() -> set[str]:
+    """`module: Class` for every isinstance / issubclass / `type(x) is` test naming a model kind."""
+    found: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named: set[str] = set()
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("isinstance", "issubclass") and node.args:
+                named = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node.args[-1])
+                         if isinstance(n, ast.Name | ast.Attribute)}  # fmt: skip
+            if isinstance(node, ast.Compare) and "type(" in ast.unparse(node.left):
+                named = {n.id for c in node.comparators for n in ast.walk(c) if isinstance(n, ast.Name)}
+            found |= {f"{module_name(path)}: {name}" for name in named & KINDS}
+    return found
+
+
+def test_no_branching_on_the_model_class():
+    # The kinds differ only behind the contract (run_plan, fast_tokenizer, pooling_modes, pair_scorer,
+    # token_lengths, ...): a branch on the class outside the loader is a policy decided twice.
+    assert class_branches() == set(), sorted(class_branches())

@@ -262,8 +262,23 @@ def test_onnx_and_openvino_backends_equal_torch_and_the_graph_is_cached(family, 
     np.testing.assert_allclose(model.encode(TEXTS, backend="openvino").toarray(), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(csr.encode(TEXTS, backend="openvino").toarray(), csr.encode(TEXTS).toarray(),
                                rtol=1e-4, atol=1e-5)  # fmt: skip
-    with pytest.raises(SbertError, match="backend='onnx-int8': a SparseEncoder runs on torch, onnx or openvino"):
-        model.encode(TEXTS, backend="onnx-int8")
+    with pytest.raises(SbertError, match="backend='torch-int8': a SparseEncoder runs on torch, onnx, onnx-int8"):
+        model.encode(TEXTS, backend="torch-int8")
+
+
+@pytest.mark.parametrize("backend", ["onnx-int8", "openvino-int8"])
+def test_int8_graphs_run_on_the_shared_engine_and_stay_near_torch(backend, mlm_dirs, tmp_path):
+    from sbert.backends.feature_graph import FeatureGraphEngine
+
+    folder = st_splade(mlm_dirs["bert"], tmp_path / "st", "max", "relu")
+    model = SparseEncoder.load(folder, device="cpu")
+    want = model.encode(TEXTS).toarray()
+    got = model.encode(TEXTS, backend=backend).toarray()
+    assert isinstance(model.graph(backend), FeatureGraphEngine)  # the engine dense and multi-vector graphs use
+    assert (folder / "onnx" / "splade-int8.onnx").is_file()
+    cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
+    assert cos.min() >= 0.98, cos  # the start check's bound, here on every text
+    assert not np.array_equal(got, want)  # int8 really ran: its rows are not torch's to the bit
 
 
 def test_splade_trains_through_sbert_train_and_flops_sparsifies(mlm_dirs, tiny_dirs, tmp_path):

@@ -31,7 +31,7 @@ from sbert.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
 from sbert.similarity import rank_order
-from sbert.weights_state import WeightsKey, placement, weights_key
+from sbert.weights_state import TracksWeights
 
 # The activations sentence-transformers records by dotted path, as NumPy functions on logits.
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -43,7 +43,7 @@ SIGMOID, IDENTITY = "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.lin
 LEGACY_HEAD_FILE = "cross_encoder_head.safetensors"  # sbert's pre-0.2 baseline format
 
 
-class CrossEncoder(MtebCrossEncoder, nn.Module):
+class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
     """A sequence-classification transformer over text pairs, with predict and rank."""
 
     def __init__(self, classifier: PairClassifier, activation: str | None = None, device: Any = None) -> None:
@@ -51,9 +51,7 @@ class CrossEncoder(MtebCrossEncoder, nn.Module):
         self.classifier = classifier
         self.activation = activation or (SIGMOID if classifier.num_labels == 1 else IDENTITY)
         check_activation(self.activation)
-        self._generation = 0
         self.source_dir: Path | None = None
-        self._backends: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, Backend]] = {}
         self.to(resolve_device(device))
         self.eval()
 
@@ -164,12 +162,10 @@ class CrossEncoder(MtebCrossEncoder, nn.Module):
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
         width = getattr(self.classifier.auto_model.config, "hidden_size", None)  # the width auto probes
         dtype = backend_dtype(name, precision, self.device, width)
-        key, state = (name, str(self.device), dtype), weights_key(self, self._generation)
-        cached = self._backends.get(key)
-        if cached is None or cached[0] != state:
-            chain = Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
-            self._backends[key] = (state, open_backend(chain, name, self.device, dtype))
-        return self._backends[key][1]
+        chain = Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
+        return self.cached_engine(
+            (name, str(self.device), dtype), lambda: open_backend(chain, name, self.device, dtype)
+        )
 
     def weights_digest(self) -> str:
         """sha256 of the weights and the module config (keys the ONNX cache)."""
@@ -189,14 +185,6 @@ class CrossEncoder(MtebCrossEncoder, nn.Module):
                 "prompts": {}, "default_prompt_name": None,
             })  # fmt: skip
             layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", self.classifier.module_type)])
-
-    def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
-        # A move or a cast changes what the cached backends were built from.
-        before = placement(self)
-        super()._apply(fn, recurse)
-        if placement(self) != before:
-            self._generation = getattr(self, "_generation", 0) + 1
-        return self
 
 
 def check_activation(name: str) -> None:

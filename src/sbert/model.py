@@ -18,7 +18,7 @@ from sbert import adapters, layout
 from sbert.aliases import DEFAULT_MODEL
 from sbert.backends import Backend, Chain, open_backend
 from sbert.backends.pages import cast_parameters
-from sbert.device import backend_dtype, resolve_device
+from sbert.device import backend_dtype, precision_name, resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
@@ -32,6 +32,7 @@ from sbert.modules import (
     InputModule,
     Module,
     Normalize,
+    Pooling,
     Router,
     StaticEmbedding,
     Transformer,
@@ -46,12 +47,12 @@ from sbert.modules.transformer import load_dtype
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
-from sbert.weights_state import WeightsKey, placement, weights_key
+from sbert.weights_state import TracksWeights, WeightsKey
 
 log = logging.getLogger(__name__)
 
 
-class SentenceEncoder(MtebEncoder, nn.Sequential):
+class SentenceEncoder(MtebEncoder, TracksWeights, nn.Sequential):
     """A Transformer followed by pooling (and optional heads) producing one vector per sentence."""
 
     def __init__(self, modules: Sequence[Module], device: str | torch.device | None = None) -> None:
@@ -59,16 +60,12 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         check_chain(list(modules))
         # One SentenceEncoder per Router route (route modules + the modules after the Router), sharing weights.
         self._routes: dict[str, SentenceEncoder] = {}
-        # Advanced by every writer torch does not track itself (weights_state.py says which).
-        self._generation = 0
         self.register_load_state_dict_post_hook(_weights_loaded)
         self.to(resolve_device(device))
         self.eval()
         # The folder the model was loaded from (ONNX graphs are cached beside it), if any.
         self.source_dir: Path | None = None
         self.settings = EncoderSettings()  # prompts, default prompt, truncate_dim
-        # Backends by (name, device, dtype), each with the weights state it was built for.
-        self._backends: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, Backend]] = {}
         self._digest: tuple[tuple[WeightsKey, str], str] | None = None
         self._loaded_key: WeightsKey | None = None
 
@@ -412,6 +409,20 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
             return self.routed().as_chain()
         return Chain(tuple(self.chain()), self.chain_dimension, self.device, self.weights_digest, self.source_dir)
 
+    @property
+    def pooling_modes(self) -> tuple[str, ...]:
+        """The Pooling's modes (mean, cls, lasttoken, ...), as TEI's `pooling` field names them; () without one."""
+        return next((tuple(m.modes) for m in self.chain() if isinstance(m, Pooling) and m.modes), ())
+
+    def fast_tokenizer(self) -> Any:
+        """The Rust tokenizer as the model tokenizes (no padding, cut at max_seq_length on its side); None if slow."""
+        module = self.input_module
+        return module.fast_tokenizer(module.max_seq_length)
+
+    def run_plan(self, backend: str = "torch", precision: str = "auto", processes: int = 1) -> tuple[str, str]:
+        """The backend and the compute precision (fp32 / bf16 / fp16) that encode runs with these options."""
+        return backend, precision_name(backend_dtype(backend, precision, self.device, self.compute_width))
+
     def gpu_batch_tokens(self, backend: str = "torch", precision: str = "auto") -> int | None:
         """The engine's own token budget where the model runs on a GPU (packed, or padded fallbacks), else None."""
         return self.backend(backend, precision).default_batch_tokens if self.device.type == "cuda" else None
@@ -436,15 +447,14 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         if self.router is not None:
             return self.routed().backend(name, precision)
         dtype = backend_dtype(name, precision, self.device, self.compute_width)
-        key = (name, str(self.device), dtype)
-        state = self.weights_key()
-        cached = self._backends.get(key)
-        if cached is None or cached[0] != state:
+
+        def build() -> Backend:
             chain = self.as_chain()
             if name != "torch" or self.device.type == "cuda":  # exported and packed paths run merged weights
                 chain = replace(chain, modules=tuple(adapter_ops.merged_chain(list(chain.modules))))
-            self._backends[key] = (state, open_backend(chain, name, self.device, dtype))
-        return self._backends[key][1]
+            return open_backend(chain, name, self.device, dtype)
+
+        return self.cached_engine((name, str(self.device), dtype), build)
 
     def calibrate_int8(self, sentences: Sequence[str]) -> None:
         """Calibrate the int8 backends on `sentences` (kept for rebuilds); each is quantized again on next use."""
@@ -453,7 +463,7 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         except ImportError as e:
             raise BackendError(f"calibrate_int8 needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
         calibrate(self.as_chain(), sentences)
-        self._backends = {k: v for k, v in self._backends.items() if not k[0].endswith("-int8")}
+        self.drop_engines(lambda slot: isinstance(slot, tuple) and str(slot[0]).endswith("-int8"))
 
     def weights_digest(self) -> str:
         """sha256 of every weight and module configuration, computed once per weights state.
@@ -472,27 +482,11 @@ class SentenceEncoder(MtebEncoder, nn.Sequential):
         """Whether the weights are still those read from `source_dir` (no step or load since)."""
         return self._loaded_key is not None and self._loaded_key == self.weights_key()
 
-    def weights_key(self) -> WeightsKey:
-        """A cheap key that changes whenever the weights may have changed (see sbert.weights_state)."""
-        return weights_key(self, self._generation)
-
     def mark_weights_changed(self) -> None:
-        """Say that the weights changed in a way torch does not track (writes through `.data`).
-
-        Optimizer steps (fused included), `load_state_dict`, `to()` and casts are noticed without it.
-        """
-        self._generation = getattr(self, "_generation", 0) + 1
+        """Say that the weights changed in a way torch does not track (writes through `.data`); routes too."""
+        super().mark_weights_changed()
         for view in getattr(self, "_routes", {}).values():  # routes share these weights
             view.mark_weights_changed()
-
-    def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
-        # to(), cuda(), half(), float(), ...: a cast may round the weights and a move may land
-        # them at a reused address, so a real change of placement starts a new generation.
-        before = placement(self)
-        super()._apply(fn, recurse)
-        if placement(self) != before:
-            self.mark_weights_changed()
-        return self
 
     def load_adapter(self, path: str | os.PathLike[str], name: str = "default") -> None:
         """Add the LoRA adapter in `path` (PEFT or sentence-transformers layout) under `name` and make it active."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
@@ -111,6 +111,7 @@ class MtebEncoder:
 
     settings: Any
     source_dir: Any
+    pair_scorer: ClassVar[bool] = False  # it embeds texts; evaluators compare the vectors
 
     @property
     def mteb_model_meta(self) -> Any:
@@ -128,6 +129,7 @@ class MtebCrossEncoder:
     """mteb's CrossEncoderProtocol attribute on the cross-encoder: `mteb_model_meta` (`predict` carries mteb_entry)."""
 
     source_dir: Any
+    pair_scorer: ClassVar[bool] = True  # it scores a pair at once; evaluators ask it for scores, not vectors
 
     @property
     def mteb_model_meta(self) -> Any:

@@ -14,7 +14,8 @@ place without advancing them, and neither do writes through `.data`. So the key 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, Self, TypeVar, cast
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -45,3 +46,52 @@ def weights_key(module: torch.nn.Module, generation: int) -> WeightsKey:
 def placement(module: torch.nn.Module) -> tuple[tuple[int, torch.dtype, torch.device], ...]:
     """Storage address, dtype and device of every parameter: what a `to()` or a cast may change."""
     return tuple((p.data_ptr(), p.dtype, p.device) for p in module.parameters())
+
+
+E = TypeVar("E")
+
+
+class TracksWeights:
+    """What every model kind shares about its weights: their state key, and engines cached per state.
+
+    Mixed in before `nn.Module` (it overrides `_apply`). Engines (a cast copy, an exported graph,
+    a packed engine) are built from the weights, so each is kept with the state it was built for
+    and rebuilt when the weights move on.
+    """
+
+    _generation: int = 0  # advanced by writers torch does not track (the module docstring says which)
+
+    def weights_key(self) -> WeightsKey:
+        """A cheap key that changes whenever the weights may have changed."""
+        return weights_key(cast(torch.nn.Module, self), self._generation)
+
+    def mark_weights_changed(self) -> None:
+        """Say that the weights changed in a way torch does not track (a LoRA wrap, writes through `.data`).
+
+        Optimizer steps (fused included), `load_state_dict`, `to()` and casts are noticed without it.
+        """
+        self._generation += 1
+
+    def cached_engine(self, slot: Hashable, build: Callable[[], E]) -> E:
+        """The engine in `slot` for the current weights: built by `build` now if the weights changed since."""
+        engines: dict[Hashable, tuple[WeightsKey, Any]] = self.__dict__.setdefault("_engines_by_state", {})
+        state, cached = self.weights_key(), engines.get(slot)
+        if cached is None or cached[0] != state:
+            engines[slot] = (state, build())
+        return cast(E, engines[slot][1])
+
+    def drop_engines(self, which: Callable[[Hashable], bool]) -> None:
+        """Forget the cached engines whose slot `which` accepts (they are rebuilt on next use)."""
+        engines = self.__dict__.get("_engines_by_state", {})
+        for slot in [s for s in engines if which(s)]:
+            del engines[slot]
+
+    def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
+        # to(), cuda(), half(), float(), ...: a cast may round the weights and a move may land
+        # them at a reused address, so a real change of placement starts a new generation.
+        module = cast(torch.nn.Module, self)
+        before = placement(module)
+        super()._apply(fn, recurse)  # type: ignore[misc]
+        if placement(module) != before:
+            self.mark_weights_changed()
+        return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,6 +28,8 @@ def tokens(sentence: str) -> list[str]:
 
 class GloveEncoder:
     """Sentence vector = mean of the GloVe vectors of its known tokens."""
+
+    pair_scorer: ClassVar[bool] = False  # an embedder (the evaluators' contract)
 
     def __init__(self, words: Sequence[str], vectors: np.ndarray, name: str = "glove") -> None:
         if len(words) != len(vectors):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -12,6 +12,8 @@ from sbert.similarity import pairwise_similarity
 
 class Embedder(Protocol):
     """What evaluators need of a model: SentenceEncoder and the baselines (GloVe average) both fit."""
+
+    pair_scorer: ClassVar[bool]  # False: it embeds texts (a cross-encoder, True, scores pairs instead)
 
     def encode(
         self,

@@ -6,7 +6,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -100,44 +100,54 @@ def run_task(
 
     A `reranker` (a CrossEncoder) reorders each query's top `rerank_top` hits of a retrieval task.
     """
-    from sbert.cross_encoder import CrossEncoder
-    from sbert.evaluation.retrieval import evaluate_ir
-    from sbert.evaluation.sts import cross_scores, sts_scores
-    from sbert.evaluation.transfer import evaluate_transfer
-    from sbert.evaluation.triplet import evaluate_triplets
+    from sbert.evaluation.sts import cross_scores
 
     started = time.monotonic()
     outcome = Outcome({})
-    if isinstance(model, CrossEncoder):
+    if model.pair_scorer:  # a cross-encoder: it scores the pairs itself
         if task.dataset is None or task.dataset.kind != "pair-score":
             raise DataFormatError(f"{task.spec}: a cross-encoder scores sentence pairs only (STS tasks); "
                                   "to rerank retrieval, pass it as --reranker beside a bi-encoder --model")  # fmt: skip
-        scores, outcome.cosine, outcome.gold = cross_scores(model, task.dataset)
+        scores, outcome.cosine, outcome.gold = cross_scores(cast("CrossEncoder", model), task.dataset)
         outcome.scores = dict(scores)
         metric, size = "spearman", len(task.dataset)
-    elif task.retrieval is not None:
+    else:
+        metric, size = _embedder_task(cast(Embedder, model), task, outcome, batch_size, seed, transfer_protocol,
+                                      reranker, rerank_top)  # fmt: skip
+    outcome.scores.update(headline=outcome.scores[metric], metric=metric, column=task.column, size=size,
+                          sentences=task.sentences(), seconds=round(time.monotonic() - started, 2))  # fmt: skip
+    return outcome
+
+
+def _embedder_task(
+    model: Embedder, task: Task, outcome: Outcome, batch_size: int | None, seed: int, transfer_protocol: str,
+    reranker: CrossEncoder | None, rerank_top: int,
+) -> tuple[str, int]:  # fmt: skip
+    """Fill `outcome.scores` for an embedder (not a pair scorer); returns the headline metric and the size."""
+    from sbert.evaluation.retrieval import evaluate_ir
+    from sbert.evaluation.sts import sts_scores
+    from sbert.evaluation.transfer import evaluate_transfer
+    from sbert.evaluation.triplet import evaluate_triplets
+
+    if task.retrieval is not None:
         outcome.scores = dict(evaluate_ir(model, task.retrieval, batch_size, reranker=reranker, rerank_top=rerank_top))
-        metric, size = "ndcg@10", len(task.retrieval)
-    elif task.transfer is not None:
+        return "ndcg@10", len(task.retrieval)
+    if task.transfer is not None:
         outcome.scores = dict(evaluate_transfer(model, task.transfer, seed, protocol=transfer_protocol))
-        metric, size = "accuracy", task.transfer.size()
-    elif task.dataset is not None and task.dataset.kind == "pair-score":
+        return "accuracy", task.transfer.size()
+    if task.dataset is not None and task.dataset.kind == "pair-score":
         scores, outcome.cosine, outcome.gold = sts_scores(model, task.dataset, batch_size)
         outcome.scores = dict(scores)
         if task.subsets:
             outcome.scores["subsets"] = {
                 n: sts_scores(model, d, batch_size)[0]["spearman"] for n, d in task.subsets.items()
             }
-        metric, size = "spearman", len(task.dataset)
-    elif task.dataset is not None and task.dataset.kind == "triplet":
+        return "spearman", len(task.dataset)
+    if task.dataset is not None and task.dataset.kind == "triplet":
         outcome.scores = dict(evaluate_triplets(model, task.dataset, batch_size))
-        metric, size = "accuracy", len(task.dataset)
-    else:
-        kind = task.dataset.kind if task.dataset is not None else "?"
-        raise DataFormatError(f"{task.spec}: no evaluator for {kind} data (STS pairs, triplets or transfer tasks)")
-    outcome.scores.update(headline=outcome.scores[metric], metric=metric, column=task.column, size=size,
-                          sentences=task.sentences(), seconds=round(time.monotonic() - started, 2))  # fmt: skip
-    return outcome
+        return "accuracy", len(task.dataset)
+    kind = task.dataset.kind if task.dataset is not None else "?"
+    raise DataFormatError(f"{task.spec}: no evaluator for {kind} data (STS pairs, triplets or transfer tasks)")
 
 
 def scores_by_dimension(model: Any, task: Task, dims: list[int], batch_size: int | None = None) -> dict[int, float]:

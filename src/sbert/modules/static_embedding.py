@@ -60,6 +60,10 @@ class StaticEmbedding(Module):
     def max_seq_length(self, value: int) -> None:
         raise ValueError("a StaticEmbedding has no token limit to set")
 
+    def fast_tokenizer(self, max_length: int) -> Any:
+        """The Rust tokenizer as this module tokenizes: no padding and no limit (`max_length` is NO_LIMIT here)."""
+        return self.tokenizer
+
     def token_ids(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
         """Token ids without special tokens, and the (never any) indices that were cut."""
         return (fast_ids(self.tokenizer, list(texts), add_special_tokens=False) if texts else []), []

@@ -22,7 +22,7 @@ from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import length_order, token_batches
 
 if TYPE_CHECKING:
-    from sbert.backends.token_graph import TokenGraphEngine
+    from sbert.backends.feature_graph import FeatureGraphEngine
 
 TOKENS = "token_embeddings"
 
@@ -32,7 +32,7 @@ class MultiVectorEngine:
 
     def __init__(
         self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype,
-        graph: TokenGraphEngine | None = None,
+        graph: FeatureGraphEngine | None = None,
     ) -> None:  # fmt: skip
         self.modules = cast_copy(modules, device, dtype) if graph is None else tuple(modules)
         self.rules, self.device, self.graph = rules, device, graph

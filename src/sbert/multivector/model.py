@@ -12,16 +12,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import torch
 from torch import nn
 
 from sbert import layout
-from sbert.device import backend_dtype, check_cpu_int8, resolve_device
+from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.prompted import PromptPlan
-from sbert.errors import BackendError, ModelFormatError
+from sbert.errors import ModelFormatError
 from sbert.model_config import EncoderSettings, model_config, read_settings
 from sbert.model_dirs import resolve_model_dir
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
@@ -32,18 +32,20 @@ from sbert.multivector.loading import load_multivector, save_pylate_files
 from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
-from sbert.weights_state import WeightsKey, weights_key
+from sbert.weights_state import TracksWeights
 
 if TYPE_CHECKING:
-    from sbert.backends.token_graph import TokenGraphEngine
+    from sbert.backends.feature_graph import FeatureGraphEngine
 
 NATIVE_TYPE = "MultiVectorEncoder"
 # Texts of two lengths the graph backends are traced on and checked with.
 GRAPH_PROBES = ["a man is playing a guitar", "The quick brown fox jumps over the lazy dog, twice!", "x"]
 
 
-class MultiVectorEncoder(nn.Sequential):
+class MultiVectorEncoder(TracksWeights, nn.Sequential):
     """Transformer -> Dense (on tokens) -> Normalize: one unit vector per scored token, compared by MaxSim."""
+
+    pair_scorer: ClassVar[bool] = False  # an embedder (the evaluators' contract)
 
     def __init__(
         self, modules: Sequence[Module], settings: MultiVectorSettings | None = None,
@@ -56,8 +58,6 @@ class MultiVectorEncoder(nn.Sequential):
         self.mv_settings = settings or MultiVectorSettings()
         self.settings = EncoderSettings(similarity_fn_name="maxsim", model_type=NATIVE_TYPE)
         self.source_dir: Path | None = None
-        self._engines: dict[tuple[str, str, torch.dtype], tuple[WeightsKey, MultiVectorEngine]] = {}
-        self._generation = 0  # advanced by writers torch does not track (weights_state.py)
         self._rules = TokenRules.resolve(self.mv_settings, self.transformer)
         self.to(resolve_device(device))
         self.eval()
@@ -205,48 +205,25 @@ class MultiVectorEncoder(nn.Sequential):
     def engine(self, precision: str = "auto", backend: str = "torch") -> MultiVectorEngine:
         """The engine for these weights on `backend` in `precision` (rebuilt when the weights change)."""
         dtype = backend_dtype(backend, precision, self.device, self.transformer.embedding_dimension)  # the dense rule
-        slot = (backend, self.device.type, dtype)
-        key, cached = self.weights_key(), self._engines.get(slot)
-        if cached is None or cached[0] != key:
+
+        def build() -> MultiVectorEngine:
             graph = None if backend == "torch" else self._graph(backend, dtype)
-            self._engines[slot] = (key, MultiVectorEngine(self.chain(), self._rules, self.device, dtype, graph))
-        return self._engines[slot][1]
+            return MultiVectorEngine(self.chain(), self._rules, self.device, dtype, graph)
 
-    def _graph(self, backend: str, dtype: torch.dtype) -> TokenGraphEngine:
-        """The chain exported for a graph runtime (fp32 graph; int8 weights for the -int8 runtimes)."""
+        return self.cached_engine((backend, self.device.type, dtype), build)
+
+    def _graph(self, backend: str, dtype: torch.dtype) -> FeatureGraphEngine:
+        """The chain's token vectors exported for a graph runtime (fp32 graph; int8 weights for the -int8 runtimes)."""
         from sbert.backends.base import Chain
-        from sbert.backends.cache import cache_dir, model_digest
+        from sbert.backends.cache import model_digest
+        from sbert.backends.feature_graph import open_feature_graph
 
-        try:  # the graph runtimes are extras: one line naming the extra when one is missing
-            import onnxruntime  # noqa: F401
-
-            from sbert.backends.token_graph import TokenGraphEngine
-
-            if backend.startswith("openvino"):
-                import openvino  # noqa: F401
-        except ImportError as e:
-            extra = "openvino" if backend.startswith("openvino") else "onnx"
-            raise BackendError(
-                f"backend {backend!r} needs the {extra} extra: pip install 'sbert[{extra}]' ({e})"
-            ) from None
-        if dtype != torch.float32:
-            raise BackendError(f"backend {backend!r} runs its own fp32/int8 graph; precision applies to torch")
-        if backend.endswith("-int8"):
-            check_cpu_int8(backend)
         digest = model_digest(self)
         chain = Chain(tuple(self.chain()), self.embedding_dimension, self.device, lambda: digest, self.source_dir)
         probe_ids, _ = self._rules.token_ids(self.transformer, GRAPH_PROBES, "document")
         probes = self._rules.pad(self.transformer, probe_ids, "document")
         probes.pop(SCORED)
-        return TokenGraphEngine(chain, backend, TOKENS, cache_dir(self.source_dir, digest), probes)
-
-    def weights_key(self) -> WeightsKey:
-        """A cheap key that changes whenever the weights may have changed (see sbert.weights_state)."""
-        return weights_key(self, self._generation)
-
-    def mark_weights_changed(self) -> None:
-        """Say that the weights changed in a way torch does not track (a LoRA wrap, writes through `.data`)."""
-        self._generation += 1
+        return open_feature_graph(chain, backend, TOKENS, probes, dtype)
 
     def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
         """Write the folder atomically in the layout it came in: sentence-transformers 6's, or PyLate's.

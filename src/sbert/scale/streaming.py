@@ -15,14 +15,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from sbert import layout
-from sbert.device import backend_dtype, precision_name
 from sbert.errors import ModelFormatError, SbertError
 
 if TYPE_CHECKING:
@@ -77,26 +76,17 @@ def encode_to_disk(
     if shard_size <= 0 or processes <= 0:
         raise ValueError(f"shard_size and processes must be positive, got {shard_size} and {processes}")
     out = Path(out_dir)
-    from sbert.static import StaticEncoder
-    from sbert.static.model import check_static_options
-
-    if isinstance(model, StaticEncoder):
-        check_static_options(backend, precision)
-        if processes > 1:
-            raise SbertError(f"processes={processes}: a static model needs one (about 50,000 sentences/s on 2 cores)")
-        backend = "static"  # its one path; the settings record it so a torch run cannot resume its shards
-        dtype = torch.float32
-    else:
-        # what runs, recorded: openvino in bf16 must not resume into its fp32 shards
-        dtype = backend_dtype(backend, precision, model.device, model.compute_width)
+    # What runs, recorded: openvino in bf16 must not resume into its fp32 shards, nor a static table's
+    # own path into torch's. The model refuses options it cannot run (a static table in processes).
+    ran_backend, ran_precision = model.run_plan(backend, precision, processes)
     prompt = model.prompt_plan(task=task).text
     settings = ShardSettings(
-        model.weights_digest(), model.embedding_dimension, shard_size, normalize, backend, precision_name(dtype), prompt
+        model.weights_digest(), model.embedding_dimension, shard_size, normalize, ran_backend, ran_precision, prompt
     )
     check_settings(out, settings)
     if total is None and hasattr(sentences, "__len__"):
         total = len(sentences)  # type: ignore[arg-type]
-    options = {"normalize": normalize, "backend": backend, "batch_tokens": batch_tokens, "precision": precision,
+    options = {"normalize": normalize, "backend": ran_backend, "batch_tokens": batch_tokens, "precision": precision,
                "prompt": prompt}  # fmt: skip
     rows = 0
     with tqdm(total=total, unit="sent", disable=not show_progress, smoothing=0.05) as bar:
@@ -105,8 +95,8 @@ def encode_to_disk(
                 rows += write_shard(model, out, index, texts, options)
                 bar.update(len(texts))
         else:
-            assert not isinstance(model, StaticEncoder)
-            rows = _pooled(model, out, chunks(sentences, shard_size), options, processes, bar)
+            # run_plan refused processes > 1 for a model that cannot load in workers (a static table)
+            rows = _pooled(cast("SentenceEncoder", model), out, chunks(sentences, shard_size), options, processes, bar)
     manifest = asdict(settings) | {"rows": rows, "shards": -(-rows // shard_size), "complete": True}
     _write_manifest(out, manifest)
     return rows

@@ -79,21 +79,12 @@ async def info(request: Request) -> FastJSON:
 def info_model_type(st: ServerState) -> dict[str, Any]:
     """TEI's model_type for the kind --model named; a reranker served beside a dense model rides in reranker_id."""
     if st.model is not None:
-        return {"embedding": {"pooling": pooling_name(st.model)}}
+        return {"embedding": {"pooling": "+".join(st.model.pooling_modes) or "none"}}
     if st.sparse is not None:
         return {"embedding": {"pooling": "splade"}}
     assert st.reranker is not None
     labels = st.reranker.model.classifier.auto_model.config.id2label
     return {"reranker": {"id2label": {str(k): v for k, v in labels.items()}}}
-
-
-def pooling_name(model: Any) -> str:
-    """The Pooling's mode as TEI names it (mean, cls, lasttoken, ...), or "static" for a static table."""
-    for module in getattr(model, "chain", lambda: [])():
-        modes = getattr(module, "modes", None)
-        if modes:
-            return "+".join(modes)
-    return "static" if not hasattr(model, "chain") else "none"
 
 
 @tei_router.post("/tokenize", dependencies=Protected)
@@ -126,16 +117,8 @@ def token_spans(model: Any, texts: list[str], special: bool) -> list[list[dict[s
 
 
 def _model_tokenizer(model: Any) -> Any:
-    """The Rust tokenizer as the model tokenizes (a StaticEncoder holds one with no limit)."""
-    module = getattr(model, "input_module", None)
-    if module is not None:
-        fast = module.fast_tokenizer(module.max_seq_length)
-        if fast is None:
-            raise ApiError(422, "this model's tokenizer is a slow (Python) one: it gives no offsets", "no_offsets")
-        return fast
-    from tokenizers import Tokenizer
-
-    copy = Tokenizer.from_str(model.tokenizer.to_str())
-    copy.no_padding()
-    copy.no_truncation()
-    return copy
+    """The Rust tokenizer as the model tokenizes (the encoder contract's `fast_tokenizer`), or a 422."""
+    fast = model.fast_tokenizer()
+    if fast is None:
+        raise ApiError(422, "this model's tokenizer is a slow (Python) one: it gives no offsets", "no_offsets")
+    return fast

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 import scipy.sparse
@@ -26,17 +26,21 @@ from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
-from sbert.sparse.onnx_engine import SpladeOnnx
 from sbert.sparse.packed import PACKED_TOKENS, PackedSplade
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding
 from sbert.vectors.batching import packed_batches
-from sbert.weights_state import WeightsKey, weights_key
+from sbert.weights_state import TracksWeights
+
+if TYPE_CHECKING:
+    from sbert.backends.feature_graph import FeatureGraphEngine
 
 log = logging.getLogger(__name__)
+GRAPH_STEM = "splade"  # the cached graph's file name in the model's onnx/ folder (splade.onnx, splade-int8.onnx)
+BACKENDS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
 
 
-class SparseEncoder(MtebEncoder, nn.Module):
+class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
     """SPLADE: an MLM backbone and SPLADE pooling, one weight per vocabulary token, most of them zero.
 
     With `query` (inference-free SPLADE), queries skip the transformer: each of their tokens gets a fixed weight.
@@ -57,8 +61,6 @@ class SparseEncoder(MtebEncoder, nn.Module):
         self.settings = EncoderSettings(similarity_fn_name="dot", model_type="SparseEncoder")
         self.max_active_dims: int | None = None
         self.source_dir: Path | None = None  # where ONNX graphs are cached (the folder the model came from)
-        self._graphs: dict[str, tuple[WeightsKey, SpladeOnnx]] = {}  # by runtime: onnx, openvino
-        self._packed: tuple[WeightsKey, PackedSplade | None] | None = None  # the packed engine (None: refused)
         self.to(resolve_device(device))
         self.eval()
 
@@ -80,17 +82,23 @@ class SparseEncoder(MtebEncoder, nn.Module):
         """The width of every sparse vector: the vocabulary (SPLADE) or the autoencoder's hidden size (CSR)."""
         return self.sae.hidden_dim if self.sae is not None else self._splade()[0].vocab_size
 
-    def graph(self, runtime: str = "onnx") -> SpladeOnnx:
-        """The graph engine for these weights on `runtime`: exported (or read from the cache), checked on first use."""
-        from sbert.backends.cache import cache_dir, model_digest
+    def graph(self, runtime: str = "onnx") -> FeatureGraphEngine:
+        """The shared graph engine for these weights on `runtime`: exported or read from the cache, then checked.
 
-        key = weights_key(self, 0)
-        cached = self._graphs.get(runtime)
-        if cached is None or cached[0] != key:
+        The graph is the chain [MLM, SpladePooling] ending at the pooled rows (B, V), so the logits never leave it.
+        """
+        from sbert.backends.base import Chain, probe_features
+        from sbert.backends.cache import model_digest
+        from sbert.backends.feature_graph import open_feature_graph
+
+        def build() -> FeatureGraphEngine:
             mlm, pooling = self._splade()
             digest = model_digest(nn.Sequential(mlm, pooling))
-            self._graphs[runtime] = (key, SpladeOnnx(mlm, pooling, cache_dir(self.source_dir, digest), digest, runtime))
-        return self._graphs[runtime][1]
+            chain = Chain((mlm, pooling), mlm.vocab_size, self.device, lambda: digest, self.source_dir)
+            return open_feature_graph(chain, runtime, "sentence_embedding", probe_features(mlm), per_token=False,
+                                      stem=GRAPH_STEM)  # fmt: skip
+
+        return self.cached_engine(("graph", runtime), build)
 
     def as_sentence_encoder(self) -> SentenceEncoder:
         """The SPLADE modules as a SentenceEncoder chain sharing their weights: what `sbert train` trains.
@@ -155,13 +163,13 @@ class SparseEncoder(MtebEncoder, nn.Module):
         convert_to: Literal["csr", "torch"] = "csr",
         show_progress: bool = False,
         task: str | None = None,
-        backend: Literal["torch", "onnx", "openvino"] = "torch",
+        backend: Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"] = "torch",
     ) -> Any:
         """Sparse vectors, one row per sentence, in input order: a scipy CSR matrix (or a torch sparse COO tensor).
 
         `max_active_dims` keeps each row's k largest weights (default: the model's setting, else all).
-        `backend="onnx"` / `"openvino"` runs SPLADE's MLM and pooling as one graph in that runtime (CSR: its dense
-        model's backend of that name).
+        `backend="onnx"` / `"openvino"` (and their `-int8` forms) run SPLADE's MLM and pooling as one graph in that
+        runtime, on the shared graph engine (CSR: its dense model's backend of that name).
         """
         single = isinstance(sentences, str)
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
@@ -169,8 +177,8 @@ class SparseEncoder(MtebEncoder, nn.Module):
             raise SbertError(f"batch_size={batch_size}: must be >= 1")
         if convert_to not in ("csr", "torch"):
             raise SbertError(f"convert_to={convert_to!r}: use csr or torch")
-        if backend not in ("torch", "onnx", "openvino"):
-            raise SbertError(f"backend={backend!r}: a SparseEncoder runs on torch, onnx or openvino")
+        if backend not in BACKENDS:
+            raise SbertError(f"backend={backend!r}: a SparseEncoder runs on {', '.join(BACKENDS)}")
         k = _check_k(max_active_dims) or self.max_active_dims
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
         prompted = [text + t for t in texts] if text else texts
@@ -209,7 +217,10 @@ class SparseEncoder(MtebEncoder, nn.Module):
                 pooled = engine.embed(rows).float()
             else:
                 features = {name: value.to(self.device) for name, value in mlm.pad(rows).items()}
-                pooled = graph.embed(features) if graph is not None else splade_batch(mlm, pooling, features)
+                if graph is not None:
+                    pooled = torch.from_numpy(graph.embed(features))
+                else:
+                    pooled = splade_batch(mlm, pooling, features)
             parts.append(to_csr(top_k(pooled, k)))
         done = [i for batch in batches for i in batch]
         stacked = scipy.sparse.vstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((0, self.dimension))
@@ -219,16 +230,16 @@ class SparseEncoder(MtebEncoder, nn.Module):
 
     def _packed_engine(self) -> PackedSplade | None:
         """The packed engine for these weights on this device (fp32: the vectors equal the padded path's), or None."""
-        key = weights_key(self, 0)
-        if self._packed is None or self._packed[0] != key:
+
+        def build() -> PackedSplade | None:
             mlm, pooling = self._splade()
             try:
-                engine: PackedSplade | None = PackedSplade(mlm, pooling, self.device, torch.float32)
+                return PackedSplade(mlm, pooling, self.device, torch.float32)
             except ValueError as why:  # this model or device cannot run packed: the padded engine runs instead
                 log.info("SPLADE packed batches off (%s): running padded batches", why)
-                engine = None
-            self._packed = (key, engine)
-        return self._packed[1]
+                return None
+
+        return self.cached_engine(("packed", str(self.device)), build)
 
     def encode_query(self, sentences: str | Sequence[str], **options: Any) -> Any:
         """`encode` with the model's query prompt (its `query` prompt, if it has one)."""

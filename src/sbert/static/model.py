@@ -164,6 +164,27 @@ class StaticEncoder(MtebEncoder):
         """None: a static model runs its numpy path on the CPU."""
         return None
 
+    @property
+    def pooling_modes(self) -> tuple[str, ...]:
+        """("static",): a table lookup averaged, TEI's `pooling` field names it so."""
+        return ("static",)
+
+    def fast_tokenizer(self) -> Any:
+        """A copy of the Rust tokenizer as the model tokenizes: no padding and no limit (a static table has none)."""
+        from tokenizers import Tokenizer
+
+        copy = Tokenizer.from_str(self.tokenizer.to_str())
+        copy.no_padding()
+        copy.no_truncation()
+        return copy
+
+    def run_plan(self, backend: str | None = None, precision: str = "auto", processes: int = 1) -> tuple[str, str]:
+        """("static", "fp32"): the one path these options run; one line for an option a static table lacks."""
+        check_static_options(backend, precision)
+        if processes > 1:
+            raise BackendError(f"processes={processes}: a static model needs one (about 50,000 sentences/s on 2 cores)")
+        return "static", "fp32"
+
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[int], list[int]]:
