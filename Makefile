@@ -55,7 +55,7 @@ test-e2e: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -m e2e
 
 bench: $(VENV)/.installed-dev
-	$(PY) benchmarks/encode_speed.py
+	$(PY) benchmarks/speed/encode_speed.py
 
 # The CPU peers (model2vec, ctranslate2) beside the dev install: `make bench-peers [PEERS_ARGS='--static DIR']`.
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
@@ -63,7 +63,7 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	touch $@
 
 bench-peers: $(VENV)/.installed-bench
-	$(PY) benchmarks/cpu_peers.py $(PEERS_ARGS)
+	$(PY) benchmarks/speed/cpu_peers.py $(PEERS_ARGS)
 
 # The large-decoder table (docs/speed.md): `make bench-decoder BENCH_ARGS='--sentences 400 --repeats 1 --json F'`.
 # llama.cpp is a peer in its own venv (never in sbert's installs): llama-cpp-python builds llama.cpp
@@ -81,7 +81,7 @@ $(LLAMA_VENV)/.installed:
 	touch $@
 
 bench-decoder: $(VENV)/.installed-dev $(LLAMA_VENV)/.installed
-	$(PY) benchmarks/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python $(BENCH_ARGS)
+	$(PY) benchmarks/speed/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(LLAMA_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

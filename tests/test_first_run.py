@@ -8,7 +8,7 @@ import pytest
 
 import sbert
 from sbert import SentenceEncoder
-from sbert.model_dirs import hub_reason
+from sbert.formats.model_dirs import hub_reason
 
 # Optional extras and heavy libraries: building the CLI's parsers (`sbert --help`) must import none of them.
 HEAVY = (

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 from gpu_summary import summary
 
 
@@ -17,7 +17,7 @@ from gpu_summary import summary
 def test_gpu_check_smoke_runs_every_step_and_prints_one_table(tmp_path):
     out = tmp_path / "gpu-check"
     run = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--smoke", str(out)],
+        ["bash", str(ROOT / "benchmarks" / "gpu" / "gpu_check.sh"), "--smoke", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

@@ -1,6 +1,6 @@
 """The layers point one way (cli/serve -> search/evaluation/training/scale -> model kinds -> encoding ->
-backends -> modules -> adapters -> vectors): no import cycle between sbert's modules, no import upward, no
-two packages importing each other; function-level and TYPE_CHECKING imports included, no exemptions."""
+backends -> modules -> adapters -> formats -> vectors): no import cycle between sbert's modules, no import
+upward, no two packages importing each other; function-level and TYPE_CHECKING imports included, no exemptions."""
 
 from __future__ import annotations
 
@@ -10,18 +10,33 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sbert"
+ABOVE_RUNTIME = ("sbert.search", "sbert.serve", "sbert.cli", "sbert.demo", "sbert.training", "sbert.evaluation",
+                 "sbert.scale")  # fmt: skip
+KINDS_PKGS = ("sbert.dense", "sbert.cross_encoder", "sbert.sparse", "sbert.static", "sbert.multivector",
+              "sbert.model_kind")  # fmt: skip
 # Lower layers never import these (module-name prefixes).
 UPWARD = {
     "sbert.vectors": ("sbert",),  # the leaf: nothing of sbert's own
-    "sbert.adapters": ("sbert.modules", "sbert.backends", "sbert.encoding", "sbert.model", "sbert.training"),
-    "sbert.modules": ("sbert.backends", "sbert.encoding", "sbert.model", "sbert.search", "sbert.serve", "sbert.cli"),
-    "sbert.backends": ("sbert.encoding", "sbert.model", "sbert.search", "sbert.serve", "sbert.cli", "sbert.demo",
-                       "sbert.training", "sbert.evaluation", "sbert.cross_encoder"),
-    "sbert.encoding": ("sbert.model", "sbert.search", "sbert.serve", "sbert.cli", "sbert.training", "sbert.demo"),
-    "sbert.model": ("sbert.search", "sbert.serve", "sbert.cli", "sbert.training", "sbert.evaluation", "sbert.demo"),
+    "sbert.formats": (
+        "sbert.adapters",
+        "sbert.modules",
+        "sbert.backends",
+        "sbert.encoding",
+        *KINDS_PKGS,
+        *ABOVE_RUNTIME,
+    ),
+    "sbert.adapters": ("sbert.modules", "sbert.backends", "sbert.encoding", *KINDS_PKGS, *ABOVE_RUNTIME),
+    "sbert.modules": ("sbert.backends", "sbert.encoding", *KINDS_PKGS, *ABOVE_RUNTIME),
+    "sbert.backends": ("sbert.encoding", *KINDS_PKGS, *ABOVE_RUNTIME),
+    "sbert.encoding": (*KINDS_PKGS, *ABOVE_RUNTIME),
+    "sbert.dense": ABOVE_RUNTIME,
+    "sbert.cross_encoder": ABOVE_RUNTIME,
+    "sbert.sparse": ABOVE_RUNTIME,
+    "sbert.static": ABOVE_RUNTIME,
+    "sbert.multivector": ABOVE_RUNTIME,
     "sbert.search": ("sbert.serve", "sbert.cli", "sbert.demo"),
     "sbert.scale": ("sbert.serve", "sbert.cli", "sbert.training"),
-}  # fmt: skip
+}
 
 
 def module_name(path: Path) -> str:
@@ -97,9 +112,9 @@ def test_no_two_packages_import_each_other(graph):
 
 # Each file of the sentence-transformers layout is parsed in exactly one function; everything else asks it.
 LAYOUT_READERS = {
-    "MODULES_FILE": {"sbert.layout.read_modules"},
-    "ROUTER_CONFIG_FILE": {"sbert.layout.read_router_config"},
-    "MODEL_CONFIG_FILE": {"sbert.model_config.read_model_config"},
+    "MODULES_FILE": {"sbert.formats.layout.read_modules"},
+    "ROUTER_CONFIG_FILE": {"sbert.formats.layout.read_router_config"},
+    "MODEL_CONFIG_FILE": {"sbert.formats.model_config.read_model_config"},
 }
 LAYOUT_NAMES = {"modules.json": "MODULES_FILE", "router_config.json": "ROUTER_CONFIG_FILE",
                 "config_sentence_transformers.json": "MODEL_CONFIG_FILE"}  # fmt: skip

@@ -36,7 +36,7 @@ def test_saved_layout_is_sentence_transformers(tiny_dirs, tmp_path):
 
 
 def test_plain_encoder_dir_gets_mean_pooling_with_a_log_line(tiny_dirs, caplog):
-    with caplog.at_level(logging.WARNING, logger="sbert.loading"):
+    with caplog.at_level(logging.WARNING, logger="sbert.dense.loading"):
         model = SentenceEncoder.load(tiny_dirs["bert"])
     assert "no modules.json" in caplog.text
     assert [type(m) for m in model] == [Transformer, Pooling] and model[1].modes == ["mean"]
@@ -51,7 +51,7 @@ def test_unknown_name_says_what_was_tried(tmp_path):
 
 
 def test_default_alias_resolves_to_the_installed_package():
-    from sbert.model_dirs import resolve_model_dir
+    from sbert.formats.model_dirs import resolve_model_dir
 
     root = resolve_model_dir("all-MiniLM-L6-v2")
     assert (root / "modules.json").is_file()

@@ -163,7 +163,7 @@ def test_released_file_pages_read_back_the_same_and_anonymous_memory_is_left_alo
 
 
 def test_bf16_at_load_casts_tensor_by_tensor_to_what_the_loader_would_give(saved_decoder):
-    from sbert.loading import load_modules
+    from sbert.dense.loading import load_modules
 
     ours = SentenceEncoder.load(saved_decoder, device="cpu", dtype="bf16")
     theirs = SentenceEncoder(load_modules(saved_decoder, dtype="bf16"), device="cpu")  # transformers' own cast

@@ -1,6 +1,6 @@
 """The model families of today's leaderboards as sentence-transformers 6.2 builds and saves them (tiny random weights).
 
-Shared by tests/test_zoo.py (parity both ways and on every engine) and benchmarks/zoo_table.py (the
+Shared by tests/test_zoo.py (parity both ways and on every engine) and benchmarks/speed/zoo_table.py (the
 family x engine table in docs/models.md). Each builder returns a SentenceTransformer in the module
 chain its family publishes.
 """

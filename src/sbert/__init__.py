@@ -8,7 +8,7 @@ from sbert.version import __version__
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     # Imported on first use so `sbert --help` and `import sbert` need not load torch.
     if name == "SentenceEncoder":
-        from sbert.model import SentenceEncoder
+        from sbert.dense.model import SentenceEncoder
 
         return SentenceEncoder
     if name == "load":

@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sbert.aliases import DEFAULT_MODEL
-from sbert.layout import MODULES_FILE, SPARSE_MODULES, architectures, read_modules
-from sbert.model_config import read_settings
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats.aliases import DEFAULT_MODEL
+from sbert.formats.layout import MODULES_FILE, SPARSE_MODULES, architectures, read_modules
+from sbert.formats.model_config import read_settings
+from sbert.formats.model_dirs import resolve_model_dir
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
@@ -77,6 +77,6 @@ def load(
         from sbert.cross_encoder import CrossEncoder
 
         return CrossEncoder.load(root, device=device, **options)
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     return SentenceEncoder.load(root, device=device, **options)

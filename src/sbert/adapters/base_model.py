@@ -6,8 +6,8 @@ from pathlib import Path
 
 from sbert.adapters.peft_io import ADAPTER_CONFIG_FILE, adapter_base, is_adapter_dir
 from sbert.errors import ModelFormatError, ModelNotFoundError
-from sbert.layout import MODULES_FILE, read_modules
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats.layout import MODULES_FILE, read_modules
+from sbert.formats.model_dirs import resolve_model_dir
 
 
 def base_weights_dir(adapter_folder: Path) -> Path:

@@ -22,7 +22,7 @@ from torch import nn
 
 from sbert.adapters.spec import LoraSpec
 from sbert.errors import ModelFormatError, SbertError, first_line
-from sbert.layout import read_json
+from sbert.formats.layout import read_json
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from sbert import layout
 from sbert.adapters.peft_io import active_adapter, has_adapter
 from sbert.errors import ModelFormatError
+from sbert.formats import layout
 from sbert.modules.base import Module
 
 MANIFEST = "export.json"

@@ -11,10 +11,10 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from sbert import layout
 from sbert.backends.base import Chain
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError
+from sbert.formats import layout
 
 FILE = "calibration.txt"
 # Nine random draws of 60 to 1,024 SNLI/SST-2 sentences all kept STSb test within 0.1 of fp32;
@@ -53,7 +53,7 @@ def packaged() -> list[str]:
     sentences; the last 60 are general sentences (the demo corpus's, copied here so the backends
     never import the demo). Static int8 needs that spread: calibrated on 320 SNLI captions alone,
     openvino-int8 kept a cosine of only 0.782 to fp32 on its worst STSb test sentence, 0.965 with
-    this set (benchmarks/int8_variants.py; docs/speed.md).
+    this set (benchmarks/speed/int8_variants.py; docs/speed.md).
     """
     from importlib import resources
 

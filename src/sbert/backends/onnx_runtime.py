@@ -42,7 +42,7 @@ INT8_RECIPES = {
     "openvino-int8": "nncf-static-transformer+unsigned-fc-inputs",
 }
 ONNX_BACKENDS = ("onnx", "onnx-int8")
-# Padded tokens per batch, measured on 2 cores (benchmarks/encode_speed.py --sweep; docs/speed.md).
+# Padded tokens per batch, measured on 2 cores (benchmarks/speed/encode_speed.py --sweep; docs/speed.md).
 ONNX_BATCH_TOKENS = 512
 
 

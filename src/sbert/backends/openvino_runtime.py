@@ -15,7 +15,7 @@ In fp32 and int8 the graph is compiled twice: batches up to SHORT_WIDTHS tokens 
 compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) costs by sentence and
 head more than by token and runs ragged widths slowly, so short batches ran 5-13% faster without
 it; wide ones need it (a 512-token sentence took 1.5x as long without).
-`benchmarks/openvino_widths.py` measures both by width and the encode each way. The second
+`benchmarks/speed/openvino_widths.py` measures both by width and the encode each way. The second
 compile holds its own copy of the weights (MiniLM: +138 MB fp32, +91 MB int8), so
 SBERT_OPENVINO_SHORT_WIDTH sets the width (0: one compile, snippets everywhere).
 """
@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from sbert import layout
 from sbert.backends.base import Chain, Rows, refuse_prompt_skip, run_threaded
 from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, check_against_torch, open_checked
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError, first_line
+from sbert.formats import layout
 from sbert.modules import Features
 
 HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
@@ -165,7 +165,7 @@ def _quantize_nncf(fp32: Path, target: Path, feeds: Sequence[Feed]) -> dict[str,
 def quantize_openvino(source: Path, target: Path, feeds: Sequence[Feed], unsigned_inputs: bool = True) -> None:
     """NNCF's static int8 of the fp32 graph at `source`, calibrated on `feeds`, saved atomically as `target`.
 
-    `unsigned_inputs=False` keeps NNCF's ranges as they come (benchmarks/int8_variants.py compares).
+    `unsigned_inputs=False` keeps NNCF's ranges as they come (benchmarks/speed/int8_variants.py compares).
     """
     try:
         import nncf

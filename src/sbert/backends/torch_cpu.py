@@ -10,7 +10,7 @@ import torch
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, run_threaded
 
 # Padded tokens per batch, measured on 2 cores with one batch per core at a time
-# (benchmarks/encode_speed.py --sweep; docs/speed.md).
+# (benchmarks/speed/encode_speed.py --sweep; docs/speed.md).
 CPU_BATCH_TOKENS = 512
 MAX_ROWS = 512
 

@@ -30,7 +30,7 @@ def load_baseline(spec: str, device: str | None = None) -> Embedder | CrossEncod
         from sbert.baselines.glove import GloveEncoder
 
         return GloveEncoder.from_text(Path(target).expanduser())
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     # An untrained head on a plain encoder: mean of its token outputs, or its first ([CLS]) token.
     return SentenceEncoder.from_transformer(target, "mean" if kind == "avg" else "cls", device=device)

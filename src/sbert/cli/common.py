@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
-from sbert.layout import atomic_file
+from sbert.formats.aliases import DEFAULT_MODEL
+from sbert.formats.layout import atomic_file
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.static import StaticEncoder
 
 
@@ -39,7 +39,7 @@ def load_model(args: argparse.Namespace, root: Path | None = None) -> SentenceEn
 
     `root`: the folder --model resolved to, where the caller already resolved it.
     """
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     source = root if root is not None else args.model
     dtype = getattr(args, "dtype", None)
@@ -62,7 +62,7 @@ def load_encoder(args: argparse.Namespace, root: Path | None = None) -> Sentence
     one-line error from the dense loader. `root`: --model already resolved (an alias or Hub id is
     resolved once).
     """
-    from sbert.model_dirs import resolve_model_dir
+    from sbert.formats.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
     from sbert.static import StaticEncoder
 

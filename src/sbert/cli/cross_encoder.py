@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
+from sbert.formats.aliases import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder

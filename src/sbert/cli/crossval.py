@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
+from sbert.formats.aliases import DEFAULT_MODEL
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_table(output: Path, record: dict) -> str:
     """crossval.md from the folds done so far (rewritten after each fold); returns the text."""
-    from sbert.layout import atomic_file
+    from sbert.formats.layout import atomic_file
 
     table = render(record)
     with atomic_file(output / "crossval.md") as f:

@@ -8,7 +8,7 @@ import sys
 
 from sbert.cli.common import stream_lines
 from sbert.errors import SbertError
-from sbert.layout import atomic_file
+from sbert.formats.layout import atomic_file
 from sbert.names import SPARSE_EXPORT_FORMATS
 
 _CHUNK = 4096  # lines encoded and written per round: memory stays flat for any input size

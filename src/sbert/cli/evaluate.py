@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _multi_vector(args: argparse.Namespace, tasks: list[Any]) -> Any:
     """A multi-vector (ColBERT) --model, which ranks by MaxSim: it evaluates retrieval (ir:DIR) tasks only."""
-    from sbert.model_dirs import resolve_model_dir
+    from sbert.formats.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
 
     root = resolve_model_dir(args.model)

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
     """A multi-vector --model: its token-matrix index (exact, MUVERA and centroid candidates); False otherwise."""
-    from sbert.model_dirs import resolve_model_dir
+    from sbert.formats.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
 
     root = resolve_model_dir(args.model)

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, merge the active adapter, save atomically (nothing is written on a failure)."""
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     model = SentenceEncoder.load(args.input, device="cpu")
     names = args.name or [f"adapter{i + 1}" for i in range(len(args.adapter))]

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError("give results.json files, or --train-log")
     from sbert.evaluation.plots import bars
     from sbert.evaluation.report import read_results, render
-    from sbert.layout import atomic_file
+    from sbert.formats.layout import atomic_file
 
     runs = [read_results(path) for path in args.results]
     args.output.mkdir(parents=True, exist_ok=True)

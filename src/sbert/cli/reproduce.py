@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sbert.aliases import DEFAULT_MODEL
 from sbert.errors import SbertError
+from sbert.formats.aliases import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from sbert.reproduce.runs import Results
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, run what is missing from OUTPUT/TABLE.json, write the table."""
-    from sbert.layout import atomic_file
+    from sbert.formats.layout import atomic_file
 
     table = "table6" if args.table == "ablation" else args.table
     seeds = _seeds(args.seeds)

@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read the texts, fit the rotation, save; print how much energy the leading dimensions hold now."""
     from sbert.data import load_dataset
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.training.rotation import rotate
 
     if args.max_texts <= 0:

@@ -103,7 +103,7 @@ def _multivector_search(args: argparse.Namespace) -> int:
 
 def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     """The dense index's hits for the queries, embedded by the model that built it (checked)."""
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.static import StaticEncoder, is_static_dir
 
     name = args.model or index.info.model

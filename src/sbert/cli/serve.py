@@ -103,7 +103,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
 
 def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """(dense, cross-encoder, sparse, multi-vector model) for the flags: --model may be any kind, each kind once."""
-    from sbert.model_dirs import resolve_model_dir
+    from sbert.formats.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
 
     root = resolve_model_dir(args.model)  # once: an alias or Hub id is not resolved again by each loader

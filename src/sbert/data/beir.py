@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sbert.data.common import DataFormatError, read_lines
-from sbert.layout import atomic_directory
+from sbert.formats.layout import atomic_directory
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sbert.data.home import DATA_SETS, data_home
 from sbert.errors import SbertError
-from sbert.layout import atomic_file
+from sbert.formats.layout import atomic_file
 
 CHUNK = 1 << 20
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sbert.search import paraphrase_mining, semantic_search
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 DEMO_QUERIES = (
     "How do I make bread at home?",

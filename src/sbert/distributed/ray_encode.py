@@ -35,7 +35,7 @@ class EncodeActor:
     def __init__(self, model: str, text_column: str, options: dict[str, Any], threads: int, device: str | None) -> None:
         import torch
 
-        from sbert.model import SentenceEncoder
+        from sbert.dense.model import SentenceEncoder
 
         torch.set_num_threads(max(1, threads))  # the actor's share of the node, not every core
         self.model = SentenceEncoder.load(model, device=device)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sbert.model_config import EncoderSettings
+from sbert.formats.model_config import EncoderSettings
 
 # Duck-typed (a Pooling has `include_prompt`, a Transformer `token_ids`): the static encoder shares
 # this policy and imports no torch.

@@ -12,7 +12,7 @@ from sbert.evaluation.sts import evaluate_sts
 from sbert.evaluation.triplet import evaluate_triplets
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 
 def evaluate(

@@ -14,7 +14,7 @@ from sbert.evaluation.common import encode_columns
 from sbert.losses.softmax import load_head
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 
 def evaluate_nli(

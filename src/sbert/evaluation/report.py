@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
-from sbert.layout import atomic_file, write_json_atomic
+from sbert.formats.layout import atomic_file, write_json_atomic
 
 TABLE1 = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
 TABLE5 = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")

@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 from torch.nn import functional
 
-from sbert.layout import write_json
+from sbert.formats.layout import write_json
 from sbert.losses.base import Loss
 
 HEAD_FOLDER = "classifier_head"
@@ -93,7 +93,7 @@ def load_head(model_dir: Path) -> SoftmaxLoss:
     from safetensors.torch import load_file
 
     from sbert.errors import ModelFormatError
-    from sbert.layout import read_json
+    from sbert.formats.layout import read_json
 
     folder = model_dir / HEAD_FOLDER
     if not (folder / "config.json").is_file():

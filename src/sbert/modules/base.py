@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sbert.errors import ModelFormatError, first_line
-from sbert.layout import read_json, write_json
+from sbert.formats.layout import read_json, write_json
 
 # A features dict flows through the chain: input_ids/attention_mask in,
 # token_embeddings and sentence_embedding added by the modules on the way.

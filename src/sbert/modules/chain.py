@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sbert.errors import ModelFormatError
-from sbert.layout import ModuleEntry, write_modules
+from sbert.formats.layout import ModuleEntry, write_modules
 from sbert.modules.base import Module
 from sbert.modules.dense import Dense, parse_dense
 

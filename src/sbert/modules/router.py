@@ -17,7 +17,7 @@ from typing import Any, Self, cast
 from torch import nn
 
 from sbert.errors import ModelFormatError
-from sbert.layout import ROUTER_CONFIG_FILE, read_router_config, write_router_config
+from sbert.formats.layout import ROUTER_CONFIG_FILE, read_router_config, write_router_config
 from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 
@@ -126,7 +126,7 @@ class Router(Module):
     @classmethod
     def load(cls, path: Path) -> Self:
         """Not on its own: its modules load by the model's rules (remote code, dtype); see load_routes."""
-        raise TypeError("a Router loads through sbert.loading.load_modules (Router.load_routes with its loader)")
+        raise TypeError("a Router loads through sbert.dense.loading.load_modules (Router.load_routes with its loader)")
 
     @classmethod
     def load_routes(cls, path: Path, load_one: Loader) -> Self:

@@ -15,7 +15,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 
 from sbert.adapters import peft_io
 from sbert.errors import ModelFormatError, first_line
-from sbert.layout import TRANSFORMER_CONFIG_FILE, write_json
+from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.modules.base import Features, Module
 from sbert.progress import weight_bars
 from sbert.vectors.tokens import fast_ids

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sbert.errors import ModelFormatError
-from sbert.layout import MODEL_CONFIG_FILE, TRANSFORMER_CONFIG_FILE, architectures, read_json, read_modules
-from sbert.model_config import read_model_config
+from sbert.formats.layout import MODEL_CONFIG_FILE, TRANSFORMER_CONFIG_FILE, architectures, read_json, read_modules
+from sbert.formats.model_config import read_model_config
 
 Flavor = Literal["st", "pylate"]
 MASK_MODULE = "MultiVectorMask"

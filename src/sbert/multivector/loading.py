@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sbert import layout
+from sbert.dense.loading import load_entries
 from sbert.errors import ModelFormatError
-from sbert.loading import load_entries
-from sbert.model_config import EncoderSettings, settings_config
+from sbert.formats import layout
+from sbert.formats.model_config import EncoderSettings, settings_config
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
 from sbert.multivector.layout import (
     PYLATE_TYPE,

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbert import layout
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.prompted import PromptPlan
 from sbert.errors import ModelFormatError
-from sbert.model_config import EncoderSettings, model_config, read_settings
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats import layout
+from sbert.formats.model_config import EncoderSettings, model_config, read_settings
+from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
 from sbert.modules.chain import save_chain
 from sbert.multivector.engine import TOKENS, MultiVectorEngine

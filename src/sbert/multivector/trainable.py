@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats.model_dirs import resolve_model_dir
 
 
 def multi_vector_for_training(name: str, wants_colbert: bool, device: Any = None) -> Any:

@@ -27,10 +27,10 @@ import numpy as np
 
 from sbert.data import Dataset
 from sbert.errors import SbertError
-from sbert.layout import read_json, write_json_atomic
+from sbert.formats.layout import read_json, write_json_atomic
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def score_fold(settings: CrossValSettings, data: Dataset, fold: Fold, work: Path
 
 
 def _starting_model(settings: CrossValSettings) -> SentenceEncoder:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     model = SentenceEncoder.load(settings.model)
     if settings.max_seq_length is not None:
@@ -133,7 +133,7 @@ def _starting_model(settings: CrossValSettings) -> SentenceEncoder:
 
 
 def _fine_tune(settings: CrossValSettings, train: Dataset, out: Path) -> SentenceEncoder:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.training import Trainer
     from sbert.training.config import Objective, Stage, TrainConfig
 

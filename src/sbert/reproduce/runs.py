@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.data import Dataset
-from sbert.layout import read_json, write_json_atomic
+from sbert.formats.layout import read_json, write_json_atomic
 from sbert.training.config import Stage, TrainConfig
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,8 @@ class Results:
 
 def train_and_score(run: Run, work: Path, dev: Dataset) -> tuple[float, float]:
     """Train `run` into a scratch folder, score STS Spearman (x100) on `dev`, delete the folder."""
+    from sbert.dense.model import SentenceEncoder
     from sbert.evaluation import evaluate_sts
-    from sbert.model import SentenceEncoder
 
     out = work / run.run_id.replace("/", "_").replace("|", "").replace("*", "x").replace(",", "-")
     seconds = train(run, out)

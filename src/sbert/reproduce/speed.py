@@ -37,7 +37,7 @@ class SpeedSettings:
 def encoders(s: SpeedSettings) -> dict[str, Callable[[list[str]], object]]:
     """Row name -> a function that embeds a list of sentences."""
     from sbert.baselines.glove import GloveEncoder
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
     glove = GloveEncoder.from_package()
     model = SentenceEncoder.load(s.model, device="cpu")

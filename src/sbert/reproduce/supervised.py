@@ -57,8 +57,8 @@ def _stages(s: SupervisedSettings, with_nli: bool) -> tuple[Stage, ...]:
 def run_table2(s: SupervisedSettings, results: Results, work: Path) -> None:
     """Every (row, seed) not yet in `results`."""
     from sbert.data import load_dataset
+    from sbert.dense.model import SentenceEncoder
     from sbert.evaluation import evaluate_sts
-    from sbert.model import SentenceEncoder
 
     test = load_dataset(f"stsb:{s.data / 'stsbenchmark' / 'sts-test.csv'}")
     for seed in s.seeds:

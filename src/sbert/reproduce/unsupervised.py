@@ -85,8 +85,8 @@ def build(table: str, s: EvalSettings, nli_dir: Path) -> Table:
 def evaluate_rows(table: Table, results: Results, seed: int) -> None:
     """Score every (row, task) not yet in `results`, loading each row's model once."""
     from sbert.baselines import load_baseline
+    from sbert.dense.model import SentenceEncoder
     from sbert.evaluation.tasks import load_tasks, run_task
-    from sbert.model import SentenceEncoder
 
     tasks = [t for spec in table.tasks for t in load_tasks(spec)]
     for row, spec in table.rows.items():

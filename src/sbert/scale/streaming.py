@@ -21,11 +21,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from sbert import layout
 from sbert.errors import ModelFormatError, SbertError
+from sbert.formats import layout
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.static import StaticEncoder
 
 MANIFEST = "manifest.json"

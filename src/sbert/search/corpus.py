@@ -13,7 +13,7 @@ from sbert.search.index import IndexInfo, build_index, index_scale
 from sbert.similarity import similarity_of
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.static import StaticEncoder
 
 

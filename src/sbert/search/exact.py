@@ -107,7 +107,7 @@ def paraphrase_mining(
     Each row keeps its `top_k` best partners, so memory is chunk_size x n at a time.
     `device` ("cpu", "cuda") runs the scoring and the pair selection in torch there; None runs
     the NumPy version, which walks the candidates in Python (the mine step of
-    benchmarks/pair_mining.py: 1.38 s NumPy, 0.57 s torch, 10,000 sentences on 2 cores).
+    benchmarks/speed/pair_mining.py: 1.38 s NumPy, 0.57 s torch, 10,000 sentences on 2 cores).
     """
     if device is not None:
         from sbert.search.torch_mining import mine_pairs

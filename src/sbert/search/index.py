@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert import layout
 from sbert.errors import ModelFormatError, SbertError
+from sbert.formats import layout
 from sbert.search import quantized_index as quantized
 from sbert.similarity import check_similarity, scaled_rows
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 KINDS = ("flat", "ivf", "hnsw", *quantized.QUANTIZED_KINDS)
 INFO_FILE, INDEX_FILE, TEXTS_FILE = "index.json", "index.faiss", "texts.sqlite"
 # HNSW graph degree and search breadth: recall@10 >= 0.95 on 1M x 384 sentence vectors
-# (benchmarks/search_speed.py); IVF probes 16 of ~4*sqrt(n) lists.
+# (benchmarks/speed/search_speed.py); IVF probes 16 of ~4*sqrt(n) lists.
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 200, 128
 IVF_PROBES = 16
 _ADD_CHUNK = 100_000

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sbert import layout
 from sbert.errors import SbertError
+from sbert.formats import layout
 from sbert.search.centroids import assign, token_centroids
 from sbert.search.exact import top_k_rows
 from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts

@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sbert.errors import SbertError
-from sbert.layout import write_json_atomic
+from sbert.formats.layout import write_json_atomic
 from sbert.search.exact import semantic_search
 from sbert.similarity import pairwise_similarity
 

@@ -21,7 +21,7 @@ QUANTIZED_KINDS = ("int8", "binary", "binary-hnsw")
 BINARY_KINDS = ("binary", "binary-hnsw")
 VECTORS_FILE, RANGES_FILE = "vectors.npy", "ranges.npy"
 # Candidates per wanted hit that the full vectors rescore. On 1M MiniLM vectors
-# (benchmarks/quantized_search.py) int8 found 99.98% of the exact top 10 at 4; binary 81% at 4,
+# (benchmarks/speed/quantized_search.py) int8 found 99.98% of the exact top 10 at 4; binary 81% at 4,
 # 89% at 10 in the same 5 ms a query, 94% at 25.
 RESCORE = 4
 RESCORE_BY_KIND = {"int8": 4, "binary": 10, "binary-hnsw": 10}

@@ -5,7 +5,7 @@ blocks with a summary vector, and at query time visits only the query's `query_c
 and the blocks whose summary could still beat the current k-th score (`heap_factor` < 1 skips more).
 The candidates it keeps are scored exactly, so scores equal the dot product; only recall can drop.
 `search` answers as `SparseIndex.search` does (scores, document ids, -1 where fewer are found), so
-benchmarks/sparse_search.py measures both on the same queries.
+benchmarks/speed/sparse_search.py measures both on the same queries.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any, Self
 import numpy as np
 import scipy.sparse
 
-from sbert import layout
 from sbert.errors import SbertError
+from sbert.formats import layout
 
 SETTINGS_FILE = "seismic.json"
 INDEX_PREFIX = "postings"  # Seismic writes PREFIX.index.seismic

@@ -16,8 +16,8 @@ from typing import Self
 import numpy as np
 import scipy.sparse
 
-from sbert import layout
 from sbert.errors import SbertError
+from sbert.formats import layout
 
 POSTINGS_FILE = "postings.npz"
 _QUERY_BLOCK = 64  # queries scored together: bounds the (queries x touched documents) block

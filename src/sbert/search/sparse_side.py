@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import scipy.sparse
 
-from sbert import layout
+from sbert.formats import layout
 from sbert.search.hybrid import hybrid_fuse
 from sbert.search.index import Hit, IndexFolderError, SearchIndex, hit_arrays
 from sbert.search.seismic_index import SeismicSettings, SeismicSparseIndex

@@ -22,11 +22,11 @@ from sbert.similarity import scaled_rows, similarity_of
 # dimension's extremes, and a clipped code costs far more than a coarser step: with all-MiniLM-L6-v2, chosen
 # on 3,992 SNLI dev sentences (worst cosine of the dequantized int8 row to the float one: 0.9905 unwidened,
 # 0.9946 at 0.1, 0.9981 at 0.25, 0.99991 at 0.5, 0.99986 at 0.75), then measured on the 2,552 STSb test
-# sentences: mean 0.99992, worst 0.99991 (0.99898 and 0.98993 unwidened); benchmarks/serve_int8_ranges.py.
+# sentences: mean 0.99992, worst 0.99991 (0.99898 and 0.98993 unwidened); benchmarks/serve/serve_int8_ranges.py.
 PACKAGED_MARGIN = 0.5
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.serve.settings import ServeSettings
     from sbert.static import StaticEncoder
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from sbert.cross_encoder import CrossEncoder
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
@@ -172,7 +172,7 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     By default glibc gives threads up to 8 arenas per core, and the server has many threads (the
     event loop, the encode thread, Starlette's thread pool for tokenizing). Freed memory stays in
     each arena, so RSS crept under load: 496 -> 928 MB and still rising over four 30 s rounds of
-    benchmarks/serve_load.py; with two arenas it levels off near 685 MB over eight 20 s rounds, at
+    benchmarks/serve/serve_load.py; with two arenas it levels off near 685 MB over eight 20 s rounds, at
     the same throughput. Returns whether the cap was applied (only on glibc, before threads start).
     """
     if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):

@@ -19,7 +19,7 @@ from sbert.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch

@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 
 from sbert.errors import ModelFormatError
-from sbert.layout import write_json
+from sbert.formats.layout import write_json
 from sbert.modules.base import Features, Module, load_weights
 
 _EPS = 1e-5

@@ -22,7 +22,7 @@ from sbert.errors import SbertError
 from sbert.sparse.csr import SparseAutoEncoder, top_k_relu
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
     from sbert.sparse.model import SparseEncoder
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sbert import layout
 from sbert.errors import ModelFormatError
+from sbert.formats import layout
 from sbert.modules.chain import save_chain
 from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.mlm import MLMTransformer, check_mlm_head, is_fill_mask
@@ -29,8 +29,8 @@ def load_sparse(root: Path, trust_remote_code: bool) -> dict[str, Any]:
     entries = layout.read_modules(root)
     names = [e.class_name for e in entries]
     if names and names[-1] == "SparseAutoEncoder":
-        from sbert.loading import load_entries
-        from sbert.model import SentenceEncoder
+        from sbert.dense.loading import load_entries
+        from sbert.dense.model import SentenceEncoder
 
         dense = SentenceEncoder(load_entries(root, entries[:-1], trust_remote_code))
         return {"dense": dense, "sae": SparseAutoEncoder.load(root / entries[-1].path)}

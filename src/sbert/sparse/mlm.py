@@ -15,7 +15,7 @@ from torch import Tensor
 from transformers import AutoModelForMaskedLM
 
 from sbert.errors import ModelFormatError
-from sbert.layout import architectures, read_json
+from sbert.formats.layout import architectures, read_json
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer
 

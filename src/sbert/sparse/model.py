@@ -15,12 +15,12 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sbert import layout
+from sbert.dense.model import SentenceEncoder
 from sbert.device import resolve_device
 from sbert.errors import ModelFormatError, SbertError
-from sbert.model import SentenceEncoder
-from sbert.model_config import EncoderSettings, model_config, read_settings
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats import layout
+from sbert.formats.model_config import EncoderSettings, model_config, read_settings
+from sbert.formats.model_dirs import resolve_model_dir
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k

@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 from sbert.errors import ModelFormatError
-from sbert.layout import write_json
+from sbert.formats.layout import write_json
 from sbert.modules.base import Features, Module, load_weights
 
 

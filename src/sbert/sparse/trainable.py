@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sbert import layout
 from sbert.errors import ModelFormatError
-from sbert.layout import architectures
-from sbert.model_dirs import resolve_model_dir
+from sbert.formats import layout
+from sbert.formats.layout import architectures
+from sbert.formats.model_dirs import resolve_model_dir
 from sbert.sparse.model import SparseEncoder
 
 

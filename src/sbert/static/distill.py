@@ -4,13 +4,13 @@
 2. Centred PCA to `dim`, then SIF weights (corpus token counts, or model2vec's Zipf prior by rank
    among the tokens text can produce), folded into the rows so a plain mean over tokens is the
    weighted mean. Without a corpus this is model2vec's distillation: STSb test 66.1 for
-   all-MiniLM-L6-v2, model2vec 66.1 (benchmarks/static_tier.py).
+   all-MiniLM-L6-v2, model2vec 66.1 (benchmarks/quality/static_tier.py).
 3. With a corpus: the teacher's sentence vectors projected on their own top `dim` directions are
    the target; a (dim, dim) map fitted on cosine (from the least-squares map) is folded into the
    table, then the same loss moves the rows of the tokens the corpus uses.
 
 STSb test Spearman for all-MiniLM-L6-v2 on a 95k-sentence SNLI + SST-2 corpus (no STS sentence):
-PCA + SIF 67.0, + map 74.1, + rows 77.3; the teacher 82.0 (benchmarks/static_tier.py).
+PCA + SIF 67.0, + map 74.1, + rows 77.3; the teacher 82.0 (benchmarks/quality/static_tier.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sbert.static import fit
 from sbert.static.model import StaticEncoder, StaticInfo, average_matrix
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 log = logging.getLogger(__name__)
 PLACEHOLDER = re.compile(r"\[unused\d+\]")  # BERT vocabularies' reserved slots (model2vec drops them too)
@@ -83,7 +83,7 @@ def distill_static(
 ) -> StaticEncoder:
     """The static model of `teacher`: PCA + SIF table, fitted to the teacher on `corpus` when given.
 
-    `map_epochs` / `epochs` of 0 leave out the map fit / the row fit (benchmarks/static_tier.py --ablation).
+    `map_epochs` / `epochs` of 0 leave out the map fit / the row fit (benchmarks/quality/static_tier.py --ablation).
     """
     tokenizer = teacher_tokenizer(teacher)
     vocab = tokenizer.get_vocab_size()  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 # fit) 3e-3 beat 1e-3 and 1e-4 (82.9, 82.1, 78.3); without a fit 1e-3 was best, but the fit is the default.
 SIF_A = 3e-3
 # Without a corpus, token probabilities come from a Zipf prior by rank, and SIF's a is model2vec's 1e-4:
-# all-MiniLM-L6-v2, STSb test 66.1 (benchmarks/static_tier.py; 3e-5 scored 66.7 there, not chosen on test).
+# all-MiniLM-L6-v2, STSb test 66.1 (benchmarks/quality/static_tier.py; 3e-5 scored 66.7 there, not chosen on test).
 ZIPF_A = 1e-4
 FIT_BATCH = 512
 

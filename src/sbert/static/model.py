@@ -21,8 +21,8 @@ import scipy.sparse as sp
 
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import BackendError, ModelFormatError
-from sbert.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, read_modules, write_json
-from sbert.model_config import EncoderSettings, check_truncate_dim, read_settings, settings_config
+from sbert.formats.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directory, read_json, read_modules, write_json
+from sbert.formats.model_config import EncoderSettings, check_truncate_dim, read_settings, settings_config
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import similarity_matrix
 from sbert.vectors.tokens import fast_ids

@@ -21,7 +21,7 @@ from sbert.training.config import Objective, Stage, TrainConfig
 from sbert.training.trainer import Trainer, TrainResult
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 _STAGE = {f.name for f in fields(Stage)} - {"objectives", "dev"}
 _RUN = {f.name for f in fields(TrainConfig)} - {"stages", "model", "output"}

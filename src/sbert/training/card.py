@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sbert.adapters import parse_lora
-from sbert.layout import atomic_file
+from sbert.formats.layout import atomic_file
 from sbert.version import __version__
 
 if TYPE_CHECKING:

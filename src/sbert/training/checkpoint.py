@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from sbert.layout import atomic_directory, write_json
+from sbert.formats.layout import atomic_directory, write_json
 
 log = logging.getLogger(__name__)
 STATE_FILE = "state.pt"

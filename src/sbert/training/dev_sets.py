@@ -19,7 +19,7 @@ from sbert.evaluation import evaluate
 from sbert.training.config import dev_specs
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from sbert.adapters.spec import LoraSpec, choose_targets
 from sbert.errors import SbertError
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
-from sbert.model import SentenceEncoder
 from sbert.modules.dense import IDENTITY, Dense
 
 

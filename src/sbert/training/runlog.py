@@ -62,7 +62,7 @@ def dev_curves(log_path: Path) -> dict[str, list[tuple[int, float]]]:
 
 def write_curves_csv(curves: dict[str, list[tuple[int, float]]], path: Path) -> None:
     """One row per eval step, one column per curve (empty where a curve has no value at that step)."""
-    from sbert.layout import atomic_file
+    from sbert.formats.layout import atomic_file
 
     steps = sorted({s for points in curves.values() for s, _ in points})
     lookup = {name: dict(points) for name, points in curves.items()}

@@ -22,7 +22,7 @@ from sbert.training.prefetch import split_features
 from sbert.training.stream_feed import StreamFeed
 
 if TYPE_CHECKING:
-    from sbert.model import SentenceEncoder
+    from sbert.dense.model import SentenceEncoder
 
 
 @dataclass(frozen=True)

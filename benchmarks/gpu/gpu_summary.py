@@ -1,0 +1,116 @@
+"""One table from what benchmarks/gpu/gpu_check.sh left in its output folder.
+
+Each step's outcome, the cuda tests' count, the encode checks and speed rows, the training rows.
+Reads the logs line by line, so a step killed by its timeout still shows every row it finished.
+Writes OUT/summary.md and prints it.
+
+    python3 benchmarks/gpu/gpu_summary.py OUT
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def json_lines(path: Path) -> list[dict]:
+    """Every line of a log that is a JSON object (the benchmarks print one per finished row)."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("{"):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # other libraries' dict prints
+                continue
+    return rows
+
+
+def step_lines(out: Path) -> list[str]:
+    """One row per step: its outcome, wall seconds and, for the tests, pytest's closing counts."""
+    lines = ["| step | outcome | seconds | detail |", "|---|---|---:|---|"]
+    steps = out / "steps.tsv"
+    for row in steps.read_text(encoding="utf-8").splitlines() if steps.is_file() else []:
+        name, rc, seconds, limit = row.split("\t")
+        ends = {"0": "ok", "124": f"timed out ({limit} s)", "137": f"killed ({limit} s)"}
+        outcome = ends.get(rc, f"failed (rc {rc})")
+        lines.append(f"| {name} | {outcome} | {seconds} | {detail(out / f'{name}.log', name)} |")
+    return lines
+
+
+def detail(log: Path, name: str) -> str:
+    """The pytest closing line for the tests; how many result rows the other steps finished."""
+    if not log.is_file():
+        return "no log"
+    if name == "tests":
+        closing = re.compile(r"^=*\s*(\d+ (?:passed|failed|skipped|deselected|errors?)\b.*?)\s*=*$")
+        found = [m.group(1) for line in log.read_text(errors="replace").splitlines() if (m := closing.match(line))]
+        return found[-1] if found else "no pytest summary"
+    return f"{len(json_lines(log))} result rows"
+
+
+def fmt(value: object, digits: int = 0) -> str:
+    """A number for a table cell ('-' when missing or not a number)."""
+    return f"{value:,.{digits}f}" if isinstance(value, int | float) and value == value else "-"
+
+
+def encode_lines(rows: list[dict]) -> list[str]:
+    """The encode checks, then sentences/s per model, corpus and run with the ratio to ST's default."""
+    lines = []
+    for r in rows:
+        if "device" in r:
+            lines.append(f"- device: {r['device']}, bf16 GEMM {fmt(r.get('bf16_gemm_tflops'))} TFLOP/s")
+        elif r.get("check") == "stsb":
+            lines.append(f"- STSb test Spearman: fp32 {fmt(r.get('fp32'), 2)}, bf16 {fmt(r.get('bf16'), 2)}")
+        elif r.get("check") == "parity":
+            lines.append(f"- {r['model']}: fp32 vs sentence-transformers max abs {r['fp32_vs_st_max_abs']:.2e}, "
+                         f"bf16 min cosine to fp32 {r['bf16_min_cosine']:.5f}")  # fmt: skip
+        elif r.get("check") == "mining":
+            lines.append(f"- most similar pair of 10k: {fmt(r['in_process_s'], 2)} s in process, "
+                         f"{fmt(r['beyond_import_torch_s'], 2)} s beyond `import torch` in a fresh one")  # fmt: skip
+    speed = [r for r in rows if "run" in r]
+    if speed:
+        lines += ["", "| model | corpus | run | sent/s | x ST default | % bf16 ceiling |"]
+        lines += ["|---|---|---|---:|---:|---:|"]
+        lines += [f"| {r['model']} | {r['corpus']} | {r['run']} | {fmt(r['sent_s'])} | {fmt(r['x_st'], 2)} "
+                  f"| {fmt(r['ceiling_pct'], 1)} |" for r in speed]  # fmt: skip
+    return lines
+
+
+def train_lines(rows: list[dict]) -> list[str]:
+    """Training rows: steady pairs/s, wall time, STSb test, projected 1M-pair epoch, peak memory."""
+    if not rows:
+        return []
+    lines = ["| row | setting | pairs/s | wall s | STSb test | 1M-pair epoch min | peak GiB |"]
+    lines += ["|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cells = [r["row"], r["setting"], fmt(r.get("pairs_per_s")), fmt(r.get("seconds"), 1),
+                 fmt(r.get("stsb_test"), 2), fmt(r.get("epoch_1M_min"), 1), fmt(r.get("peak_gib"), 2)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def summary(out: Path) -> str:
+    """The whole summary as markdown."""
+    parts = ["## GPU check", "", *step_lines(out)]
+    encode = encode_lines(json_lines(out / "encode.log"))
+    if encode:
+        parts += ["", "### Encode", "", *encode]
+    train = train_lines([r for r in json_lines(out / "train.log") if "row" in r and "setting" in r])
+    if train:
+        parts += ["", "### Training", "", *train]
+    return "\n".join(parts) + "\n"
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) == 2 else sys.exit("usage: gpu_summary.py OUT_DIR")
+    text = summary(out)
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""ColBERT encode speed and memory: sbert's MultiVectorEncoder against sentence-transformers 6's, in one run.
+
+    python benchmarks/speed/multivector_encode.py --workdir /tmp/colbert [--rounds 3] [--sentences 2758]
+
+The model is a random-weight ColBERT in the published shape (BERT-base: 12 layers, width 768;
+a 768 -> 128 projection without bias; [Q] / [D] prompts; queries expanded to 32 tokens with
+[MASK]; documents cut at 180 tokens with a punctuation skiplist), built and saved by
+sentence-transformers 6. Both engines encode the STSb test sentences as documents and as
+queries; sbert also in bf16 (`precision="bf16"`, where the CPU has bf16 instructions) and on the
+graph runtimes (ONNX Runtime, OpenVINO; fp32 and int8 weights). Each
+engine runs in its own process (its own peak RSS); rounds alternate the engines,
+each figure is the median of its rounds. sbert's token matrices are compared with the reference's:
+same token counts, and the largest difference of any token vector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import string
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import random_bert_base, sts_sentences
+
+GRAPH_ENGINES = ("sbert-onnx", "sbert-onnx-int8", "sbert-openvino", "sbert-openvino-int8")
+ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", *GRAPH_ENGINES)
+
+
+def build(workdir: Path) -> Path:
+    """The ColBERT folder, written once by sentence-transformers 6."""
+    folder = workdir / "colbert-bert-base-random"
+    if (folder / "modules.json").is_file():
+        return folder
+    import torch
+    from sentence_transformers import MultiVectorEncoder
+    from sentence_transformers.base.modules import Dense, Transformer
+    from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    bert = random_bert_base(workdir / "bert")
+    expansion = {"strategy": "fixed", "attend": False, "length": 32}
+    transformer = Transformer(str(bert), query_length=32, document_length=180, query_expansion=expansion)
+    dense = Dense(768, 128, bias=False, activation_function=torch.nn.Identity(), module_input_name="token_embeddings")
+    modules = [transformer, dense, MultiVectorMask(skiplist_words=list(string.punctuation)),
+               Normalize(module_input_name="token_embeddings")]  # fmt: skip
+    prompts = {"query": "[Q] ", "document": "[D] "}
+    MultiVectorEncoder(modules=modules, device="cpu", prompts=prompts).save(str(folder))
+    return folder
+
+
+def child(engine: str, folder: str, n: int, out: str) -> None:
+    """Warm up, time documents then queries once; save the matrices; print seconds and peak memory."""
+    import numpy as np
+
+    sentences = sts_sentences("test")[:n]
+    if engine.startswith("sbert"):
+        from sbert.multivector import MultiVectorEncoder
+
+        precision = "bf16" if engine == "sbert-bf16" else "fp32"
+        backend = engine.removeprefix("sbert-") if engine in GRAPH_ENGINES else "torch"
+        model = MultiVectorEncoder.load(folder, device="cpu")
+        model.encode_document(sentences[:64], precision=precision, backend=backend)  # exports a graph once
+        start = time.perf_counter()
+        docs = model.encode_document(sentences, precision=precision, backend=backend)
+        middle = time.perf_counter()
+        queries = model.encode_query(sentences, precision=precision, backend=backend)
+    else:
+        from sentence_transformers import MultiVectorEncoder as Reference
+
+        ref = Reference(folder, device="cpu")
+        ref.encode_document(sentences[:64])
+        start = time.perf_counter()
+        docs = [d.numpy() for d in ref.encode_document(sentences, batch_size=32)]
+        middle = time.perf_counter()
+        queries = [q.numpy() for q in ref.encode_query(sentences, batch_size=32)]
+    end = time.perf_counter()
+    lengths = np.array([len(m) for m in docs] + [len(m) for m in queries])
+    np.savez(out, lengths=lengths, tokens=np.concatenate(docs + queries))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(json.dumps({"documents_s": middle - start, "queries_s": end - middle, "peak_gib": peak}))
+
+
+def compare(workdir: Path, engine: str) -> str:
+    """An sbert engine's matrices against the reference's: token counts, largest difference, token cosines."""
+    import numpy as np
+
+    ours, ref = np.load(workdir / f"{engine}.npz"), np.load(workdir / "sentence-transformers.npz")
+    if not np.array_equal(ours["lengths"], ref["lengths"]):
+        return f"{engine}: token counts DIFFER from the reference"
+    gap = float(np.abs(ours["tokens"] - ref["tokens"]).max())
+    cos = (ours["tokens"] * ref["tokens"]).sum(1)  # both unit length
+    return (f"{engine}: same token counts ({int(ref['lengths'].sum())} vectors); max abs diff {gap:.1e}; "
+            f"token cosine mean {cos.mean():.6f}, min {cos.min():.6f}")  # fmt: skip
+
+
+def main() -> None:
+    """Build the model, alternate the engines, compare, print one table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, required=False)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=2758)
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of {', '.join(ENGINES)}")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]), args.child[3])
+        return
+    if args.workdir is None:
+        parser.error("--workdir is required")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    folder = build(args.workdir)
+    chosen = ["sentence-transformers", *(e for e in args.engines.split(",") if e and e != "sentence-transformers")]
+    unknown = [e for e in chosen if e not in ENGINES]
+    if unknown:
+        parser.error(f"--engines: unknown {unknown}; known: {', '.join(ENGINES)}")
+    runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in chosen}
+    for _ in range(args.rounds):
+        for engine in runs:
+            out = args.workdir / f"{engine}.npz"
+            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.sentences), str(out)]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"{engine} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+            runs[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    for engine in chosen[1:]:
+        print(compare(args.workdir, engine))
+    n = min(args.sentences, len(sts_sentences("test")))
+    print("| engine (cpu) | documents/s | queries/s | peak RSS (GiB) | rounds |\n|---|---|---|---|---|")
+    speed = {}
+    for engine, rows in runs.items():
+        docs = n / statistics.median(r["documents_s"] for r in rows)
+        queries = n / statistics.median(r["queries_s"] for r in rows)
+        speed[engine] = (docs, queries)
+        peak = statistics.median(r["peak_gib"] for r in rows)
+        print(f"| {engine} | {docs:.1f} | {queries:.1f} | {peak:.2f} | {len(rows)} |")
+    for engine in chosen[1:]:
+        ratio = [a / b for a, b in zip(speed[engine], speed["sentence-transformers"], strict=True)]
+        print(f"\n{engine} / sentence-transformers: documents {ratio[0]:.2f}x, queries {ratio[1]:.2f}x", end="")
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""CrossEncoder: scores a (query, document) pair by reading both texts at once.
+
+    score(a, b) = activation(classifier(encoder([CLS] a [SEP] b [SEP])))
+
+The paper's other half: too slow to search a corpus with (every pair needs its own forward
+pass), the most accurate way to order a short list, so retrieval systems rerank the bi-encoder's
+top hits with it. Folders follow sentence-transformers' CrossEncoder layout (a Hugging Face
+sequence-classification model, its tokenizer, config_sentence_transformers.json naming the
+activation), so models move both ways. Scoring runs on the encode engine: token-budget
+batches, the torch (CPU, CUDA) and ONNX fp32/int8 backends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import torch
+from torch import nn
+
+from sbert.backends import Backend, Chain, open_backend
+from sbert.device import backend_dtype, resolve_device
+from sbert.encoding.engine import check_batch_sizes, embed_rows
+from sbert.errors import ModelFormatError
+from sbert.formats import layout
+from sbert.formats.model_config import read_settings
+from sbert.formats.model_dirs import resolve_model_dir
+from sbert.modules.classifier import PairClassifier
+from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
+from sbert.similarity import rank_order
+from sbert.weights_state import TracksWeights
+
+# The activations sentence-transformers records by dotted path, as NumPy functions on logits.
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "torch.nn.modules.activation.Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "torch.nn.modules.linear.Identity": lambda x: x,
+    "torch.nn.modules.activation.Tanh": np.tanh,
+}
+SIGMOID, IDENTITY = "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.linear.Identity"
+LEGACY_HEAD_FILE = "cross_encoder_head.safetensors"  # sbert's pre-0.2 baseline format
+
+
+class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
+    """A sequence-classification transformer over text pairs, with predict and rank."""
+
+    def __init__(self, classifier: PairClassifier, activation: str | None = None, device: Any = None) -> None:
+        super().__init__()
+        self.classifier = classifier
+        self.activation = activation or (SIGMOID if classifier.num_labels == 1 else IDENTITY)
+        check_activation(self.activation)
+        self.source_dir: Path | None = None
+        self.to(resolve_device(device))
+        self.eval()
+
+    @classmethod
+    def new(
+        cls, name_or_path: str | os.PathLike[str], num_labels: int = 1, max_seq_length: int | None = None,
+        device: Any = None,
+    ) -> Self:  # fmt: skip
+        """A cross-encoder with a fresh classification head on a Hugging Face encoder (for training)."""
+        root = resolve_model_dir(name_or_path)
+        classifier = PairClassifier.from_pretrained(root, max_seq_length, num_labels=num_labels)
+        return cls(classifier, device=device)
+
+    @classmethod
+    def load(
+        cls, name_or_path: str | os.PathLike[str], device: Any = None, dtype: str | torch.dtype | None = None,
+        max_seq_length: int | None = None,
+    ) -> Self:  # fmt: skip
+        """Load a cross-encoder folder (sentence-transformers' CrossEncoder layout, or any sequence classifier)."""
+        root = resolve_model_dir(name_or_path)
+        if (root / LEGACY_HEAD_FILE).is_file():
+            raise ModelFormatError(f"{root}: an sbert 0.1 cross-encoder baseline; retrain it (train-cross-encoder)")
+        config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
+        if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or []):
+            raise ModelFormatError(
+                f"{root}: not a cross-encoder (config.json names no *ForSequenceClassification model); "
+                "start one from an encoder with CrossEncoder.new or `sbert train-cross-encoder`"
+            )
+        classifier = PairClassifier.load(root, dtype=dtype)
+        if max_seq_length is not None:
+            classifier.max_seq_length = max_seq_length
+        model = cls(classifier, saved_activation(root, config), device=device)
+        model.source_dir = root
+        return model
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live."""
+        return next(self.parameters()).device
+
+    @property
+    def num_labels(self) -> int:
+        """Scores per pair (1: a relevance score)."""
+        return self.classifier.num_labels
+
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens of a joined pair; longer pairs are cut, the longer text first."""
+        return self.classifier.max_seq_length
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits (B,) for one label, else (B, num_labels), with gradients (training)."""
+        logits = self.classifier(dict(features))["sentence_embedding"]
+        return logits.squeeze(-1) if self.num_labels == 1 else logits
+
+    def tokenize_pairs(self, pairs: Sequence[tuple[str, str]]) -> dict[str, torch.Tensor]:
+        """Padded joint inputs on the model's device."""
+        return {k: v.to(self.device) for k, v in self.classifier.tokenize_pairs(pairs).items()}
+
+    @mteb_entry
+    def predict(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None, batch_tokens: int | None = None,
+        backend: str = "torch", precision: str = "auto", activation: bool = True, show_progress: bool | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """Scores in input order: (n,) for one label, (n, num_labels) otherwise.
+
+        The activation (sigmoid for one label) applies unless `activation=False` (raw logits).
+        Pairs are batched by joint length within a token budget, as encode batches sentences.
+        """
+        rows = check_pairs(pairs)
+        check_batch_sizes(batch_size, batch_tokens)
+        ids = self.classifier.pair_ids(rows)
+        engine = self.backend(backend, precision)
+        logits = embed_rows(engine, ids, self.num_labels, batch_size, batch_tokens, show_progress)
+        scores = ACTIVATIONS[self.activation](logits) if activation else logits
+        return scores[:, 0] if self.num_labels == 1 else scores
+
+    def rank(
+        self, query: str, documents: Sequence[str], top_k: int | None = None, return_documents: bool = False,
+        **predict_options: Any,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        """The documents ordered by score, best first: dicts with corpus_id, score (and text).
+
+        top_k keeps the best k (default, or more than there are: all, as sentence-transformers);
+        no documents rank to []; ties keep input order (search/rerank.py's rule).
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        docs = list(documents)
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
+            raise ValueError(f"top_k must be a non-negative integer or None, got {top_k!r}")
+        if self.num_labels != 1:
+            raise ValueError(f"rank needs a one-score cross-encoder; this one has {self.num_labels} labels")
+        if not docs:
+            return []
+        scores = self.predict([(query, d) for d in docs], **predict_options)
+        order = rank_order(scores, top_k)
+        return [
+            {"corpus_id": int(i), "score": float(scores[i])} | ({"text": docs[i]} if return_documents else {})
+            for i in order
+        ]
+
+    def gpu_batch_tokens(self, backend: str = "torch", precision: str = "auto") -> int | None:
+        """The engine's own token budget where the model runs on a GPU, else None."""
+        return self.backend(backend, precision).default_batch_tokens if self.device.type == "cuda" else None
+
+    def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
+        """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
+        width = getattr(self.classifier.auto_model.config, "hidden_size", None)  # the width auto probes
+        dtype = backend_dtype(name, precision, self.device, width)
+        chain = Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
+        return self.cached_engine(
+            (name, str(self.device), dtype), lambda: open_backend(chain, name, self.device, dtype)
+        )
+
+    def weights_digest(self) -> str:
+        """sha256 of the weights and the module config (keys the ONNX cache)."""
+        from sbert.backends.cache import model_digest
+
+        return model_digest(nn.Sequential(self.classifier))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write sentence-transformers' CrossEncoder layout atomically (a kill mid-save keeps the old copy)."""
+        # sentence-transformers 4-5 read the activation from config.json, 6 from its own file.
+        self.classifier.auto_model.config.sentence_transformers = {"activation_fn": self.activation}
+        with layout.atomic_directory(path) as tmp:
+            self.classifier.save(tmp)
+            layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {
+                "__version__": {"sbert": _version(), "pytorch": torch.__version__},
+                "activation_fn": self.activation, "model_type": "CrossEncoder",
+                "prompts": {}, "default_prompt_name": None,
+            })  # fmt: skip
+            layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", self.classifier.module_type)])
+
+
+def check_activation(name: str) -> None:
+    """Refuse an activation this library cannot apply (its name is a dotted torch path)."""
+    if name not in ACTIVATIONS:
+        raise ModelFormatError(f"unsupported cross-encoder activation {name!r}; known: {', '.join(ACTIVATIONS)}")
+
+
+def saved_activation(root: Path, config: dict[str, Any]) -> str | None:
+    """The activation a folder records: config_sentence_transformers.json (6.x), config.json (4-5, older)."""
+    saved = read_settings(root).activation_fn
+    if saved:
+        return saved
+    return (config.get("sentence_transformers") or {}).get("activation_fn") or config.get(
+        "sbert_ce_default_activation_function"
+    )
+
+
+def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs as a list of (str, str); anything else is a one-line error naming the first bad one."""
+    if isinstance(pairs, str | bytes) or not isinstance(pairs, Sequence):
+        raise TypeError(f"pairs must be a list of (text, text), got {type(pairs).__name__}")
+    out = []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be two texts (text, text), got {pair!r:.80}")
+        if not all(isinstance(t, str) for t in pair):
+            raise ValueError(f"pairs[{i}] has a side that is not text: {pair!r:.80}")
+        out.append((pair[0], pair[1]))
+    return out
+
+
+def _version() -> str:
+    from sbert.version import __version__
+
+    return __version__
