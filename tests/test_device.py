@@ -150,6 +150,10 @@ def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
     assert run.returncode == 0, run.stderr
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
     assert np.abs(np.load(tmp_path / "a.npy") - model.encode(CORPUS)).max() <= 1e-5
+    run = run_cli(*base, "--output", str(tmp_path / "h.npy"), "--devices", "cpu,cpu", "--dtype", "bf16")
+    assert run.returncode == 0, run.stderr  # each worker holds the weights in bf16, as --dtype says
+    held = SentenceEncoder.load(tmp_path / "m", device="cpu", dtype="bf16").encode(CORPUS)
+    assert np.abs(np.load(tmp_path / "h.npy") - held).max() <= 1e-5 < np.abs(held - model.encode(CORPUS)).max()
     bad = run_cli(*base, "--output", str(tmp_path / "b.npy"), "--device", "cuda:7")
     assert bad.returncode == 2 and not (tmp_path / "b.npy").exists()
     assert len(bad.stderr.strip().splitlines()) == 1

@@ -56,6 +56,11 @@ def test_ray_output_equals_local_encode(local_ray, tiny_dirs, sentences, tmp_pat
     index = SearchIndex(tmp_path / "idx")
     index.check_model(model.weights_digest(), model.embedding_dimension)
     assert index.search(local[7:8], top_k=1)[0][0].id == 7
+    # Each replica holds the weights as `dtype` says (SentenceEncoder.load's bf16 here).
+    held = encode_dataset(ds, str(tiny_dirs["bert"]), batch_size=50, dtype="bf16")
+    write_output(held, str(tmp_path / "held"))
+    want = SentenceEncoder.load(tiny_dirs["bert"], device="cpu", dtype="bf16").encode(sentences[:400])
+    assert np.abs(read_parquet_folder(tmp_path / "held")[2] - want).max() <= 1e-5 < np.abs(want - local).max()
 
 
 def test_cli_encodes_a_text_file_on_ray_with_line_numbers_as_ids(local_ray, tiny_dirs, sentences, tmp_path):

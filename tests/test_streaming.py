@@ -83,3 +83,12 @@ def test_kill_mid_run_then_resume_gives_every_row_once(saved, model, tmp_path):
 def test_two_processes_write_the_same_rows(model, tmp_path):
     encode_to_disk(model, TEXTS, tmp_path / "out", shard_size=40, processes=2, show_progress=False)
     np.testing.assert_allclose(load_shards(tmp_path / "out"), model.encode(TEXTS), atol=1e-5)
+
+
+def test_workers_hold_the_weights_as_the_model_was_loaded(saved, model, tmp_path):
+    # dtype="bf16" rounds every Transformer weight: a worker that reloads the folder in fp32 holds another model.
+    held = SentenceEncoder.load(saved, device="cpu", dtype="bf16")
+    encode_to_disk(held, TEXTS, tmp_path / "out", shard_size=40, processes=2, show_progress=False)
+    rows = load_shards(tmp_path / "out")
+    np.testing.assert_allclose(rows, held.encode(TEXTS), atol=1e-5)
+    assert np.abs(rows - model.encode(TEXTS)).max() > 1e-4  # the bf16 weights really ran

@@ -188,6 +188,20 @@ def test_the_cli_encodes_with_weights_held_in_int8(saved_decoder, tmp_path):
     assert bad.returncode == 2 and "--dtype" in bad.stderr
 
 
+def test_a_real_server_holds_the_weights_as_dtype_says(saved_decoder):
+    from tests.serve_helpers import serve_in_thread, served_vectors
+
+    fp32 = SentenceEncoder.load(saved_decoder, device="cpu").encode(TEXTS[:4])
+    for dtype in ("int8", "bf16"):
+        held = SentenceEncoder.load(saved_decoder, device="cpu", dtype=dtype).encode(TEXTS[:4])
+        server = serve_in_thread("--model", str(saved_decoder), "--dtype", dtype)
+        try:
+            got = served_vectors(server, TEXTS[:4], saved_decoder.name)
+        finally:
+            assert server.stop()
+        assert np.abs(got - held).max() <= 1e-5 < np.abs(held - fp32).max(), dtype
+
+
 def test_an_int8_held_model_refuses_the_graph_backends(saved_decoder):
     held = SentenceEncoder.load(saved_decoder, device="cpu", dtype="int8")
     with pytest.raises(BackendError, match=r"^backend 'onnx' exports the float model; .* use backend='torch'$"):

@@ -117,7 +117,7 @@ def _on_ray(args: argparse.Namespace) -> int:
                    "precision": args.precision}  # fmt: skip
         encoded = encode_dataset(ds, args.model, text_column=args.text_column, actors=args.actors,
                                  cpus_per_actor=args.cpus_per_actor, gpus_per_actor=args.gpus_per_actor,
-                                 device=args.device, **options)  # fmt: skip
+                                 device=args.device, dtype=args.dtype, **options)  # fmt: skip
         rows = write_output(encoded, args.output)
     print(f"wrote {rows} embeddings as Parquet in {args.output}", file=sys.stderr)
     return 0

@@ -62,6 +62,8 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         self.source_dir: Path | None = None
         self.settings = EncoderSettings()  # prompts, default prompt, truncate_dim
         self._digest: tuple[tuple[WeightsKey, str], str] | None = None
+        # The `dtype` the weights were loaded with (None: fp32), so workers that reload the folder hold the same.
+        self.held_dtype: str | torch.dtype | None = None
         self._loaded_key: WeightsKey | None = None
 
     @classmethod
@@ -85,6 +87,7 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         """
         root = resolve_model_dir(name_or_path)
         model = cls(load_held(root, trust_remote_code, dtype, resolve_device(device)), device=device)
+        model.held_dtype = dtype  # worker processes load the folder the same way
         model.source_dir = root
         model.settings = read_settings(root)
         model.settings.truncate_dim = check_truncate_dim(

@@ -32,13 +32,16 @@ log = logging.getLogger(__name__)
 class EncodeActor:
     """One loaded model per actor; each call embeds one batch of rows."""
 
-    def __init__(self, model: str, text_column: str, options: dict[str, Any], threads: int, device: str | None) -> None:
+    def __init__(
+        self, model: str, text_column: str, options: dict[str, Any], threads: int, device: str | None,
+        dtype: str | None = None,
+    ) -> None:  # fmt: skip
         import torch
 
         from sbert.dense.model import SentenceEncoder
 
         torch.set_num_threads(max(1, threads))  # the actor's share of the node, not every core
-        self.model = SentenceEncoder.load(model, device=device)
+        self.model = SentenceEncoder.load(model, device=device, dtype=dtype)
         self.text_column, self.options = text_column, options
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -65,11 +68,13 @@ def encode_dataset(
     device: str | None = None,
     gpus_per_actor: float = 0.0,
     precision: str = "auto",
+    dtype: str | None = None,
 ) -> ray.data.Dataset:
     """`ds` with an `embedding` column, computed by `actors` model replicas (lazy: runs when consumed).
 
     With `gpus_per_actor` > 0 Ray places each replica on a GPU (fractions share one) and the
     replica runs the packed CUDA engine there; rows per call then grow to fill its token budget.
+    `dtype` is how each replica holds the weights (SentenceEncoder.load's: bf16, fp16, int8, ...).
     """
     if text_column not in ds.schema().names:
         raise SbertError(f"no column {text_column!r} in the dataset; columns: {', '.join(ds.schema().names)}")
@@ -83,7 +88,7 @@ def encode_dataset(
     threads = max(1, round(cpus_per_actor))  # torch threads: the cores the actor was asked to use
     return ds.map_batches(
         EncodeActor,
-        fn_constructor_args=(model, text_column, options, threads, device),
+        fn_constructor_args=(model, text_column, options, threads, device, dtype),
         batch_size=batch_size,
         batch_format="pyarrow",
         concurrency=actors,

@@ -31,6 +31,7 @@ class Encoder(Protocol):
 
     source_dir: Path | None
     max_seq_length: int
+    held_dtype: str | torch.dtype | None  # how the weights were loaded; workers load the folder the same way
 
     @property
     def embedding_dimension(self) -> int:
@@ -78,7 +79,7 @@ def encode_on_devices(
     with tempfile.TemporaryDirectory(prefix="sbert-devices-") as scratch:
         source = _saved_copy(model, Path(scratch))
         # The class travels by reference (pickled as its import path), so this module never imports model.py.
-        init = (type(model), str(source), slots, threads, model.max_seq_length)
+        init = (type(model), str(source), slots, threads, model.max_seq_length, model.held_dtype)
         parts = stripes(texts, STRIPES_PER_WORKER * len(resolved))
         show = len(texts) >= PROGRESS_MIN_SENTENCES if show is None else show
         with (
@@ -100,10 +101,10 @@ def _saved_copy(model: Encoder, scratch: Path) -> Path:
     return scratch / "model"
 
 
-def _init(loader: Any, source: str, slots: Any, threads: int, max_seq_length: int) -> None:
+def _init(loader: Any, source: str, slots: Any, threads: int, max_seq_length: int, dtype: Any) -> None:
     device = slots.get()
     torch.set_num_threads(threads)
-    model = loader.load(source, device=device)
+    model = loader.load(source, device=device, dtype=dtype)
     model.max_seq_length = max_seq_length
     _WORKER["model"] = model
 

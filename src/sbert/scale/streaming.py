@@ -200,7 +200,7 @@ def _pooled(
         model.encode(["export the graph once, before the workers race to"], backend=options["backend"])
     threads = max(1, torch.get_num_threads() // processes)
     # The class travels by reference (pickled as its import path): this module never imports model.py.
-    init = (type(model), str(model.source_dir), str(model.device), threads, model.weights_digest())
+    init = (type(model), str(model.source_dir), str(model.device), threads, model.weights_digest(), model.held_dtype)
     rows = 0
     with ProcessPoolExecutor(processes, mp_context=get_context("spawn"), initializer=_init, initargs=init) as pool:
         pending: list[Future[int]] = []
@@ -220,9 +220,11 @@ def _collect(future: Future[int], bar: tqdm) -> int:
     return count
 
 
-def _init(loader: type[SentenceEncoder], source: str, device: str, threads: int, digest: str) -> None:
+def _init(
+    loader: type[SentenceEncoder], source: str, device: str, threads: int, digest: str, dtype: str | torch.dtype | None
+) -> None:
     torch.set_num_threads(threads)
-    model = loader.load(source, device=device)
+    model = loader.load(source, device=device, dtype=dtype)  # held as the parent holds it: the digests then agree
     _WORKER["model"] = model
     _WORKER["same"] = model.weights_digest() == digest
 
