@@ -157,3 +157,80 @@ def test_cli_indexes_and_searches_with_a_colbert_model(tmp_path: Path, capsys: p
 
     with pytest.raises(Exception, match="multi-vector"):
         SentenceEncoder.load(folder, device="cpu")
+
+
+def test_compact_tokens_decode_as_defined_and_score_near_float32() -> None:
+    from sbert.vectors.token_codes import decode_rows, encode_rows
+
+    rng = np.random.default_rng(8)
+    docs, queries = TokenSets.pack(unit_sets(rng, 40, 3, 30, dim=64)), TokenSets.pack(unit_sets(rng, 6, 2, 9, dim=64))
+    x = docs.tokens
+    codes, scales = encode_rows(x, "int8")
+    assert codes.dtype == np.int8 and np.abs(codes).max() == 127  # each token's largest entry takes the top code
+    np.testing.assert_allclose(decode_rows(codes, scales, 64), x, atol=float(scales.max()) / 254 + 1e-7)
+    bits, _ = encode_rows(x, "binary")
+    assert bits.shape == (len(x), 8)  # 64 dims in 8 bytes
+    np.testing.assert_array_equal(decode_rows(bits, None, 64), np.where(x > 0, 1, -1) / np.float32(8.0))
+    full = maxsim_matrix(queries, docs)
+    sizes = {}
+    for fmt, atol in (("float16", 1e-2), ("int8", 5e-2)):
+        compact = docs.compact(fmt)
+        sizes[fmt] = compact.nbytes
+        np.testing.assert_allclose(maxsim_matrix(queries, compact), full, atol=atol)
+        np.testing.assert_allclose(maxsim_pairs(queries, compact.subset(np.arange(6))),
+                                   np.diag(full[:, :6]), atol=atol)  # fmt: skip
+    binary = docs.compact("binary")
+    assert binary.token_format == "binary" and binary.width == 64 and binary.subset(np.array([3, 1])).width == 64
+    assert sizes["float16"] == x.nbytes // 2 and sizes["int8"] == x.nbytes // 4 + 4 * len(x)
+    assert binary.nbytes == x.nbytes // 32
+    order = np.argsort(-full, axis=1)[:, :3]
+    rough = np.argsort(-maxsim_matrix(queries, binary), axis=1)[:, :10]
+    assert np.mean([len(set(a) & set(b)) / 3 for a, b in zip(order, rough, strict=True)]) >= 0.6
+
+
+@pytest.mark.parametrize("token_format", ["int8", "binary"])
+def test_compact_indexes_rescore_to_the_exact_ranking_and_round_trip(token_format: str, tmp_path: Path) -> None:
+    docs, queries = clustered_corpus(np.random.default_rng(9), 200)
+    exact = MultiVectorIndex.build(docs, IndexSettings(dimension=16, muvera=False, plaid=False))
+    index = MultiVectorIndex.build(docs, IndexSettings(dimension=16, n_centroids=32, token_format=token_format))
+    assert index.docs.token_format == token_format and (index.rescore is not None) == (token_format == "binary")
+    _, want = exact.search(queries, top_k=5)
+    for method in ("exact", "muvera", "plaid"):
+        _, got = index.search(queries, top_k=5, method=method, candidates=len(docs), probes=10**6)
+        # every document is a candidate: the int8 rescoring orders them as the float16 index does
+        recall = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(got, want, strict=True)])
+        assert recall >= 0.95, (method, recall)
+    index.save(tmp_path / "ix")
+    again = MultiVectorIndex.load(tmp_path / "ix")
+    assert again.settings.token_format == token_format
+    for method in ("exact", "plaid"):
+        np.testing.assert_array_equal(again.search(queries, method=method)[1], index.search(queries, method=method)[1])
+    with pytest.raises(Exception, match="float32"):
+        MultiVectorIndex.build(docs, IndexSettings(dimension=16, token_format="float32"))
+
+
+def test_encode_returns_compact_tokens_and_the_cli_builds_a_binary_index(tmp_path: Path, capsys) -> None:
+    import json
+
+    from sbert.cli.main import main
+    from sbert.multivector import MultiVectorEncoder
+    from tests.colbert_fixtures import build_native, build_punctuated_bert
+
+    folder = build_native(build_punctuated_bert(tmp_path / "bert"), tmp_path / "colbert")
+    corpus = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today", "dogs run in the park"]
+    model = MultiVectorEncoder.load(folder, device="cpu")
+    query, docs = model.encode_query(["the cat sat"], output="packed"), model.encode_document(corpus, output="packed")
+    int8 = model.encode_document(corpus, output="packed", token_format="int8")
+    assert int8.token_format == "int8" and int8.nbytes == docs.nbytes // 4 + 4 * len(docs.tokens)  # codes + scales
+    np.testing.assert_allclose(model.similarity(query, int8), model.similarity(query, docs), atol=5e-2)
+    with pytest.raises(ValueError, match="needs output='packed'"):
+        model.encode_document(corpus, token_format="binary")
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    assert main(["index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix"), "--model",
+                 str(folder), "--token-format", "binary"]) == 0  # fmt: skip
+    assert json.loads((tmp_path / "ix" / "index.json").read_text())["token_format"] == "binary"
+    expected = model.similarity(query, docs)[0]
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "ix"), "the cat sat", "-k", "2", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert [h["text"] for h in hits] == [corpus[i] for i in np.argsort(-expected)[:2]]  # rescored with int8

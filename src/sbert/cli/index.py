@@ -20,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, help="index folder (replaced atomically when done)")
     b.add_argument("--kind", choices=KINDS, default="hnsw", help="FAISS index type (int8, binary: quantized, rescored)")
     b.add_argument("--no-rescore-vectors", action="store_true", help="quantized kinds: keep no full vectors")
+    b.add_argument("--token-format", choices=("float16", "int8", "binary"), default="float16",
+                   help="a multi-vector index's token storage: int8 (a quarter of float32), binary (a 32nd, "
+                        "rescored with an int8 copy)")  # fmt: skip
     b.add_argument("--shard-size", type=int, default=100_000, help="rows per resumable embedding shard")
     b.add_argument("--sparse-model", help="also index sparse vectors of this SparseEncoder (SPLADE, CSR): "
                    "`sbert search --mode sparse|hybrid`")  # fmt: skip
@@ -86,11 +89,13 @@ def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
     if args.sparse_model:
         raise SbertError("--sparse-model: a multi-vector index holds token matrices only")
     from sbert.multivector import MultiVectorEncoder
-    from sbert.search.multivector_index import index_texts
+    from sbert.search.multivector_index import IndexSettings, index_texts
 
     model = MultiVectorEncoder.load(root, device=args.device)
-    info = index_texts(model, texts, args.out, _model_name(args.model))
-    print(f"indexed {info.count} texts (multi-vector, {info.dimension} dims, {info.n_centroids} centroids) "
+    settings = IndexSettings(dimension=model.embedding_dimension, token_format=args.token_format)
+    info = index_texts(model, texts, args.out, _model_name(args.model), settings)
+    print(f"indexed {info.count} texts (multi-vector, {info.dimension} dims as {info.token_format}, "
+          f"{info.n_centroids} centroids) "
           f"in {args.out}", file=sys.stderr)  # fmt: skip
     return True
 

@@ -32,6 +32,7 @@ from sbert.multivector.loading import load_multivector, save_pylate_files
 from sbert.multivector.tokens import SCORED, TokenRules
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
+from sbert.vectors.token_codes import check_token_format
 from sbert.weights_state import TracksWeights
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class MultiVectorEncoder(TracksWeights, nn.Sequential):
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
         precision: str = "auto", output: str = "list", show_progress: bool | None = None, backend: str = "torch",
+        token_format: str = "float32",
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
@@ -174,14 +176,19 @@ class MultiVectorEncoder(TracksWeights, nn.Sequential):
         `precision` "auto" (fp32 on a CPU, half on CUDA), "fp32", "bf16" or "fp16", as for dense encoders.
         `backend` "torch", or a graph runtime: "onnx", "onnx-int8", "openvino", "openvino-int8" (CPU, fp32 graph
         or int8 weights; exported once beside the model, checked against torch).
-        `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list.
+        `output` "packed" returns one `TokenSets` (all rows end to end, and offsets) instead of a list; with
+        `token_format` "float16", "int8" (a scale per token) or "binary" (a bit a dimension) its tokens are
+        compact, and `similarity` scores them as they are (vectors/token_codes.py says how each decodes).
         `show_progress`: a bar (None: only for 2,048 texts or more, as dense encoders do).
         """
         texts, single = check_sentences(sentences)
+        if check_token_format(token_format) != "float32" and output != "packed":
+            raise ValueError(f"token_format={token_format!r} needs output='packed' (a list holds float32 matrices)")
         ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
         mats = self.engine(precision, backend).run(ids, task, batch_size, batch_tokens, show_progress)
         if output == "packed":
-            return TokenSets.pack(mats, self.embedding_dimension)
+            packed = TokenSets.pack(mats, self.embedding_dimension)
+            return packed if token_format == "float32" else packed.compact(token_format)
         if output != "list":
             raise ValueError(f"output must be 'list' or 'packed', got {output!r}")
         return mats[0] if single else mats

@@ -9,10 +9,14 @@
             and the best `candidates` are rescored by exact MaxSim. (PLAID's centroid interaction
             and residual decompression stages are left out: on the benchmark corpus, exact MaxSim
             on more candidates bought more recall per second than centroid interaction.)
-Token vectors are stored as float16 (half the bytes; MaxSim is computed in float32).
+Token vectors are stored as float16 by default (half the bytes; MaxSim is computed in float32),
+or compact (`token_format`, vectors/token_codes.py): int8 with a scale per token (a quarter), or
+binary (a thirty-second), which keeps an int8 copy to rescore with: every method's candidates are
+then put in order by MaxSim on the int8 tokens, and "exact" first takes `candidates` by binary MaxSim.
 
-Folder: `index.json` (IndexSettings + counts), `tokens.npy`, `offsets.npy`, and when built,
-`muvera.npy`, `centroids.npy`, `codes.npy`; written atomically.
+Folder: `index.json` (IndexSettings + counts), `tokens.npy`, `offsets.npy` (`scales.npy` for int8;
+`rescore_tokens.npy` and `rescore_scales.npy` for binary), and when built, `muvera.npy`,
+`centroids.npy`, `codes.npy`; written atomically.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sbert.search.exact import top_k_rows
 from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix
 from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
+from sbert.vectors.token_codes import check_token_format
 
 if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
@@ -58,14 +63,16 @@ class IndexSettings:
     mean: bool = False  # meanmaxsim instead of maxsim
     model: str = ""
     document_prompt: str = ""
+    token_format: str = "float16"  # float16, int8 or binary (vectors/token_codes.py)
 
 
 class MultiVectorIndex:
     """Token matrices of a corpus plus the structures each search method needs."""
 
     def __init__(self, docs: TokenSets, settings: IndexSettings, muvera: np.ndarray | None = None,
-                 centroids: np.ndarray | None = None, codes: np.ndarray | None = None) -> None:  # fmt: skip
-        self.docs, self.settings = docs, settings
+                 centroids: np.ndarray | None = None, codes: np.ndarray | None = None,
+                 rescore: TokenSets | None = None) -> None:  # fmt: skip
+        self.docs, self.settings, self.rescore = docs, settings, rescore  # rescore: int8 tokens of a binary index
         self.muvera, self.centroids, self.codes = muvera, centroids, codes
         self._postings: tuple[np.ndarray, np.ndarray] | None = None  # centroid -> documents (CSR)
         self._muvera32: np.ndarray | None = None
@@ -73,10 +80,13 @@ class MultiVectorIndex:
 
     @classmethod
     def build(cls, docs: TokenSets, settings: IndexSettings, seed: int = 0) -> MultiVectorIndex:
-        """Index `docs` (float16 storage) and build MUVERA encodings and centroids as `settings` ask."""
+        """Index `docs` (stored in `settings.token_format`) and build MUVERA encodings and centroids as asked."""
         if len(docs) == 0:
             raise SbertError("cannot build an index of an empty corpus")
-        stored = TokenSets(docs.tokens.astype(np.float16), docs.offsets)
+        if check_token_format(settings.token_format) == "float32":
+            raise SbertError("token_format float32: an index stores float16, int8 or binary tokens")
+        stored = docs.compact(settings.token_format)
+        rescore = docs.compact("int8") if settings.token_format == "binary" else None
         settings = IndexSettings(**{**asdict(settings), "count": len(docs), "dimension": int(docs.tokens.shape[1])})
         params = _muvera_params(settings)
         muvera = encode_documents(docs.tokens, docs.offsets, params).astype(np.float16) if settings.muvera else None
@@ -86,7 +96,7 @@ class MultiVectorIndex:
             centroids = token_centroids(docs.tokens, k, seed=seed)
             codes = assign(docs.tokens, centroids)
             settings = IndexSettings(**{**asdict(settings), "n_centroids": len(centroids)})
-        return cls(stored, settings, muvera, centroids, codes)
+        return cls(stored, settings, muvera, centroids, codes, rescore)
 
     def search(self, queries: TokenSets, top_k: int = 10, method: str = "exact",
                candidates: int | None = None, probes: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -94,14 +104,22 @@ class MultiVectorIndex:
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         k = min(top_k, len(self.docs))
-        if method == "exact":
-            return top_k_rows(maxsim_matrix(queries, self.docs, self.settings.mean), k)
         depth = candidates or self.settings.candidates
-        pools = self._muvera_pools(queries, depth) if method == "muvera" else self._plaid_pools(queries, depth, probes)
+        if method == "exact" and self.rescore is None:
+            return top_k_rows(maxsim_matrix(queries, self.docs, self.settings.mean), k)
+        if method == "exact":  # binary codes: candidates by binary MaxSim over the corpus, then the int8 rescoring
+            pools = list(
+                top_k_rows(maxsim_matrix(queries, self.docs, self.settings.mean), min(depth, len(self.docs)))[1]
+            )
+        elif method == "muvera":
+            pools = self._muvera_pools(queries, depth)
+        else:
+            pools = self._plaid_pools(queries, depth, probes)
+        fine = self.rescore if self.rescore is not None else self.docs
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for q, pool in enumerate(pools):
-            exact = maxsim_matrix([queries.matrix(q)], self.docs.subset(pool), self.settings.mean)
+            exact = maxsim_matrix([queries.matrix(q)], fine.subset(pool), self.settings.mean)
             best, top = top_k_rows(exact, k)
             scores[q, : best.shape[1]], ids[q, : best.shape[1]] = best[0], pool[top[0]]
         return scores, ids
@@ -151,6 +169,12 @@ class MultiVectorIndex:
                 write_texts(tmp / TEXTS_FILE, texts)
             np.save(tmp / "tokens.npy", self.docs.tokens)
             np.save(tmp / "offsets.npy", self.docs.offsets)
+            extra = {"scales": self.docs.scales}
+            if self.rescore is not None:
+                extra |= {"rescore_tokens": self.rescore.tokens, "rescore_scales": self.rescore.scales}
+            for name, part in extra.items():
+                if part is not None:
+                    np.save(tmp / f"{name}.npy", part)
             for name, array in (("muvera", self.muvera), ("centroids", self.centroids), ("codes", self.codes)):
                 if array is not None:
                     np.save(tmp / f"{name}.npy", array)
@@ -174,8 +198,12 @@ class MultiVectorIndex:
         tokens, offsets = array("tokens"), array("offsets")
         if tokens is None or offsets is None or len(offsets) != settings.count + 1:
             raise SbertError(f"{root}: tokens.npy / offsets.npy missing or not matching {INFO_FILE}; rebuild it")
-        docs = TokenSets(tokens, np.asarray(offsets))
-        index = cls(docs, settings, array("muvera"), array("centroids"), array("codes"))
+        offsets = np.asarray(offsets)
+        bits = settings.dimension if settings.token_format == "binary" else None
+        docs = TokenSets(tokens, offsets, array("scales"), bits)
+        fine_tokens = array("rescore_tokens")
+        rescore = TokenSets(fine_tokens, offsets, array("rescore_scales")) if fine_tokens is not None else None
+        index = cls(docs, settings, array("muvera"), array("centroids"), array("codes"), rescore)
         if (root / TEXTS_FILE).is_file():
             index.db = open_texts(root / TEXTS_FILE)
         return index
@@ -193,7 +221,7 @@ def is_multivector_index(folder: str | os.PathLike[str]) -> bool:
 def index_texts(model: MultiVectorEncoder, texts: Sequence[str], out: str | os.PathLike[str], model_name: str,
                 settings: IndexSettings | None = None) -> IndexSettings:  # fmt: skip
     """Encode `texts` as documents, build every search method's structures and save the folder with the texts."""
-    docs = model.encode_document(list(texts), output="packed")
+    docs = model.encode_document(list(texts), output="packed")  # float32; the index stores its own format
     base = settings or IndexSettings(dimension=model.embedding_dimension)
     prompt = model.settings.resolve_prompt(task="document")
     base = IndexSettings(**{**asdict(base), "model": model_name, "document_prompt": prompt,

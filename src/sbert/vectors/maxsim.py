@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sbert.vectors.token_codes import decode_rows, encode_rows
+
 MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
 # Floats in one (query tokens, document tokens) block: 32M float32 = 128 MB.
 DEFAULT_BUDGET = 32 * 1024 * 1024
@@ -31,10 +33,16 @@ def check_multi_similarity(name: str | None) -> str:
 
 @dataclass(frozen=True)
 class TokenSets:
-    """Token matrices packed end to end: matrix i is `tokens[offsets[i]:offsets[i + 1]]`."""
+    """Token matrices packed end to end: matrix i is `tokens[offsets[i]:offsets[i + 1]]`.
 
-    tokens: np.ndarray  # (total_tokens, dim), float32 or float16
+    `tokens` may be compact (vectors/token_codes.py): float16, int8 codes with `scales`, or packed
+    bits of `dim` dimensions; `rows` and `matrix` give float32 whatever the format.
+    """
+
+    tokens: np.ndarray  # (total_tokens, dim) float32 / float16 / int8, or (total_tokens, dim / 8) uint8 bits
     offsets: np.ndarray  # (n + 1,) int64, offsets[0] == 0
+    scales: np.ndarray | None = None  # (total_tokens,) float32: int8 codes only
+    dim: int | None = None  # the vectors' width where `tokens` holds bits (8 to a byte)
 
     @classmethod
     def pack(cls, matrices: Sequence[np.ndarray], dim: int | None = None) -> TokenSets:
@@ -55,9 +63,36 @@ class TokenSets:
         """Tokens per matrix, (n,)."""
         return np.diff(self.offsets)
 
+    @property
+    def width(self) -> int:
+        """The token vectors' dimension (not the bytes a packed row holds)."""
+        return int(self.dim) if self.dim is not None else int(self.tokens.shape[1])
+
+    @property
+    def token_format(self) -> str:
+        """float32, float16, int8 or binary."""
+        return {np.dtype(np.uint8): "binary", np.dtype(np.int8): "int8", np.dtype(np.float16): "float16"}.get(
+            self.tokens.dtype, "float32"
+        )
+
+    def rows(self, start: int, end: int) -> np.ndarray:
+        """float32 (end - start, dim): token rows start..end of the packing, decoded from any format."""
+        scales = self.scales[start:end] if self.scales is not None else None
+        return decode_rows(self.tokens[start:end], scales, self.width)
+
     def matrix(self, i: int) -> np.ndarray:
-        """Matrix i, (n_i, dim)."""
-        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+        """Matrix i as float32, (n_i, dim)."""
+        return self.rows(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def compact(self, token_format: str) -> TokenSets:
+        """The same matrices in `token_format` (float32, float16, int8 or binary); from float32 rows only."""
+        codes, scales = encode_rows(self.rows(0, len(self.tokens)), token_format)
+        return TokenSets(codes, self.offsets, scales, self.width if token_format == "binary" else None)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the token storage holds (codes and scales; not the offsets)."""
+        return int(self.tokens.nbytes + (self.scales.nbytes if self.scales is not None else 0))
 
     def subset(self, rows: np.ndarray) -> TokenSets:
         """The matrices at `rows`, packed anew in that order (one gather, no Python loop)."""
@@ -65,7 +100,10 @@ class TokenSets:
         counts = self.lengths[rows]
         first = np.cumsum(counts) - counts  # where each matrix starts in the new packing
         gather = np.arange(int(counts.sum())) - np.repeat(first, counts) + np.repeat(self.offsets[rows], counts)
-        return TokenSets(np.asarray(self.tokens[gather]), np.r_[0, np.cumsum(counts)].astype(np.int64))
+        scales = self.scales[gather] if self.scales is not None else None
+        return TokenSets(
+            np.asarray(self.tokens[gather]), np.r_[0, np.cumsum(counts)].astype(np.int64), scales, self.dim
+        )
 
 
 def _as_sets(x: TokenSets | Sequence[np.ndarray]) -> TokenSets:
@@ -102,11 +140,11 @@ def maxsim_matrix(
         return out
     q_len = q.lengths
     for q0, q1 in _blocks(q.offsets, budget // max(int(d.lengths.max()), 1)):
-        block = q.tokens[q.offsets[q0] : q.offsets[q1]].astype(np.float32)
+        block = q.rows(int(q.offsets[q0]), int(q.offsets[q1]))
         q_starts = q.offsets[q0:q1] - q.offsets[q0]
         for d0, d1 in _blocks(d.offsets, max(budget // max(len(block), 1), 1)):
             base = d.offsets[d0]
-            scores = block @ d.tokens[base : d.offsets[d1]].astype(np.float32).T  # (q tokens, d tokens)
+            scores = block @ d.rows(int(base), int(d.offsets[d1])).T  # (q tokens, d tokens)
             best = _segment_max(scores, d.offsets[d0:d1] - base, d.lengths[d0:d1])  # (q tokens, docs)
             out[q0:q1, d0:d1] = _segment_sum(best, q_starts, q_len[q0:q1])  # sum over each query's tokens
     if mean:
@@ -125,7 +163,7 @@ def maxsim_pairs(
     for i in range(len(q)):
         qi, di = q.matrix(i), d.matrix(i)
         if len(qi) and len(di):
-            out[i] = (qi.astype(np.float32) @ di.astype(np.float32).T).max(axis=1).sum()
+            out[i] = (qi @ di.T).max(axis=1).sum()
     if mean:
         out /= np.maximum(q.lengths, 1)
     return out
