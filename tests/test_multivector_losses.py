@@ -84,3 +84,40 @@ def test_torch_maxsim_matches_the_packed_numpy_one() -> None:
     d_mask = torch.tensor([[1] * 7, [1, 1, 0, 0, 0, 0, 0], [0] * 7, [1, 1, 1, 1, 0, 0, 0]]).bool()
     expected = maxsim_matrix([q[i][q_mask[i]].numpy() for i in range(3)], [d[j][d_mask[j]].numpy() for j in range(4)])
     torch.testing.assert_close(maxsim_scores(q, q_mask, d, d_mask), torch.from_numpy(expected), atol=1e-5, rtol=0)
+
+
+def test_cached_contrastive_loss_equals_the_plain_one_and_the_reference(folder: Path) -> None:
+    from sentence_transformers import MultiVectorEncoder as Reference
+    from sentence_transformers.multi_vector_encoder.losses import CachedMultiVectorMultipleNegativesRankingLoss
+
+    from sbert.losses.multivector import CachedMultiVectorContrastiveLoss
+
+    model = MultiVectorEncoder.load(folder, device="cpu")  # eval mode: no dropout, so both passes draw alike
+    columns = [(QUERIES, "query"), (POSITIVES, "document"), (NEGATIVES, "document")]
+
+    def pads(texts: list[str], task: str) -> dict[str, Any]:
+        prompt = model.settings.resolve_prompt(task=task)
+        return model._rules.pad(model.transformer, model._rules.token_ids(model.transformer, texts, task, prompt)[0],
+                                task)  # fmt: skip
+
+    def grads() -> list[torch.Tensor]:
+        out = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        model.zero_grad()
+        return out
+
+    plain = MultiVectorContrastiveLoss(2.0).forward_features([model(pads(t, k)) for t, k in columns], None)
+    plain.backward()
+    want = grads()
+    cached = CachedMultiVectorContrastiveLoss(2.0, mini_batch=2).forward_model(model, [pads(t, k) for t, k in columns],
+                                                                               None)  # fmt: skip
+    assert abs(float(cached) - float(plain)) <= 1e-6
+    cached.backward()
+    got = grads()
+    assert len(got) == len(want) > 0
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+    ref = Reference(str(folder), device="cpu")
+    expected = CachedMultiVectorMultipleNegativesRankingLoss(ref, scale=2.0, mini_batch_size=2)(
+        [reference(ref, t, k) for t, k in columns], None
+    )
+    assert abs(float(cached) - float(expected)) <= 1e-5

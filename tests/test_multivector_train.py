@@ -82,3 +82,14 @@ def test_max_seq_length_is_refused_with_the_lengths_to_use(setup: dict[str, Path
                                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     assert train(setup["native"], tmp_path / "x", setup["pairs"], "--max-seq-length", "16") == 2
     assert "query_length and document_length" in capsys.readouterr().err
+
+
+def test_the_cached_objective_trains_through_the_cli(setup: dict[str, Path], tmp_path: Path) -> None:
+    code = main(["train", "--model", str(setup["native"]), "--output", str(tmp_path / "out"), "--device", "cpu",
+                 "--batch-size", "8", "--train", f"csv:{setup['pairs']}", "--objective", "cached-colbert",
+                 "--columns", "anchor=question,positive=answer", "--option", "mini_batch=3",
+                 "--no-progress"])  # fmt: skip
+    assert code == 0
+    before = MultiVectorEncoder.load(setup["native"], device="cpu").state_dict()
+    after = MultiVectorEncoder.load(tmp_path / "out", device="cpu").state_dict()
+    assert any(not torch.equal(a, b) for a, b in zip(before.values(), after.values(), strict=True))

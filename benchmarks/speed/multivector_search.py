@@ -1,6 +1,7 @@
 """Multi-vector index: recall@10 against exact MaxSim, and queries/s, on a synthetic ColBERT-shaped corpus.
 
     python benchmarks/speed/multivector_search.py [--documents 100000] [--queries 200] [--json FILE]
+        [--token-formats float16,int8,binary]
 
 The corpus imitates ColBERT token vectors (128-d, unit length): a vocabulary of 30,000 "word"
 directions with Zipf-like frequencies (exponent 0.8); each document holds 20-60 tokens, each its
@@ -8,7 +9,10 @@ word's direction plus a document-specific context (length 0.3) and noise (0.3); 
 tokens of one document (re-noised, 0.4) plus 24 expansion tokens that echo them more loosely
 (0.8). Exact MaxSim over the whole corpus is the reference; MUVERA and PLAID's probed-centroid
 stage each generate candidates that exact MaxSim reranks. Build time, recall@10 and queries/s (one query at a time,
-median of the per-query rates over the run) are printed per method and setting.
+median of the per-query rates over the run) are printed per method and setting. `--token-formats` adds, for
+each compact storage (vectors/token_codes.py), the token bytes and PLAID's default setting on it (and, for
+binary, "exact": every document scored on its bits, the best 1,024 rescored on the int8 copy); recall
+is always against exact MaxSim on the float32 vectors.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import platform
 import subprocess
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -74,12 +79,36 @@ def recall(found: np.ndarray, exact: np.ndarray) -> float:
     return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found, exact, strict=True)]))
 
 
+def format_rows(
+    index: MultiVectorIndex, docs: TokenSets, queries: TokenSets, exact: np.ndarray, formats: list[str]
+) -> list[dict[str, object]]:
+    """PLAID's default (and binary's rescored exact) on each compact storage, sharing the built centroids."""
+    rows: list[dict[str, object]] = []
+    for fmt in formats:
+        rescore = docs.compact("int8") if fmt == "binary" else None
+        stored = docs.compact(fmt)
+        compact = MultiVectorIndex(stored, replace(index.settings, token_format=fmt), index.muvera, index.centroids,
+                                   index.codes, rescore)  # fmt: skip
+        size = stored.nbytes + (rescore.nbytes if rescore is not None else 0)
+        setting = f"{fmt} tokens, {size / 2**20:.0f} MiB" + (" (bits + int8 copy)" if rescore is not None else "")
+        runs = [("plaid", {"method": "plaid", "candidates": 1024, "probes": 8})]
+        runs += [("exact (bits, int8 rescoring)", {"method": "exact", "candidates": 1024})] if fmt == "binary" else []
+        for name, options in runs:
+            found, qps = timed_search(compact, queries, **options)
+            rows.append(
+                {"method": name, "setting": setting, "recall_at_10": recall(found, exact), "queries_per_s": qps}
+            )
+        print(f"{fmt}: {size / 2**20:.0f} MiB of tokens (float32: {docs.nbytes / 2**20:.0f} MiB)", flush=True)
+    return rows
+
+
 def main() -> None:
     """Build, search with every method, print a table (and write it as JSON)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--token-formats", default="", help="comma-separated compact storages to compare too")
     args = parser.parse_args()
     docs, queries = corpus(args.documents, args.queries)
     start = time.perf_counter()
@@ -99,6 +128,7 @@ def main() -> None:
         found, qps = timed_search(index, queries, method="plaid", candidates=depth, probes=probes)
         rows.append({"method": "plaid", "setting": f"probes={probes}, candidates={depth}",
                      "recall_at_10": recall(found, exact), "queries_per_s": qps})  # fmt: skip
+    rows += format_rows(index, docs, queries, exact, [f for f in args.token_formats.split(",") if f])
     print("| method | setting | recall@10 vs exact | queries/s (median) |\n|---|---|---|---|")
     for row in rows:
         print(f"| {row['method']} | {row['setting']} | {row['recall_at_10']:.3f} | {row['queries_per_s']:.1f} |")

@@ -12,7 +12,7 @@ from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
-from sbert.losses.multivector import MultiVectorContrastiveLoss
+from sbert.losses.multivector import CachedMultiVectorContrastiveLoss, MultiVectorContrastiveLoss
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.splade import SpladeLoss
 from sbert.losses.triplet import TripletLoss
@@ -28,6 +28,7 @@ LOSSES: dict[str, type[Loss]] = {
     "infomax": InfomaxLoss,
     "splade": SpladeLoss,
     "colbert": MultiVectorContrastiveLoss,
+    "cached-colbert": CachedMultiVectorContrastiveLoss,
 }
 # The table columns each kind of example needs (data/tables.py decides the kind from the roles).
 KIND_ROLES = {
@@ -54,6 +55,12 @@ ALIASES = {
     "gradcache": "cached-mnrl",
     "isbert": "infomax",
 }
+
+
+def is_token_level(name: str) -> bool:
+    """Whether objective `name` trains token vectors (a multi-vector model) rather than sentence vectors."""
+    cls = LOSSES.get(ALIASES.get(name, name))
+    return cls is not None and cls.token_level
 
 
 def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | None = None) -> Loss:
@@ -85,4 +92,4 @@ def _check_class_labels(dataset: Dataset) -> None:
         raise SbertError(f"{dataset.name}: class labels must be integers in [0, {n}), found {bad[:3]}")
 
 
-__all__ = ["LOSSES", "Loss", "build_loss"]
+__all__ = ["LOSSES", "Loss", "build_loss", "is_token_level"]

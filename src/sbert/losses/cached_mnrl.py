@@ -11,13 +11,16 @@ Memory Limited Setup"), in three passes over a batch cut into mini-batches:
 
 The loss value and the gradients equal plain MNRL's on the same batch; peak memory is one
 mini-batch's activations plus the batch's embeddings. Option: mini_batch (32).
+
+`gradient_cached` is the method itself, for any output of the model and any loss over the
+columns' outputs: the multi-vector kind caches its token matrices with it (losses/multivector.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -81,25 +84,34 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
 
     def forward_model(self, model: nn.Module, columns: list[Features], labels: Tensor | None) -> Tensor:
         """The MNRL loss of the batch; its backward replays the encoder one mini-batch at a time."""
-        device = columns[0]["input_ids"].device
-        chunks = [_chunks(features, self.mini_batch) for features in columns]
-        states: list[list[_RandomState]] = []
-        embedded: list[Tensor] = []
-        with torch.no_grad():
-            for column in chunks:
-                states.append([])
-                parts = []
-                for chunk in column:
-                    states[-1].append(_RandomState.capture(device))
-                    parts.append(model(dict(chunk))["sentence_embedding"])
-                embedded.append(torch.cat(parts).detach().requires_grad_())
-        with torch.enable_grad():
-            loss = self.forward(embedded, labels)
-            cached = torch.autograd.grad(loss, embedded)
-        out = loss.detach().requires_grad_()
-        replay = functools.partial(_replay, model, chunks, states, cached, _Autocast.current(device))
-        out.register_hook(replay)
-        return out
+        return gradient_cached(model, columns, self.mini_batch, "sentence_embedding", lambda e: self.forward(e, labels))
+
+
+def gradient_cached(
+    model: nn.Module, columns: list[Features], mini_batch: int, output: str, loss_of: Callable[[list[Tensor]], Tensor]
+) -> Tensor:
+    """`loss_of` the columns' `output` features, the model run in mini-batches without holding their activations.
+
+    Rows of one column share its padding, so a column's mini-batch outputs stack back into one tensor.
+    """
+    device = columns[0]["input_ids"].device
+    chunks = [_chunks(features, mini_batch) for features in columns]
+    states: list[list[_RandomState]] = []
+    embedded: list[Tensor] = []
+    with torch.no_grad():
+        for column in chunks:
+            states.append([])
+            parts = []
+            for chunk in column:
+                states[-1].append(_RandomState.capture(device))
+                parts.append(model(dict(chunk))[output])
+            embedded.append(torch.cat(parts).detach().requires_grad_())
+    with torch.enable_grad():
+        loss = loss_of(embedded)
+        cached = torch.autograd.grad(loss, embedded)
+    out = loss.detach().requires_grad_()
+    out.register_hook(functools.partial(_replay, model, chunks, states, cached, _Autocast.current(device), output))
+    return out
 
 
 def _replay(
@@ -108,6 +120,7 @@ def _replay(
     states: list[list[_RandomState]],
     cached: tuple[Tensor, ...],
     amp: _Autocast,
+    output: str,
     upstream: Tensor,
 ) -> None:
     # `upstream` carries whatever scaled the loss after it was returned (accumulation weight, fp16 scale).
@@ -116,7 +129,7 @@ def _replay(
         for chunk, state in zip(column, column_states, strict=True):
             rows = len(chunk["input_ids"])
             with state.replay(), amp.context(), torch.enable_grad():
-                vectors = model(dict(chunk))["sentence_embedding"]
+                vectors = model(dict(chunk))[output]
             grad = grads[start : start + rows] * upstream
             vectors.backward(grad.to(vectors.dtype))
             start += rows

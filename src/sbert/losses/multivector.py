@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional
 
 from sbert.losses.base import Loss
+from sbert.losses.cached_mnrl import gradient_cached
 from sbert.multivector.tokens import SCORED
 
 # Elements of one (queries, documents, query tokens, document tokens) score block.
@@ -86,6 +87,32 @@ class MultiVectorContrastiveLoss(Loss):
         flat = maxsim_scores(q, q_mask, docs.flatten(0, 1), masks.flatten(0, 1))  # column j * N + n: row j, column n
         target = torch.arange(b, device=q.device) * n
         return functional.cross_entropy(flat.reshape(q.shape[0], b * n) * self.scale, target)
+
+
+class CachedMultiVectorContrastiveLoss(MultiVectorContrastiveLoss):
+    """MultiVectorContrastiveLoss with the encoder run in mini-batches (GradCache, losses/cached_mnrl.py).
+
+    The same loss value and gradients on the same batch; peak memory is one mini-batch's activations
+    plus the batch's token matrices, so the in-batch negatives can outnumber what fits at once.
+    Options: scale (1.0), mini_batch (32).
+    """
+
+    needs_model = True
+
+    def __init__(self, scale: float = 1.0, mini_batch: int = 32) -> None:
+        super().__init__(scale)
+        if mini_batch < 1:
+            raise ValueError(f"cached-colbert: mini_batch={mini_batch} must be >= 1")
+        self.mini_batch = mini_batch
+
+    def forward_model(self, model: nn.Module, columns: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
+        """The loss of the batch; its backward replays the encoder one mini-batch at a time."""
+
+        def loss_of(tokens: list[Tensor]) -> Tensor:
+            features = [{"token_embeddings": t, SCORED: c[SCORED]} for t, c in zip(tokens, columns, strict=True)]
+            return self.forward_features(features, labels)
+
+        return gradient_cached(model, columns, self.mini_batch, "token_embeddings", loss_of)
 
 
 class MultiVectorDistillLoss(Loss):

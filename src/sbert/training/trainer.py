@@ -24,6 +24,7 @@ from sbert.data import Dataset
 from sbert.dense.model import SentenceEncoder
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
+from sbert.losses import is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
@@ -125,7 +126,7 @@ class Trainer:
         else:
             wants_splade = any(o.name == "splade" for stage in self.config.stages for o in stage.objectives)
             splade = splade_for_training(self.config.model, wants_splade, self.device)
-            wants_colbert = any(o.name == "colbert" for stage in self.config.stages for o in stage.objectives)
+            wants_colbert = any(is_token_level(o.name) for stage in self.config.stages for o in stage.objectives)
             colbert = None if splade else multi_vector_for_training(self.config.model, wants_colbert, self.device)
             model = splade or colbert or SentenceEncoder.load(self.config.model, device=self.device)
         if self.config.max_seq_length is not None:
