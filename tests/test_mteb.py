@@ -84,3 +84,16 @@ def test_prompts_follow_mtebs_rule_through_the_prompt_policy(tiny_dirs, tasks, t
     assert np.array_equal(queries, ours.encode(texts, prompt_name="Retrieval-query"))
     assert not np.allclose(queries, ours.encode_query(texts), atol=1e-4)
     assert np.array_equal(ours.encode(batches, prompt_type=PromptType.document, **call), ours.encode_document(texts))
+
+
+def test_a_multi_vector_model_as_it_is(tasks, tmp_path):
+    from sentence_transformers import MultiVectorEncoder as STMultiVector
+
+    from sbert import MultiVectorEncoder
+    from tests.colbert_fixtures import build_native, build_punctuated_bert
+
+    folder = build_native(build_punctuated_bert(tmp_path / "bert"), tmp_path / "colbert")
+    ours, reference = MultiVectorEncoder.load(folder, device="cpu"), STMultiVector(str(folder), device="cpu")
+    assert ours.mteb_model_meta.embed_dim == ours.embedding_dimension
+    for name, main in (("retrieval", "ndcg_at_10"), ("reranking", "map_at_1000")):
+        assert_same_scores(scores(ours, tasks[name]), scores(reference, tasks[name]), main, False)

@@ -1,7 +1,9 @@
 """mteb 2.x evaluates sbert models as they are: its EncoderProtocol and CrossEncoderProtocol on every kind.
 
 mteb calls `encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=..., prompt_type=...)` and
-`predict(inputs1=DataLoader, inputs2=DataLoader, ...)`, and reads `mteb_model_meta`. The kinds'
+`predict(inputs1=DataLoader, inputs2=DataLoader, ...)`, and reads `mteb_model_meta`; a multi-vector
+model is also mteb's SearchProtocol (`index` / `search`, `MtebMultiVector`), as mteb's own
+sentence-transformers MultiVectorWrapper is, since its token matrices do not stack into one array. The kinds'
 `encode` / `predict` carry `mteb_entry`, which hands such calls here: the texts come out of mteb's
 batches, mteb's own rule picks the prompt name (task name + type, task, type), and the one prompt
 policy turns it into text. mteb is imported only when mteb itself calls: never by the base install.
@@ -69,12 +71,12 @@ def _encode(model: Any, encode: Callable[..., Any], inputs: Any, options: dict[s
     call = _call_options(options)
     name = _prompt_name(model.settings.prompts, task_metadata, prompt_type)
     texts = _texts(inputs)
-    if name is not None:
-        vectors = encode(texts, prompt_name=name, **call)
-    else:
-        vectors = encode(texts, task=kind if kind in ("query", "document") else None, **call)
+    task = kind if kind in ("query", "document") else None  # the task still picks a route or query rules
+    vectors = encode(texts, prompt_name=name, task=task, **call)
     if hasattr(vectors, "toarray"):  # a sparse model's CSR rows: mteb's evaluators take dense arrays
         vectors = vectors.toarray()
+    if isinstance(vectors, list):  # a multi-vector model's (n_tokens, dim) matrices, one per text
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -135,3 +137,59 @@ class MtebCrossEncoder:
     def mteb_model_meta(self) -> Any:
         """Mteb's ModelMeta for this model."""
         return model_meta(folder_name(self), None, cast(Any, self).max_seq_length, None)
+
+
+class MtebMultiVector:
+    """mteb's SearchProtocol on the multi-vector kind: `index` keeps the corpus, `search` scores it by MaxSim.
+
+    The corpus is encoded by chunks during `search` (mteb's own chunked search and rerank helpers,
+    the ones its MultiVectorWrapper runs), with the kind's `encode` (its mteb entry) and `similarity`.
+    """
+
+    corpus_chunk_size: ClassVar[int] = 50_000
+    source_dir: Any
+
+    @property
+    def mteb_model_meta(self) -> Any:
+        """Mteb's ModelMeta for this model (scored by MaxSim)."""
+        model = cast(Any, self)
+        return model_meta(folder_name(self), int(model.embedding_dimension), model.max_seq_length, "MaxSim")
+
+    def index(self, corpus: Any, **_options: Any) -> None:
+        """Keep the corpus; its documents are encoded by chunks when `search` runs."""
+        self.__dict__["_mteb_corpus"] = corpus
+
+    def search(
+        self, queries: Any, *, task_metadata: Any, hf_split: str, hf_subset: str, top_k: int,
+        encode_kwargs: dict[str, Any], top_ranked: Any = None, num_proc: int | None = None, timer: Any = None,
+        **_options: Any,
+    ) -> dict[str, dict[str, float]]:  # fmt: skip
+        """{query id: {document id: MaxSim}}: each query's `top_k` documents, or its `top_ranked` ones rescored."""
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.models.search_wrappers import chunked_full_corpus_search, rerank_top_ranked_documents
+        from mteb.timing import TimingStack
+        from mteb.types import PromptType
+
+        corpus = self.__dict__.pop("_mteb_corpus", None)
+        if corpus is None:
+            raise ValueError("mteb: index the corpus before searching it")
+        timer = timer or TimingStack()
+        where = {"task_metadata": task_metadata, "hf_split": hf_split, "hf_subset": hf_subset}
+        loader = create_dataloader(queries, task_metadata=task_metadata, prompt_type=PromptType.query,
+                                   batch_size=encode_kwargs.get("batch_size", 32), num_proc=num_proc)  # fmt: skip
+        with timer("Encoding queries", split=hf_split, subset=hf_subset):
+            tokens = self._mteb_tokens(loader, prompt_type=PromptType.query, **where, **encode_kwargs)
+        ids = {i: row["id"] for i, row in enumerate(queries)}
+        common = {"task_corpus": corpus, "query_idx_to_id": ids, "query_embeddings": tokens, "top_k": top_k,
+                  "encode_kwargs": encode_kwargs, "encode_fn": self._mteb_tokens,
+                  "similarity_fn": cast(Any, self).similarity, "num_proc": num_proc, "timer": timer,
+                  **where}  # fmt: skip
+        if top_ranked is not None:
+            heaps = rerank_top_ranked_documents(top_ranked=top_ranked, **common)
+        else:
+            heaps = chunked_full_corpus_search(corpus_chunk_size=self.corpus_chunk_size, **common)
+        return {qid: {doc: score for score, doc in heaps.get(qid, [])} for qid in ids.values()}
+
+    def _mteb_tokens(self, inputs: Any, **options: Any) -> Any:
+        """The token matrices of mteb's DataLoader, through the kind's encode (its mteb entry picks the prompt)."""
+        return cast(Any, self).encode(inputs, **options)

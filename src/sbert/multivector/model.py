@@ -26,6 +26,7 @@ from sbert.formats.model_config import EncoderSettings, model_config, read_setti
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
 from sbert.modules.chain import save_chain
+from sbert.mteb_protocol import MtebMultiVector, mteb_entry
 from sbert.multivector.engine import TOKENS, MultiVectorEngine
 from sbert.multivector.layout import MultiVectorSettings, mask_config, transformer_config
 from sbert.multivector.loading import load_multivector, save_pylate_files
@@ -43,7 +44,7 @@ NATIVE_TYPE = "MultiVectorEncoder"
 GRAPH_PROBES = ["a man is playing a guitar", "The quick brown fox jumps over the lazy dog, twice!", "x"]
 
 
-class MultiVectorEncoder(TracksWeights, nn.Sequential):
+class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
     """Transformer -> Dense (on tokens) -> Normalize: one unit vector per scored token, compared by MaxSim."""
 
     pair_scorer: ClassVar[bool] = False  # an embedder (the evaluators' contract)
@@ -164,6 +165,7 @@ class MultiVectorEncoder(TracksWeights, nn.Sequential):
         ids, cut = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
         return [len(r) for r in ids], cut
 
+    @mteb_entry
     def encode(
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
