@@ -97,6 +97,14 @@ def test_encode_sparse_writes_what_the_engines_ingest(tiny_dirs, tmp_path):
             else:
                 tokens = model.mlm.tokenizer.convert_ids_to_tokens(vector.indices[order].tolist())
                 assert list(row["sparse"]) == tokens
+    out = tmp_path / "int8.jsonl"  # SPLADE as one int8 graph: the rows of the library's onnx-int8 encode
+    result = run_cli("encode-sparse", "--model", str(folder), "--input", str(source), "--output", str(out),
+                     "--backend", "onnx-int8")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    want = model.encode(CORPUS, backend="onnx-int8")
+    for row, vector in zip((json.loads(line) for line in out.read_text().splitlines()), want, strict=True):
+        values = vector.data[np.argsort(vector.indices)]
+        np.testing.assert_allclose(row["vector"]["sparse"]["values"], values, rtol=1e-5)
     bad = run_cli("encode-sparse", "--model", str(folder), "--input", str(source), "--output", str(tmp_path / "x"),
                   "--max-active-dims", "0")  # fmt: skip
     assert bad.returncode != 0 and "--max-active-dims must be positive" in bad.stderr

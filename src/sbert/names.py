@@ -15,3 +15,5 @@ POOLER_NAMES = ("mean", "max", "cls", "mean_sqrt_len_tokens", "weightedmean", "l
 DENSE_ACTIVATIONS = ("identity", "tanh", "relu", "gelu", "sigmoid")
 # `sbert encode-sparse --format`: the search engines whose ingest shape sbert.sparse.export writes.
 SPARSE_EXPORT_FORMATS = ("qdrant", "opensearch", "elasticsearch")
+# What a SparseEncoder runs on (sbert.sparse.model.BACKENDS): torch, or SPLADE's one graph on a runtime.
+SPARSE_BACKEND_NAMES = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")

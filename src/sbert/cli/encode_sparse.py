@@ -9,7 +9,7 @@ import sys
 from sbert.cli.common import stream_lines
 from sbert.errors import SbertError
 from sbert.formats.layout import atomic_file
-from sbert.names import SPARSE_EXPORT_FORMATS
+from sbert.names import SPARSE_BACKEND_NAMES, SPARSE_EXPORT_FORMATS
 
 _CHUNK = 4096  # lines encoded and written per round: memory stays flat for any input size
 
@@ -26,6 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-active-dims", type=int, help="keep each vector's k largest weights")
     p.add_argument("--name", default="sparse", help="the named vector (qdrant) or the field (opensearch)")
     p.add_argument("--device", default=None)
+    p.add_argument("--backend", choices=SPARSE_BACKEND_NAMES, default="torch",
+                   help="torch, or SPLADE as one graph on a runtime (onnx-int8: the fastest on a CPU)")  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     written = 0
     with atomic_file(args.output) as out:
         while chunk := list(itertools.islice(lines, _CHUNK)):
-            vectors = model.encode(chunk, task=args.task, max_active_dims=args.max_active_dims)
+            vectors = model.encode(chunk, task=args.task, max_active_dims=args.max_active_dims, backend=args.backend)
             active += int(vectors.nnz)
             for record in sparse_records(vectors, args.format, written, args.name, token):
                 out.write(record)

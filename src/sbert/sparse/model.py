@@ -22,6 +22,7 @@ from sbert.formats import layout
 from sbert.formats.model_config import EncoderSettings, model_config, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
+from sbert.names import SPARSE_BACKEND_NAMES
 from sbert.sparse.csr import SparseAutoEncoder
 from sbert.sparse.engine import splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 GRAPH_STEM = "splade"  # the cached graph's file name in the model's onnx/ folder (splade.onnx, splade-int8.onnx)
-BACKENDS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
+BACKENDS = SPARSE_BACKEND_NAMES
 
 
 class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
