@@ -93,3 +93,27 @@ def test_the_cached_objective_trains_through_the_cli(setup: dict[str, Path], tmp
     before = MultiVectorEncoder.load(setup["native"], device="cpu").state_dict()
     after = MultiVectorEncoder.load(tmp_path / "out", device="cpu").state_dict()
     assert any(not torch.equal(a, b) for a, b in zip(before.values(), after.values(), strict=True))
+
+
+def test_a_distillation_table_trains_colbert_distill(setup: dict[str, Path], tmp_path: Path) -> None:
+    from sbert.data import load_dataset
+    from sbert.errors import SbertError
+
+    rows = [{"query": f"question {i} about cats", "positive": f"cats answer {i}", "negative_1": f"dogs {i}",
+             "negative_2": f"rain {i}", "label": [9.5 - i % 3, 4.0, 1.0 + i % 2]} for i in range(24)]  # fmt: skip
+    table = tmp_path / "distill.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = load_dataset(f"jsonl:{table}")
+    assert data.kind == "distill" and data.texts[0] == ("question 0 about cats", "cats answer 0", "dogs 0", "rain 0")
+    assert data.labels is not None and data.labels[1] == [8.5, 4.0, 2.0]
+    code = main(["train", "--model", str(setup["native"]), "--output", str(tmp_path / "out"), "--device", "cpu",
+                 "--batch-size", "8", "--train", f"jsonl:{table}", "--objective", "colbert-distill",
+                 "--no-progress"])  # fmt: skip
+    assert code == 0
+    log = [json.loads(x) for x in (tmp_path / "out" / "train_log.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in log if r["event"] == "train"]
+    assert losses and all(np.isfinite(losses)) and any(v > 0 for v in losses)
+    rows[5]["label"] = [1.0, 2.0]  # two scores for three documents
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(SbertError, match=r"distill\.jsonl:6: column 'label' holds \[1.0, 2.0\], expected a list of 3 "):
+        load_dataset(f"jsonl:{table}")

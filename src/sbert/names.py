@@ -6,7 +6,7 @@ registries agree).
 """
 
 OBJECTIVES = ("classification", "regression", "triplet", "mnrl", "cached-mnrl", "cosent", "infomax", "splade",
-              "colbert", "cached-colbert")  # fmt: skip
+              "colbert", "cached-colbert", "colbert-distill")  # fmt: skip
 BACKEND_NAMES = ("torch", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-int8")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # `--pooling`: every Pooling mode (sbert.modules.pooling.POOLING_FUNCTIONS), then the two other heads.

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 from sbert.errors import SbertError
 
 # pair-score: (s1, s2) with a similarity in [0, 1]; pair-class: (s1, s2) with a class id;
 # triplet: (anchor, positive, negative[s]); pair: (anchor, positive) with no label; text: single
 # sentences (unsupervised objectives).
-Kind = Literal["pair-score", "pair-class", "pair", "triplet", "text"]
+Kind = Literal["pair-score", "pair-class", "pair", "triplet", "text", "distill"]
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 
@@ -22,12 +22,15 @@ class DataFormatError(SbertError):
 
 @dataclass(frozen=True)
 class Dataset:
-    """Examples of one kind: texts[i] is a tuple of 1-3 sentences, labels[i] its gold value."""
+    """Examples of one kind: texts[i] is a tuple of sentences, labels[i] its gold value.
+
+    A distillation row's label is a list: one teacher score per document (texts[i][1:]).
+    """
 
     name: str
     kind: Kind
     texts: list[tuple[str, ...]]
-    labels: list[float] | None = None
+    labels: list[Any] | None = None  # floats; a distillation row: a list of floats
     label_names: tuple[str, ...] = ()
     skipped: int = 0
     groups: tuple[str, ...] = ()  # each example's topic, for leave-one-topic-out cross-validation

@@ -3,7 +3,9 @@
 A table's columns get roles (data/roles.py); the roles decide the kind of examples:
 anchor+positive+negatives are triplets, anchor+positive+score scored pairs (scores in [0, 1], or
 `scale=LOW-HIGH`), anchor+positive+label classified pairs, anchor+positive plain pairs, an anchor
-alone single texts. Options ride in the spec: `csv[columns=anchor=q,positive=doc;scale=0-5]:FILE`.
+alone single texts; a score or label column holding lists (one teacher score per document) makes
+a distillation table (data/teacher_scores.py). Options ride in the spec:
+`csv[columns=anchor=q,positive=doc;scale=0-5]:FILE`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sbert.data.table_sources import (
     read_parquet,
     read_saved_dataset,
 )
+from sbert.data.teacher_scores import teacher_column, teacher_scores
 
 TABLE_FORMATS = ("csv", "tsv", "jsonl", "parquet", "hf")
 TABLE_OPTIONS = ("columns", "scale", "split", "stream")
@@ -99,18 +102,19 @@ def table_dataset(
         raise missing_role(roles, "positive", names, table.where)
     for column in roles.texts:
         _check_type(table, column, "text", lambda t: t in _TEXT_TYPES)
-    if roles.score:
+    teacher = teacher_column(table, roles)
+    if roles.score and roles.score != teacher:
         _check_type(table, roles.score, "numbers", lambda t: t.startswith(_NUMERIC_TYPES))
-    kind = _kind(roles)
+    kind: Kind = "distill" if teacher else _kind(roles)
     if scale and kind != "pair-score":
         raise DataFormatError(f"{table.where}: scale={scale} given, but no score column ({roles.describe()})")
     check = LineChecker(skip_bad)
     bounds = scale_bounds(scale) if scale else (0.0, 1.0)
-    texts, targets, rows = _rows(table, roles, kind, bounds, check, name)
+    texts, targets, rows = _rows(table, roles, kind, bounds, check, name, teacher)
     labels, label_names = _labels(table, roles, rows, label_names) if kind == "pair-class" else (targets, ())
     source = f"roles: {roles.describe()}; columns: {', '.join(names)}"
-    dataset = Dataset(name, kind, texts, labels if kind in ("pair-score", "pair-class") else None, label_names,
-                      skipped=table.skipped + check.skipped, source=source)  # fmt: skip
+    kept = labels if kind in ("pair-score", "pair-class", "distill") else None
+    dataset = Dataset(name, kind, texts, kept, label_names, skipped=table.skipped + check.skipped, source=source)
     return require(dataset)
 
 
@@ -138,8 +142,9 @@ def _check_type(table: Table, column: str, what: str, allowed: Callable[[str], b
 
 
 def _rows(
-    table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], check: LineChecker, spec: str
-) -> tuple[list[tuple[str, ...]], list[float], list[int]]:
+    table: Table, roles: Roles, kind: Kind, bounds: tuple[float, float], check: LineChecker, spec: str,
+    teacher: str | None = None,
+) -> tuple[list[tuple[str, ...]], list[Any], list[int]]:  # fmt: skip
     """Each good row's texts and (for scored pairs) its score mapped to [0, 1]; bad rows raise or are counted.
 
     Checks run column by column (a million rows in a few seconds); a raised error still names the
@@ -156,6 +161,7 @@ def _rows(
             reason = f"label {_shown(labels[i])} in column {roles.label!r} is not a class (an integer >= 0 or a name)"
             problems.setdefault(i, reason)
     scores = _scores(table, roles, bounds, problems, spec) if kind == "pair-score" else None
+    distilled = teacher_scores(table, teacher, len(roles.texts) - 1, problems) if teacher else None
     for i in sorted(problems):
         check.bad_row(table.row(i), problems[i])
     texts = list(zip(*(table.columns[c] for c in roles.texts), strict=True))
@@ -163,7 +169,9 @@ def _rows(
     if problems:
         texts = [texts[i] for i in rows]
     lo, hi = bounds
-    targets = ((scores[rows] - lo) / (hi - lo)).tolist() if scores is not None else []
+    targets: list[Any] = ((scores[rows] - lo) / (hi - lo)).tolist() if scores is not None else []
+    if distilled is not None:
+        targets = [distilled[i] for i in rows]
     return texts, targets, rows
 
 

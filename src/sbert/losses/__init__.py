@@ -12,7 +12,11 @@ from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
-from sbert.losses.multivector import CachedMultiVectorContrastiveLoss, MultiVectorContrastiveLoss
+from sbert.losses.multivector import (
+    CachedMultiVectorContrastiveLoss,
+    MultiVectorContrastiveLoss,
+    MultiVectorDistillLoss,
+)
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.splade import SpladeLoss
 from sbert.losses.triplet import TripletLoss
@@ -29,6 +33,7 @@ LOSSES: dict[str, type[Loss]] = {
     "splade": SpladeLoss,
     "colbert": MultiVectorContrastiveLoss,
     "cached-colbert": CachedMultiVectorContrastiveLoss,
+    "colbert-distill": MultiVectorDistillLoss,
 }
 # The table columns each kind of example needs (data/tables.py decides the kind from the roles).
 KIND_ROLES = {
@@ -37,6 +42,7 @@ KIND_ROLES = {
     "triplet": ("anchor", "positive", "negative"),
     "pair": ("anchor", "positive"),
     "text": ("anchor",),
+    "distill": ("anchor", "positive", "score"),  # the score column holds a list: one per document
 }
 
 

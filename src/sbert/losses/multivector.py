@@ -118,7 +118,7 @@ class CachedMultiVectorContrastiveLoss(MultiVectorContrastiveLoss):
 class MultiVectorDistillLoss(Loss):
     """KL divergence between the teacher's and the student's score distributions over each query's documents."""
 
-    kinds = ("text",)  # query, documents..., with one teacher score per document (loaded by the caller)
+    kinds = ("distill",)  # query, documents..., and a list of one teacher score per document (data/teacher_scores.py)
     needs_features = True
     token_level = True
 
