@@ -10,8 +10,9 @@ tokens of one document (re-noised, 0.4) plus 24 expansion tokens that echo them 
 (0.8). Exact MaxSim over the whole corpus is the reference; MUVERA and PLAID's probed-centroid
 stage each generate candidates that exact MaxSim reranks. Build time, recall@10 and queries/s (one query at a time,
 median of the per-query rates over the run) are printed per method and setting. `--token-formats` adds, for
-each compact storage (vectors/token_codes.py), the token bytes and PLAID's default setting on it (and, for
-binary, "exact": every document scored on its bits, the best 1,024 rescored on the int8 copy); recall
+each compact storage (vectors/token_codes.py; residual: PLAID's centroid id plus 2 bits a dimension), the
+token bytes and PLAID's default setting on it (and, for binary, "exact": every document scored on its bits,
+the best 1,024 rescored on the int8 copy); recall
 is always against exact MaxSim on the float32 vectors.
 """
 
@@ -26,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from sbert.search.multivector_index import IndexSettings, MultiVectorIndex
+from sbert.search.multivector_index import IndexSettings, MultiVectorIndex, residual_tokens
 from sbert.vectors.maxsim import TokenSets
 
 DIM = 128
@@ -86,7 +87,11 @@ def format_rows(
     rows: list[dict[str, object]] = []
     for fmt in formats:
         rescore = docs.compact("int8") if fmt == "binary" else None
-        stored = docs.compact(fmt)
+        if fmt == "residual":  # PLAID's compression against the index's own centroids, 2 bits a dimension
+            assert index.centroids is not None and index.codes is not None
+            stored = residual_tokens(docs, index.centroids, np.asarray(index.codes), 2, 0)
+        else:
+            stored = docs.compact(fmt)
         compact = MultiVectorIndex(stored, replace(index.settings, token_format=fmt), index.muvera, index.centroids,
                                    index.codes, rescore)  # fmt: skip
         size = stored.nbytes + (rescore.nbytes if rescore is not None else 0)

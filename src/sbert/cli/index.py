@@ -20,9 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, help="index folder (replaced atomically when done)")
     b.add_argument("--kind", choices=KINDS, default="hnsw", help="FAISS index type (int8, binary: quantized, rescored)")
     b.add_argument("--no-rescore-vectors", action="store_true", help="quantized kinds: keep no full vectors")
-    b.add_argument("--token-format", choices=("float16", "int8", "binary"), default="float16",
+    b.add_argument("--token-format", choices=("float16", "int8", "binary", "residual"), default="float16",
                    help="a multi-vector index's token storage: int8 (a quarter of float32), binary (a 32nd, "
-                        "rescored with an int8 copy)")  # fmt: skip
+                        "rescored with int8), residual (PLAID: a centroid id, 2 bits a dimension)")  # fmt: skip
     b.add_argument("--shard-size", type=int, default=100_000, help="rows per resumable embedding shard")
     b.add_argument("--sparse-model", help="also index sparse vectors of this SparseEncoder (SPLADE, CSR): "
                    "`sbert search --mode sparse|hybrid`")  # fmt: skip

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,12 +37,15 @@ from sbert.search.exact import top_k_rows
 from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix
 from sbert.vectors.muvera import MuveraParams, encode_documents, encode_queries
-from sbert.vectors.token_codes import check_token_format
+from sbert.vectors.token_codes import ResidualCodec
 
 if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
 
 METHODS = ("exact", "muvera", "plaid")
+INDEX_FORMATS = ("float16", "int8", "binary", "residual")
+_CODEC_SAMPLE = 262_144  # tokens the residual buckets are fitted on
+_ENCODE_BLOCK = 65_536  # tokens compressed at a time: the float residual of a block stays small
 INFO_FILE = "index.json"
 
 
@@ -63,7 +66,8 @@ class IndexSettings:
     mean: bool = False  # meanmaxsim instead of maxsim
     model: str = ""
     document_prompt: str = ""
-    token_format: str = "float16"  # float16, int8 or binary (vectors/token_codes.py)
+    token_format: str = "float16"  # float16, int8, binary or residual (vectors/token_codes.py)
+    residual_bits: int = 2  # residual: bits a dimension beside the centroid id (PLAID's default is 2)
 
 
 class MultiVectorIndex:
@@ -83,10 +87,10 @@ class MultiVectorIndex:
         """Index `docs` (stored in `settings.token_format`) and build MUVERA encodings and centroids as asked."""
         if len(docs) == 0:
             raise SbertError("cannot build an index of an empty corpus")
-        if check_token_format(settings.token_format) == "float32":
-            raise SbertError("token_format float32: an index stores float16, int8 or binary tokens")
-        stored = docs.compact(settings.token_format)
-        rescore = docs.compact("int8") if settings.token_format == "binary" else None
+        if settings.token_format not in INDEX_FORMATS:
+            raise SbertError(f"token_format {settings.token_format}: an index stores {', '.join(INDEX_FORMATS)} tokens")
+        if settings.token_format == "residual" and not settings.plaid:
+            raise SbertError("token_format residual compresses against the PLAID centroids: build with plaid=True")
         settings = IndexSettings(**{**asdict(settings), "count": len(docs), "dimension": int(docs.tokens.shape[1])})
         params = _muvera_params(settings)
         muvera = encode_documents(docs.tokens, docs.offsets, params).astype(np.float16) if settings.muvera else None
@@ -96,6 +100,12 @@ class MultiVectorIndex:
             centroids = token_centroids(docs.tokens, k, seed=seed)
             codes = assign(docs.tokens, centroids)
             settings = IndexSettings(**{**asdict(settings), "n_centroids": len(centroids)})
+        if settings.token_format == "residual":
+            assert centroids is not None and codes is not None
+            stored = residual_tokens(docs, centroids, codes, settings.residual_bits, seed)
+        else:
+            stored = docs.compact(settings.token_format)
+        rescore = docs.compact("int8") if settings.token_format == "binary" else None
         return cls(stored, settings, muvera, centroids, codes, rescore)
 
     def search(self, queries: TokenSets, top_k: int = 10, method: str = "exact",
@@ -170,6 +180,8 @@ class MultiVectorIndex:
             np.save(tmp / "tokens.npy", self.docs.tokens)
             np.save(tmp / "offsets.npy", self.docs.offsets)
             extra = {"scales": self.docs.scales}
+            if self.docs.codec is not None:  # the centroids and ids are saved already (centroids.npy, codes.npy)
+                extra |= {"residual_cutoffs": self.docs.codec.cutoffs, "residual_weights": self.docs.codec.weights}
             if self.rescore is not None:
                 extra |= {"rescore_tokens": self.rescore.tokens, "rescore_scales": self.rescore.scales}
             for name, part in extra.items():
@@ -201,6 +213,8 @@ class MultiVectorIndex:
         offsets = np.asarray(offsets)
         bits = settings.dimension if settings.token_format == "binary" else None
         docs = TokenSets(tokens, offsets, array("scales"), bits)
+        if settings.token_format == "residual":
+            docs = TokenSets(tokens, offsets, ids=array("codes"), codec=_saved_codec(root, settings, array))
         fine_tokens = array("rescore_tokens")
         rescore = TokenSets(fine_tokens, offsets, array("rescore_scales")) if fine_tokens is not None else None
         index = cls(docs, settings, array("muvera"), array("centroids"), array("codes"), rescore)
@@ -252,6 +266,25 @@ def _probed_pool(sims: np.ndarray, probed: np.ndarray, starts: np.ndarray, docs:
     pool, at = np.unique(best_docs, return_inverse=True)
     totals = np.bincount(at, weights=best_scores, minlength=len(pool))
     return pool[_best(totals, keep)] if len(pool) > keep else pool
+
+
+def residual_tokens(docs: TokenSets, centroids: np.ndarray, codes: np.ndarray, bits: int, seed: int) -> TokenSets:
+    """`docs` as centroid ids plus `bits` a dimension of residual, compressed a block of tokens at a time."""
+    rng = np.random.default_rng(seed)
+    sample = np.sort(rng.choice(len(docs.tokens), min(len(docs.tokens), _CODEC_SAMPLE), replace=False))
+    codec = ResidualCodec.fit(docs.tokens[sample], codes[sample], centroids, bits)
+    parts = [codec.encode(docs.tokens[s : s + _ENCODE_BLOCK], codes[s : s + _ENCODE_BLOCK])
+             for s in range(0, len(docs.tokens), _ENCODE_BLOCK)]  # fmt: skip
+    return TokenSets(np.concatenate(parts), docs.offsets, ids=codes, codec=codec)
+
+
+def _saved_codec(root: Path, settings: IndexSettings, array: Callable[[str], np.ndarray | None]) -> ResidualCodec:
+    """The residual codec a saved index was compressed with (its centroids and bucket tables)."""
+    parts = [array(name) for name in ("centroids", "residual_cutoffs", "residual_weights", "codes")]
+    if any(p is None for p in parts):
+        raise SbertError(f"{root}: a residual index needs centroids, residual tables and codes; rebuild it")
+    centroids, cutoffs, weights, _ = parts
+    return ResidualCodec(np.asarray(centroids), np.asarray(cutoffs), np.asarray(weights), settings.residual_bits)
 
 
 def _muvera_params(settings: IndexSettings) -> MuveraParams:

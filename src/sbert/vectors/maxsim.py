@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sbert.vectors.token_codes import decode_rows, encode_rows
+from sbert.vectors.token_codes import ResidualCodec, decode_rows, encode_rows
 
 MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
 # Floats in one (query tokens, document tokens) block: 32M float32 = 128 MB.
@@ -35,14 +35,17 @@ def check_multi_similarity(name: str | None) -> str:
 class TokenSets:
     """Token matrices packed end to end: matrix i is `tokens[offsets[i]:offsets[i + 1]]`.
 
-    `tokens` may be compact (vectors/token_codes.py): float16, int8 codes with `scales`, or packed
-    bits of `dim` dimensions; `rows` and `matrix` give float32 whatever the format.
+    `tokens` may be compact (vectors/token_codes.py): float16, int8 codes with `scales`, packed
+    bits of `dim` dimensions, or residual buckets of centroid `ids` under `codec`; `rows` and
+    `matrix` give float32 whatever the format.
     """
 
     tokens: np.ndarray  # (total_tokens, dim) float32 / float16 / int8, or (total_tokens, dim / 8) uint8 bits
     offsets: np.ndarray  # (n + 1,) int64, offsets[0] == 0
     scales: np.ndarray | None = None  # (total_tokens,) float32: int8 codes only
     dim: int | None = None  # the vectors' width where `tokens` holds bits (8 to a byte)
+    ids: np.ndarray | None = None  # (total_tokens,) int32 centroid ids: residual tokens only
+    codec: ResidualCodec | None = None  # how residual tokens decode
 
     @classmethod
     def pack(cls, matrices: Sequence[np.ndarray], dim: int | None = None) -> TokenSets:
@@ -66,17 +69,24 @@ class TokenSets:
     @property
     def width(self) -> int:
         """The token vectors' dimension (not the bytes a packed row holds)."""
+        if self.codec is not None:
+            return int(self.codec.centroids.shape[1])
         return int(self.dim) if self.dim is not None else int(self.tokens.shape[1])
 
     @property
     def token_format(self) -> str:
-        """float32, float16, int8 or binary."""
+        """float32, float16, int8, binary or residual."""
+        if self.codec is not None:
+            return "residual"
         return {np.dtype(np.uint8): "binary", np.dtype(np.int8): "int8", np.dtype(np.float16): "float16"}.get(
             self.tokens.dtype, "float32"
         )
 
     def rows(self, start: int, end: int) -> np.ndarray:
         """float32 (end - start, dim): token rows start..end of the packing, decoded from any format."""
+        if self.codec is not None:
+            assert self.ids is not None, "residual tokens need their centroid ids"
+            return self.codec.decode(np.asarray(self.tokens[start:end]), np.asarray(self.ids[start:end]))
         scales = self.scales[start:end] if self.scales is not None else None
         return decode_rows(self.tokens[start:end], scales, self.width)
 
@@ -91,8 +101,9 @@ class TokenSets:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the token storage holds (codes and scales; not the offsets)."""
-        return int(self.tokens.nbytes + (self.scales.nbytes if self.scales is not None else 0))
+        """Bytes the token storage holds (codes, scales and centroid ids; not the offsets nor a codec's centroids)."""
+        extra = sum(a.nbytes for a in (self.scales, self.ids) if a is not None)
+        return int(self.tokens.nbytes + extra)
 
     def subset(self, rows: np.ndarray) -> TokenSets:
         """The matrices at `rows`, packed anew in that order (one gather, no Python loop)."""
@@ -101,9 +112,9 @@ class TokenSets:
         first = np.cumsum(counts) - counts  # where each matrix starts in the new packing
         gather = np.arange(int(counts.sum())) - np.repeat(first, counts) + np.repeat(self.offsets[rows], counts)
         scales = self.scales[gather] if self.scales is not None else None
-        return TokenSets(
-            np.asarray(self.tokens[gather]), np.r_[0, np.cumsum(counts)].astype(np.int64), scales, self.dim
-        )
+        ids = self.ids[gather] if self.ids is not None else None
+        offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        return TokenSets(np.asarray(self.tokens[gather]), offsets, scales, self.dim, ids, self.codec)
 
 
 def _as_sets(x: TokenSets | Sequence[np.ndarray]) -> TokenSets:
