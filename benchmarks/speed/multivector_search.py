@@ -81,7 +81,12 @@ def recall(found: np.ndarray, exact: np.ndarray) -> float:
 
 
 def format_rows(
-    index: MultiVectorIndex, docs: TokenSets, queries: TokenSets, exact: np.ndarray, formats: list[str]
+    index: MultiVectorIndex,
+    docs: TokenSets,
+    queries: TokenSets,
+    exact: np.ndarray,
+    formats: list[str],
+    residual_bits: int = 2,
 ) -> list[dict[str, object]]:
     """PLAID's default (and binary's rescored exact) on each compact storage, sharing the built centroids."""
     rows: list[dict[str, object]] = []
@@ -89,13 +94,14 @@ def format_rows(
         rescore = docs.compact("int8") if fmt == "binary" else None
         if fmt == "residual":  # PLAID's compression against the index's own centroids, 2 bits a dimension
             assert index.centroids is not None and index.codes is not None
-            stored = residual_tokens(docs, index.centroids, np.asarray(index.codes), 2, 0)
+            stored = residual_tokens(docs, index.centroids, np.asarray(index.codes), residual_bits, 0)
         else:
             stored = docs.compact(fmt)
         compact = MultiVectorIndex(stored, replace(index.settings, token_format=fmt), index.muvera, index.centroids,
                                    index.codes, rescore)  # fmt: skip
         size = stored.nbytes + (rescore.nbytes if rescore is not None else 0)
-        setting = f"{fmt} tokens, {size / 2**20:.0f} MiB" + (" (bits + int8 copy)" if rescore is not None else "")
+        name = f"residual {residual_bits}-bit" if fmt == "residual" else fmt
+        setting = f"{name} tokens, {size / 2**20:.0f} MiB" + (" (bits + int8 copy)" if rescore is not None else "")
         runs = [("plaid", {"method": "plaid", "candidates": 1024, "probes": 8})]
         runs += [("exact (bits, int8 rescoring)", {"method": "exact", "candidates": 1024})] if fmt == "binary" else []
         for name, options in runs:
@@ -114,6 +120,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--token-formats", default="", help="comma-separated compact storages to compare too")
+    parser.add_argument("--residual-bits", type=int, default=2, help="bits a dimension of the residual storage")
     args = parser.parse_args()
     docs, queries = corpus(args.documents, args.queries)
     start = time.perf_counter()
@@ -133,7 +140,9 @@ def main() -> None:
         found, qps = timed_search(index, queries, method="plaid", candidates=depth, probes=probes)
         rows.append({"method": "plaid", "setting": f"probes={probes}, candidates={depth}",
                      "recall_at_10": recall(found, exact), "queries_per_s": qps})  # fmt: skip
-    rows += format_rows(index, docs, queries, exact, [f for f in args.token_formats.split(",") if f])
+    rows += format_rows(
+        index, docs, queries, exact, [f for f in args.token_formats.split(",") if f], args.residual_bits
+    )
     print("| method | setting | recall@10 vs exact | queries/s (median) |\n|---|---|---|---|")
     for row in rows:
         print(f"| {row['method']} | {row['setting']} | {row['recall_at_10']:.3f} | {row['queries_per_s']:.1f} |")
