@@ -96,6 +96,12 @@ def iter_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
         yield line_no, text.removeprefix("\ufeff") if line_no == 1 else text
 
 
+def shown(value: Any) -> str:
+    """A cell as an error message quotes it: its repr, cut at 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def parse_float(text: str) -> float | None:
     """A finite float, or None."""
     try:

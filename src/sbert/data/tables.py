@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sbert.data.common import NLI_LABELS, DataFormatError, Dataset, Kind, LineChecker, parse_float, require
+from sbert.data.common import NLI_LABELS, DataFormatError, Dataset, Kind, LineChecker, parse_float, require, shown
 from sbert.data.roles import Roles, infer_roles, missing_role
 from sbert.data.scores import parse_options, scale_bounds
 from sbert.data.streaming import open_stream
@@ -154,11 +154,11 @@ def _rows(
     for column in roles.texts:
         values = table.columns[column]
         for i in _bad_texts(values):
-            problems.setdefault(i, f"column {column!r} is {_shown(values[i])}, expected text")
+            problems.setdefault(i, f"column {column!r} is {shown(values[i])}, expected text")
     if kind == "pair-class" and roles.label:
         labels = table.columns[roles.label]
         for i in (i for i, v in enumerate(labels) if not _is_class(v)):
-            reason = f"label {_shown(labels[i])} in column {roles.label!r} is not a class (an integer >= 0 or a name)"
+            reason = f"label {shown(labels[i])} in column {roles.label!r} is not a class (an integer >= 0 or a name)"
             problems.setdefault(i, reason)
     scores = _scores(table, roles, bounds, problems, spec) if kind == "pair-score" else None
     distilled = teacher_scores(table, teacher, len(roles.texts) - 1, problems) if teacher else None
@@ -194,7 +194,7 @@ def _scores(table: Table, roles: Roles, bounds: tuple[float, float], problems: d
     bad = ~(np.isfinite(values) & (values >= lo) & (values <= hi))
     hint = _scale_hint(spec, values) if (lo, hi) == (0.0, 1.0) else ""
     for i in np.flatnonzero(bad).tolist():
-        reason = f"score {_shown(raw[i])} in column {roles.score!r} is not a number in [{lo:g}, {hi:g}]"
+        reason = f"score {shown(raw[i])} in column {roles.score!r} is not a number in [{lo:g}, {hi:g}]"
         problems.setdefault(i, reason + (hint if _number(raw[i]) is not None else ""))
     return values
 
@@ -244,11 +244,6 @@ def _number(value: Any) -> float | None:
     if isinstance(value, int | float):
         return parse_float(str(value))
     return parse_float(value) if isinstance(value, str) else None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _hf_split(path: Path, split: str | None) -> tuple[Path, str | None]:

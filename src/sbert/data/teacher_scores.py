@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any
 
+from sbert.data.common import shown
 from sbert.data.roles import Roles
 from sbert.data.table_sources import Table
 
@@ -35,7 +36,7 @@ def teacher_scores(table: Table, column: str, documents: int, problems: dict[int
     for i, cell in enumerate(table.columns[column]):
         scores = _as_list(cell)
         if scores is None or len(scores) != documents:
-            problems.setdefault(i, f"column {column!r} holds {_shown(cell)}, expected a list of {documents} "
+            problems.setdefault(i, f"column {column!r} holds {shown(cell)}, expected a list of {documents} "
                                    "teacher scores (one per document)")  # fmt: skip
             out.append([])
             continue
@@ -57,8 +58,3 @@ def _as_list(cell: Any) -> list[float] | None:
     except (TypeError, ValueError):
         return None
     return values if len(values) == len(cell) and all(math.isfinite(v) for v in values) else None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
