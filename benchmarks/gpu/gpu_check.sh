@@ -12,7 +12,7 @@
 #     bash benchmarks/gpu/gpu_check.sh --smoke /tmp/gpu-check
 # Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the project root (this script is in benchmarks/gpu/)
 smoke=0
 if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
 out=${1:?usage: gpu_check.sh [--smoke] OUT_DIR [tests] [encode] [train]}

@@ -157,7 +157,7 @@ def maxsim_matrix(
         # the decoded document rows (tokens x dim floats) count against the budget too, not only the scores;
         # and a block stays near the cache: one query over 800,502 tokens ran 12.8 against 7.3 queries/s
         # on int8 storage, 4.5 against 4.9 on float16 (4,096-token blocks against 262,144; medians of 3
-        # alternating runs, 2-core AMD EPYC with 2 MiB of L2 a core)
+        # alternating runs of benchmarks/speed/maxsim_blocks.py, 2-core AMD EPYC with 2 MiB of L2 a core)
         doc_tokens = min(budget // max(len(block), d.width), DOC_BLOCK_TOKENS)
         for d0, d1 in _blocks(d.offsets, max(doc_tokens, 1)):
             base = d.offsets[d0]
