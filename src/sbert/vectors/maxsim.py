@@ -21,7 +21,7 @@ from sbert.vectors.token_codes import ResidualCodec, decode_rows, encode_rows
 MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
 # Floats in one (query tokens, document tokens) block: 32M float32 = 128 MB.
 DEFAULT_BUDGET = 32 * 1024 * 1024
-DOC_BLOCK_TOKENS = 4_096  # document tokens decoded and scored at a time, at most
+DOC_BLOCK_TOKENS = 4_096  # int8 / binary / residual document tokens decoded and scored at a time, at most
 
 
 def check_multi_similarity(name: str | None) -> str:
@@ -154,11 +154,13 @@ def maxsim_matrix(
     for q0, q1 in _blocks(q.offsets, budget // max(int(d.lengths.max()), 1)):
         block = q.rows(int(q.offsets[q0]), int(q.offsets[q1]))
         q_starts = q.offsets[q0:q1] - q.offsets[q0]
-        # the decoded document rows (tokens x dim floats) count against the budget too, not only the scores;
-        # and a block stays near the cache: one query over 800,502 tokens ran 12.8 against 7.3 queries/s
-        # on int8 storage, 4.5 against 4.9 on float16 (4,096-token blocks against 262,144; medians of 3
-        # alternating runs of benchmarks/speed/maxsim_blocks.py, 2-core AMD EPYC with 2 MiB of L2 a core)
-        doc_tokens = min(budget // max(len(block), d.width), DOC_BLOCK_TOKENS)
+        # The decoded document rows (tokens x dim floats) count against the budget too, not only the scores.
+        # Codes that decode through temporaries (int8 scales, bits, residuals) go in cache-sized blocks:
+        # one query over 800,502 int8 tokens ran 9.35 against 7.37 queries/s with 4,096-token blocks, where
+        # float16 rows (one cast) ran slower so (4.35 against 4.93), so they keep the budget's blocks
+        # (benchmarks/speed/maxsim_blocks.py, medians of 3 alternating rounds, 2-core AMD EPYC).
+        cap = DOC_BLOCK_TOKENS if d.token_format in ("int8", "binary", "residual") else budget
+        doc_tokens = min(budget // max(len(block), d.width), cap)
         for d0, d1 in _blocks(d.offsets, max(doc_tokens, 1)):
             base = d.offsets[d0]
             scores = block @ d.rows(int(base), int(d.offsets[d1])).T  # (q tokens, d tokens)
