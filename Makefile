@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e lint typecheck pytest bench bench-peers bench-decoder clean
+.PHONY: run test test-e2e lint typecheck pytest bench bench-peers bench-decoder bench-multivector clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -83,5 +83,20 @@ $(LLAMA_VENV)/.installed:
 bench-decoder: $(VENV)/.installed-dev $(LLAMA_VENV)/.installed
 	$(PY) benchmarks/speed/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python $(BENCH_ARGS)
 
+# The multi-vector index table with PyLate beside sbert (docs/multivector.md):
+# `make bench-multivector BENCH_ARGS='--documents 100000 --queries 100'`. PyLate is a peer in its own venv:
+# PyLate 1.6 pins sentence-transformers 5.3 and fast-plaid, whose extension is built for torch 2.11 (the
+# registry's CUDA build, about 5 GB with its libraries; it runs on the CPU). voyager 2.0.9: PyLate 1.6's
+# Voyager index passes lists, which voyager 2.2's add_items refuses.
+PYLATE_VENV ?= .venv-pylate
+PYLATE_PEER := torch==2.11.0 pylate==1.6.0 voyager==2.0.9
+$(PYLATE_VENV)/.installed:
+	$(PYTHON) -m venv $(PYLATE_VENV)
+	$(PYLATE_VENV)/bin/pip install -q --no-compile $(PYLATE_PEER)
+	touch $@
+
+bench-multivector: $(VENV)/.installed-dev $(PYLATE_VENV)/.installed
+	$(PY) benchmarks/speed/multivector_search.py --pylate-python $(PYLATE_VENV)/bin/python $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

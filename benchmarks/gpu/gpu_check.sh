@@ -8,9 +8,11 @@
 #     bash benchmarks/gpu/gpu_check.sh $OUT tests encode
 #     bash benchmarks/gpu/gpu_check.sh $OUT train
 #     bash benchmarks/gpu/gpu_check.sh $OUT sparse      # SPLADE's packed engine against sentence-transformers
+#     bash benchmarks/gpu/gpu_check.sh $OUT multivector # ColBERT's packed engine against sentence-transformers
 # On the CPU, the same script end to end on tiny sizes (what CI runs; it measures nothing):
 #     bash benchmarks/gpu/gpu_check.sh --smoke /tmp/gpu-check
-# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S.
+# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S,
+# GPU_CHECK_MULTIVECTOR_S.
 set -uo pipefail
 cd "$(dirname "$0")/../.."  # the project root (this script is in benchmarks/gpu/)
 smoke=0
@@ -75,7 +77,11 @@ for step in "${steps[@]}"; do
         sparse) [ $smoke -eq 1 ] && sparse_device=cpu || sparse_device=cuda
                 run_step sparse "${GPU_CHECK_SPARSE_S:-300}" "$py" benchmarks/speed/sparse_encode.py --workdir "$out/splade" \
                     --device "$sparse_device" --rounds 2 ;;
-        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train, sparse)" >&2; exit 2 ;;
+        multivector) if [ $smoke -eq 1 ]; then mv_args=(--device cpu --sentences 40 --rounds 1 --engines sbert)
+                     else mv_args=(--device cuda --rounds 2 --engines sbert,sbert-fp16); fi
+                     run_step multivector "${GPU_CHECK_MULTIVECTOR_S:-300}" "$py" benchmarks/speed/multivector_encode.py \
+                         --workdir "$out/colbert" "${mv_args[@]}" ;;
+        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train, sparse, multivector)" >&2; exit 2 ;;
     esac
 done
 "$py" benchmarks/gpu/gpu_summary.py "$out"

@@ -1,6 +1,7 @@
 """ColBERT encode speed and memory: sbert's MultiVectorEncoder against sentence-transformers 6's, in one run.
 
     python benchmarks/speed/multivector_encode.py --workdir /tmp/colbert [--rounds 3] [--sentences 2758]
+        [--pylate-python PEER_VENV/bin/python] [--device cuda]
 
 The model is a random-weight ColBERT in the published shape (BERT-base: 12 layers, width 768;
 a 768 -> 128 projection without bias; [Q] / [D] prompts; queries expanded to 32 tokens with
@@ -11,6 +12,16 @@ graph runtimes (ONNX Runtime, OpenVINO; fp32 and int8 weights). Each
 engine runs in its own process (its own peak RSS); rounds alternate the engines,
 each figure is the median of its rounds. sbert's token matrices are compared with the reference's:
 same token counts, and the largest difference of any token vector.
+
+With `--pylate-python` (the peer venv `make bench-multivector` builds), PyLate itself builds and saves
+the model (its defaults over the same random BERT-base: [Q] / [D] inserted after [CLS], expansion to
+32, documents cut at 180, the punctuation skiplist), and PyLate encodes it as a third engine
+(benchmarks/speed/pylate_peer.py). Every engine then reads PyLate's folder; sentence-transformers 6
+stays the reference the vectors are compared with, PyLate's own included.
+
+`--device cuda` (benchmarks/gpu/gpu_check.sh's `multivector` step) runs every engine on the GPU, where
+sbert's torch engine runs packed batches (multivector/packed.py); `sbert-fp16` is its half-precision row.
+Graph engines are CPU-only.
 """
 
 from __future__ import annotations
@@ -32,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: com
 from common import random_bert_base, sts_sentences
 
 GRAPH_ENGINES = ("sbert-onnx", "sbert-onnx-int8", "sbert-openvino", "sbert-openvino-int8")
-ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", *GRAPH_ENGINES)
+ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", "sbert-fp16", *GRAPH_ENGINES)
+PEER_SCRIPT = Path(__file__).resolve().with_name("pylate_peer.py")
 
 
 def build(workdir: Path) -> Path:
@@ -57,7 +69,26 @@ def build(workdir: Path) -> Path:
     return folder
 
 
-def child(engine: str, folder: str, n: int, out: str) -> None:
+def build_pylate(workdir: Path, python: str) -> Path:
+    """The ColBERT folder, written once by PyLate (in the peer venv) over the same random BERT-base."""
+    folder = workdir / "colbert-pylate-bert-base-random"
+    if not (folder / "modules.json").is_file():
+        bert = random_bert_base(workdir / "bert")
+        subprocess.run([python, str(PEER_SCRIPT), "build", str(bert), str(folder)], check=True, capture_output=True)
+    return folder
+
+
+def run_command(engine: str, folder: Path, n: int, out: Path, pylate_python: str | None, device: str) -> list[str]:
+    """The child process that times one engine: this script, or PyLate's peer for "pylate"."""
+    if engine != "pylate":
+        return [sys.executable, __file__, "--child", engine, str(folder), str(n), str(out), "--device", device]
+    texts = out.with_name("sentences.json")
+    if not texts.is_file():
+        texts.write_text(json.dumps(sts_sentences("test")[:n]))
+    return [str(pylate_python), str(PEER_SCRIPT), "encode", str(folder), str(texts), str(out)]
+
+
+def child(engine: str, folder: str, n: int, out: str, device: str = "cpu") -> None:
     """Warm up, time documents then queries once; save the matrices; print seconds and peak memory."""
     import numpy as np
 
@@ -65,9 +96,9 @@ def child(engine: str, folder: str, n: int, out: str) -> None:
     if engine.startswith("sbert"):
         from sbert.multivector import MultiVectorEncoder
 
-        precision = "bf16" if engine == "sbert-bf16" else "fp32"
+        precision = {"sbert-bf16": "bf16", "sbert-fp16": "fp16"}.get(engine, "fp32")
         backend = engine.removeprefix("sbert-") if engine in GRAPH_ENGINES else "torch"
-        model = MultiVectorEncoder.load(folder, device="cpu")
+        model = MultiVectorEncoder.load(folder, device=device)
         model.encode_document(sentences[:64], precision=precision, backend=backend)  # exports a graph once
         start = time.perf_counter()
         docs = model.encode_document(sentences, precision=precision, backend=backend)
@@ -76,17 +107,22 @@ def child(engine: str, folder: str, n: int, out: str) -> None:
     else:
         from sentence_transformers import MultiVectorEncoder as Reference
 
-        ref = Reference(folder, device="cpu")
+        ref = Reference(folder, device=device)
         ref.encode_document(sentences[:64])
         start = time.perf_counter()
-        docs = [d.numpy() for d in ref.encode_document(sentences, batch_size=32)]
+        docs = [d.cpu().numpy() for d in ref.encode_document(sentences, batch_size=32)]
         middle = time.perf_counter()
-        queries = [q.numpy() for q in ref.encode_query(sentences, batch_size=32)]
+        queries = [q.cpu().numpy() for q in ref.encode_query(sentences, batch_size=32)]
     end = time.perf_counter()
     lengths = np.array([len(m) for m in docs] + [len(m) for m in queries])
     np.savez(out, lengths=lengths, tokens=np.concatenate(docs + queries))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(json.dumps({"documents_s": middle - start, "queries_s": end - middle, "peak_gib": peak}))
+    record = {"documents_s": middle - start, "queries_s": end - middle, "peak_gib": peak}
+    if device == "cuda":  # the GPU's own peak beside the process's RSS
+        import torch
+
+        record["gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    print(json.dumps(record))
 
 
 def compare(workdir: Path, engine: str) -> str:
@@ -109,24 +145,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=2758)
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of {', '.join(ENGINES)}")
+    parser.add_argument("--pylate-python", help="the peer venv's python with PyLate: PyLate builds the model and runs")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where every engine runs")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), args.child[3])
+        child(args.child[0], args.child[1], int(args.child[2]), args.child[3], args.device)
         return
     if args.workdir is None:
         parser.error("--workdir is required")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    folder = build(args.workdir)
+    folder = build_pylate(args.workdir, args.pylate_python) if args.pylate_python else build(args.workdir)
     chosen = ["sentence-transformers", *(e for e in args.engines.split(",") if e and e != "sentence-transformers")]
-    unknown = [e for e in chosen if e not in ENGINES]
+    chosen += ["pylate"] if args.pylate_python else []
+    unknown = [e for e in chosen if e not in (*ENGINES, "pylate")]
     if unknown:
         parser.error(f"--engines: unknown {unknown}; known: {', '.join(ENGINES)}")
     runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in chosen}
     for _ in range(args.rounds):
         for engine in runs:
             out = args.workdir / f"{engine}.npz"
-            command = [sys.executable, __file__, "--child", engine, str(folder), str(args.sentences), str(out)]
+            command = run_command(engine, folder, args.sentences, out, args.pylate_python, args.device)
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{engine} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -134,14 +173,16 @@ def main() -> None:
     for engine in chosen[1:]:
         print(compare(args.workdir, engine))
     n = min(args.sentences, len(sts_sentences("test")))
-    print("| engine (cpu) | documents/s | queries/s | peak RSS (GiB) | rounds |\n|---|---|---|---|---|")
+    print(f"| engine ({args.device}) | documents/s | queries/s | peak RSS (GiB) | rounds |\n|---|---|---|---|---|")
     speed = {}
     for engine, rows in runs.items():
         docs = n / statistics.median(r["documents_s"] for r in rows)
         queries = n / statistics.median(r["queries_s"] for r in rows)
         speed[engine] = (docs, queries)
         peak = statistics.median(r["peak_gib"] for r in rows)
-        print(f"| {engine} | {docs:.1f} | {queries:.1f} | {peak:.2f} | {len(rows)} |")
+        gpu = [r["gpu_peak_gib"] for r in rows if "gpu_peak_gib" in r]
+        shown = f"{peak:.2f}" + (f" (GPU {statistics.median(gpu):.2f})" if gpu else "")
+        print(f"| {engine} | {docs:.1f} | {queries:.1f} | {shown} | {len(rows)} |")
     for engine in chosen[1:]:
         ratio = [a / b for a, b in zip(speed[engine], speed["sentence-transformers"], strict=True)]
         print(f"\n{engine} / sentence-transformers: documents {ratio[0]:.2f}x, queries {ratio[1]:.2f}x", end="")

@@ -1,7 +1,7 @@
 """Multi-vector index: recall@10 against exact MaxSim, and queries/s, on a synthetic ColBERT-shaped corpus.
 
     python benchmarks/speed/multivector_search.py [--documents 100000] [--queries 200] [--json FILE]
-        [--token-formats float16,int8,binary]
+        [--token-formats float16,int8,binary] [--pylate-python PEER_VENV/bin/python [--pylate-indexes plaid,voyager]]
 
 The corpus imitates ColBERT token vectors (128-d, unit length): a vocabulary of 30,000 "word"
 directions with Zipf-like frequencies (exponent 0.8); each document holds 20-60 tokens, each its
@@ -13,7 +13,9 @@ median of the per-query rates over the run) are printed per method and setting. 
 each compact storage (vectors/token_codes.py; residual: PLAID's centroid id plus 2 bits a dimension), the
 token bytes and PLAID's default setting on it (and, for binary, "exact": every document scored on its bits,
 the best 1,024 rescored on the int8 copy); recall
-is always against exact MaxSim on the float32 vectors.
+is always against exact MaxSim on the float32 vectors. `--pylate-python` (the peer venv `make bench-multivector`
+builds) adds PyLate's own indexes on the same corpus and queries in the same run (benchmarks/speed/pylate_peer.py):
+PLAID (fast-plaid) and Voyager (token HNSW, then PyLate's MaxSim rerank), each at its defaults, one query at a time.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import argparse
 import json
 import platform
 import subprocess
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -113,6 +117,27 @@ def format_rows(
     return rows
 
 
+def pylate_rows(python: str, kinds: list[str], docs: TokenSets, queries: TokenSets, exact: np.ndarray,
+                ) -> list[dict[str, object]]:  # fmt: skip
+    """PyLate's indexes (at their defaults) on the same corpus, run by pylate_peer.py in the peer venv."""
+    rows: list[dict[str, object]] = []
+    peer = Path(__file__).resolve().with_name("pylate_peer.py")
+    with tempfile.TemporaryDirectory(prefix="mv-pylate-") as tmp:
+        data = Path(tmp) / "corpus.npz"
+        np.savez(data, tokens=docs.tokens, offsets=docs.offsets, query_tokens=queries.tokens,
+                 query_offsets=queries.offsets)  # fmt: skip
+        for kind in kinds:
+            out = Path(tmp) / f"{kind}.json"
+            subprocess.run([python, str(peer), "search", str(data), str(out), kind], check=True)
+            record = json.loads(out.read_text())
+            rows.append({"method": f"PyLate {kind}", "setting": f"defaults; build {record['build_s']:.0f} s; "
+                         f"all queries in one call: {record['batched_queries_per_s']:.1f}/s",
+                         "recall_at_10": recall(np.asarray(record["ids"]), exact),
+                         "queries_per_s": record["queries_per_s"]})  # fmt: skip
+            print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     """Build, search with every method, print a table (and write it as JSON)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,6 +146,8 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--token-formats", default="", help="comma-separated compact storages to compare too")
     parser.add_argument("--residual-bits", type=int, default=2, help="bits a dimension of the residual storage")
+    parser.add_argument("--pylate-python", help="the peer venv's python with PyLate (make bench-multivector)")
+    parser.add_argument("--pylate-indexes", default="plaid,voyager", help="PyLate indexes to run with --pylate-python")
     args = parser.parse_args()
     docs, queries = corpus(args.documents, args.queries)
     start = time.perf_counter()
@@ -131,7 +158,10 @@ def main() -> None:
     print(f"{len(docs)} documents, {len(docs.tokens)} tokens; build {build_s:.0f} s "
           f"({index.settings.n_centroids} centroids); CPU {model or platform.processor()}")  # fmt: skip
     exact, exact_qps = timed_search(index, queries)
-    rows = [{"method": "exact", "setting": "", "recall_at_10": 1.0, "queries_per_s": exact_qps}]
+    rows = [{"method": "exact", "setting": f"sbert build {build_s:.0f} s", "recall_at_10": 1.0,
+             "queries_per_s": exact_qps}]  # fmt: skip
+    if args.pylate_python:
+        rows += pylate_rows(args.pylate_python, args.pylate_indexes.split(","), docs, queries, exact)
     for depth in (256, 1024, 4096):
         found, qps = timed_search(index, queries, method="muvera", candidates=depth)
         rows.append({"method": "muvera", "setting": f"candidates={depth}", "recall_at_10": recall(found, exact),

@@ -2,7 +2,8 @@
 
 It shares the dense runtime's pieces (length-ordered token-budget batches, a weight copy per
 device and dtype, one single-threaded batch per CPU core) and differs only in its output: the
-scored token rows of each text, without padding.
+scored token rows of each text, without padding. With a packed engine (multivector/packed.py, the
+CUDA default) the tasks it can take run padding-free, in batches cut by real tokens.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from sbert.backends.torch_cpu import CPU_BATCH_TOKENS, MAX_ROWS
 from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 from sbert.modules import Module, Transformer
 from sbert.multivector.tokens import SCORED, TokenRules
-from sbert.vectors.batching import length_order, token_batches
+from sbert.vectors.batching import length_order, packed_batches, token_batches
 
 if TYPE_CHECKING:
     from sbert.backends.feature_graph import FeatureGraphEngine
+    from sbert.multivector.packed import PackedMultiVector
 
 TOKENS = "token_embeddings"
 
@@ -32,10 +34,10 @@ class MultiVectorEngine:
 
     def __init__(
         self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype,
-        graph: FeatureGraphEngine | None = None,
+        graph: FeatureGraphEngine | None = None, packed: PackedMultiVector | None = None,
     ) -> None:  # fmt: skip
         self.modules = cast_copy(modules, device, dtype) if graph is None else tuple(modules)
-        self.rules, self.device, self.graph = rules, device, graph
+        self.rules, self.device, self.graph, self.packed = rules, device, graph, packed
         # torch: one single-threaded batch per core; a graph runtime spreads one batch over its own threads
         self.workers = torch.get_num_threads() if device.type == "cpu" and graph is None else 1
 
@@ -64,18 +66,26 @@ class MultiVectorEngine:
         self, ids: Sequence[Sequence[int]], task: str | None, batch_size: int | None = None,
         batch_tokens: int | None = None, show_progress: bool | None = None,
     ) -> list[np.ndarray]:  # fmt: skip
-        """Every row's matrix, in input order; batches fill a padded-token budget, longest rows first."""
-        lengths = [self._width(len(r), task) for r in ids]
-        budget = batch_tokens or CPU_BATCH_TOKENS
-        batches = token_batches(length_order(lengths), lengths, budget, batch_size or MAX_ROWS)
+        """Every row's matrix, in input order; batches fill a token budget (padded or packed), longest rows first."""
+        packed = self.packed if self.packed is not None and self.packed.packable(task) else None
+        rows = batch_size or MAX_ROWS
+        if packed is not None:
+            from sbert.multivector.packed import PACKED_TOKENS
+
+            lengths = [packed.width(len(r), task) for r in ids]
+            cut = packed_batches(length_order(lengths), lengths, batch_tokens or PACKED_TOKENS, rows)
+        else:
+            lengths = [self._width(len(r), task) for r in ids]
+            cut = token_batches(length_order(lengths), lengths, batch_tokens or CPU_BATCH_TOKENS, rows)
+        embed = packed.embed_batch if packed is not None else self.embed_batch
         out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(ids)
 
         def job(batch: list[int]) -> tuple[list[int], list[np.ndarray]]:
-            return batch, self.embed_batch([ids[i] for i in batch], task)
+            return batch, embed([ids[i] for i in batch], task)
 
         show = len(ids) >= PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
         with tqdm(total=len(ids), unit="text", disable=not show) as bar:
-            for batch, mats in run_threaded(batches, job, self.workers):
+            for batch, mats in run_threaded(cut, job, 1 if packed is not None else self.workers):
                 for i, m in zip(batch, mats, strict=True):
                     out[i] = m
                 bar.update(len(batch))

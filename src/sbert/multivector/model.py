@@ -7,6 +7,7 @@ and save in sentence-transformers 6's layout or PyLate's (multivector/layout.py)
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -38,7 +39,9 @@ from sbert.weights_state import TracksWeights
 
 if TYPE_CHECKING:
     from sbert.backends.feature_graph import FeatureGraphEngine
+    from sbert.multivector.packed import PackedMultiVector
 
+log = logging.getLogger(__name__)
 NATIVE_TYPE = "MultiVectorEncoder"
 # Texts of two lengths the graph backends are traced on and checked with.
 GRAPH_PROBES = ["a man is playing a guitar", "The quick brown fox jumps over the lazy dog, twice!", "x"]
@@ -211,15 +214,30 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         """float32 (n,): the score of query i with document i."""
         return maxsim_pairs(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
 
-    def engine(self, precision: str = "auto", backend: str = "torch") -> MultiVectorEngine:
-        """The engine for these weights on `backend` in `precision` (rebuilt when the weights change)."""
+    def engine(self, precision: str = "auto", backend: str = "torch", packed: bool | None = None) -> MultiVectorEngine:
+        """The engine for these weights on `backend` in `precision` (rebuilt when the weights change).
+
+        `packed` (torch only; default: on CUDA) runs padding-free batches where it can (multivector/packed.py).
+        """
         dtype = backend_dtype(backend, precision, self.device, self.transformer.embedding_dimension)  # the dense rule
+        wants_packed = backend == "torch" and (packed if packed is not None else self.device.type == "cuda")
 
         def build() -> MultiVectorEngine:
             graph = None if backend == "torch" else self._graph(backend, dtype)
-            return MultiVectorEngine(self.chain(), self._rules, self.device, dtype, graph)
+            return MultiVectorEngine(self.chain(), self._rules, self.device, dtype, graph,
+                                     self._packed(dtype) if wants_packed else None)  # fmt: skip
 
-        return self.cached_engine((backend, self.device.type, dtype), build)
+        return self.cached_engine((backend, self.device.type, dtype, wants_packed), build)
+
+    def _packed(self, dtype: torch.dtype) -> PackedMultiVector | None:
+        """The packed engine for this chain, or None (logged) where the model or device cannot run one."""
+        from sbert.multivector.packed import PackedMultiVector
+
+        try:
+            return PackedMultiVector(self.chain(), self._rules, self.device, dtype)
+        except ValueError as why:
+            log.info("multi-vector packed batches off (%s): running padded batches", why)
+            return None
 
     def _graph(self, backend: str, dtype: torch.dtype) -> FeatureGraphEngine:
         """The chain's token vectors exported for a graph runtime (fp32 graph; int8 weights for the -int8 runtimes)."""

@@ -35,6 +35,7 @@ class TokenRules:
     expansion_id: int | None
     prefix_ids: dict[str, int | None]  # by task: "query", "document"
     skip_ids: torch.Tensor | None
+    pad_id: int | None = None  # the tokenizer's padding id: what `pad` writes before expansion fills it
 
     @classmethod
     def resolve(cls, settings: MultiVectorSettings, transformer: Transformer) -> TokenRules:
@@ -49,7 +50,7 @@ class TokenRules:
             if expansion_id is None:
                 raise ModelFormatError("query expansion needs a [MASK] or EOS token; this tokenizer has neither")
         prefix_ids = {task: _prefix_id(settings.prefix_for(task), tok) for task in ("query", "document")}
-        return cls(settings, expansion_id, prefix_ids, _skip_ids(settings, tok))
+        return cls(settings, expansion_id, prefix_ids, _skip_ids(settings, tok), tok.pad_token_id)
 
     def limit(self, task: str | None, transformer: Transformer) -> int:
         """Tokens kept per text for `task`, special tokens and prefix included."""
@@ -90,13 +91,39 @@ class TokenRules:
             if exp.attend:
                 features["attention_mask"] = mask.masked_fill(expand, 1)
             scored = mask.bool() | expand
+        features[SCORED] = self.keep_scored(ids, scored, task)
+        return features
+
+    def keep_scored(self, ids: torch.Tensor, scored: torch.Tensor, task: str | None) -> torch.Tensor:
+        """`scored` (any shape, like `ids`) without the skiplist's tokens and, for documents, the tokens not kept."""
         if (task or "document") in self.settings.skiplist_tasks and self.skip_ids is not None:
-            scored &= ~torch.isin(ids, self.skip_ids)
+            scored = scored & ~torch.isin(ids, self.skip_ids.to(ids.device))
         keep = self.settings.keep_only_token_ids
         if task != "query" and keep:
-            scored &= torch.isin(ids, torch.tensor(keep, dtype=torch.long))
-        features[SCORED] = scored
-        return features
+            scored = scored & torch.isin(ids, torch.tensor(keep, dtype=ids.dtype, device=ids.device))
+        return scored
+
+    def packable(self, transformer: Transformer, task: str | None) -> bool:
+        """Whether `task`'s rows can run padding-free: every token of a packed row is attended.
+
+        Queries whose expansion tokens are scored but not attended (`attend` false, the default of
+        sentence-transformers and PyLate) cannot, nor expansion on a left-padding tokenizer (where
+        `pad` puts the expansion positions before the text).
+        """
+        exp = self.settings.expansion if task == "query" else None
+        return exp is None or (exp.attend and transformer.tokenizer.padding_side != "left")
+
+    def packed_row(self, row: Sequence[int], task: str | None) -> tuple[list[int], list[int]]:
+        """(the ids a packed batch runs, the ids the skiplist sees) for one row of a `packable` task.
+
+        Expansion positions run as the expansion token and are filtered as `pad` filters them: as padding.
+        """
+        exp = self.settings.expansion if task == "query" else None
+        extra = max(exp.length - len(row), 0) if exp is not None else 0
+        if not extra:
+            return list(row), list(row)
+        assert self.expansion_id is not None and self.pad_id is not None
+        return [*row, *[self.expansion_id] * extra], [*row, *[self.pad_id] * extra]
 
 
 def _prefix_id(prefix: str, tokenizer: object) -> int | None:
