@@ -17,7 +17,9 @@ With `--pylate-python` (the peer venv `make bench-multivector` builds), PyLate i
 the model (its defaults over the same random BERT-base: [Q] / [D] inserted after [CLS], expansion to
 32, documents cut at 180, the punctuation skiplist), and PyLate encodes it as a third engine
 (benchmarks/speed/pylate_peer.py). Every engine then reads PyLate's folder; sentence-transformers 6
-stays the reference the vectors are compared with, PyLate's own included.
+stays the reference the vectors are compared with, PyLate's own included. A fourth row,
+"pylate-on-sbert-save", is PyLate encoding the folder sbert writes when it loads and saves PyLate's:
+the save direction, checked by PyLate itself.
 
 `--device cuda` (benchmarks/gpu/gpu_check.sh's `multivector` step) runs every engine on the GPU, where
 sbert's torch engine runs packed batches (multivector/packed.py); `sbert-fp16` is its half-precision row.
@@ -45,6 +47,8 @@ from common import random_bert_base, sts_sentences
 GRAPH_ENGINES = ("sbert-onnx", "sbert-onnx-int8", "sbert-openvino", "sbert-openvino-int8")
 ENGINES = ("sentence-transformers", "sbert", "sbert-bf16", "sbert-fp16", *GRAPH_ENGINES)
 PEER_SCRIPT = Path(__file__).resolve().with_name("pylate_peer.py")
+PYLATE_ENGINES = ("pylate", "pylate-on-sbert-save")  # run by the peer: on PyLate's folder, on sbert's save of it
+RESAVED = "colbert-pylate-resaved-by-sbert"
 
 
 def build(workdir: Path) -> Path:
@@ -75,17 +79,23 @@ def build_pylate(workdir: Path, python: str) -> Path:
     if not (folder / "modules.json").is_file():
         bert = random_bert_base(workdir / "bert")
         subprocess.run([python, str(PEER_SCRIPT), "build", str(bert), str(folder)], check=True, capture_output=True)
+    resaved = workdir / RESAVED
+    if not (resaved / "modules.json").is_file():
+        from sbert.multivector import MultiVectorEncoder
+
+        MultiVectorEncoder.load(folder, device="cpu").save(resaved)
     return folder
 
 
 def run_command(engine: str, folder: Path, n: int, out: Path, pylate_python: str | None, device: str) -> list[str]:
-    """The child process that times one engine: this script, or PyLate's peer for "pylate"."""
-    if engine != "pylate":
+    """The child process that times one engine: this script, or PyLate's peer for the PyLate rows."""
+    if engine not in PYLATE_ENGINES:
         return [sys.executable, __file__, "--child", engine, str(folder), str(n), str(out), "--device", device]
-    texts = out.with_name("sentences.json")
+    texts = out.with_name(f"sentences-{n}.json")
     if not texts.is_file():
         texts.write_text(json.dumps(sts_sentences("test")[:n]))
-    return [str(pylate_python), str(PEER_SCRIPT), "encode", str(folder), str(texts), str(out)]
+    source = folder.with_name(RESAVED) if engine == "pylate-on-sbert-save" else folder
+    return [str(pylate_python), str(PEER_SCRIPT), "encode", str(source), str(texts), str(out)]
 
 
 def child(engine: str, folder: str, n: int, out: str, device: str = "cpu") -> None:
@@ -157,8 +167,8 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     folder = build_pylate(args.workdir, args.pylate_python) if args.pylate_python else build(args.workdir)
     chosen = ["sentence-transformers", *(e for e in args.engines.split(",") if e and e != "sentence-transformers")]
-    chosen += ["pylate"] if args.pylate_python else []
-    unknown = [e for e in chosen if e not in (*ENGINES, "pylate")]
+    chosen += list(PYLATE_ENGINES) if args.pylate_python else []
+    unknown = [e for e in chosen if e not in (*ENGINES, *PYLATE_ENGINES)]
     if unknown:
         parser.error(f"--engines: unknown {unknown}; known: {', '.join(ENGINES)}")
     runs: dict[str, list[dict[str, float]]] = {engine: [] for engine in chosen}
