@@ -64,6 +64,16 @@ def test_the_short_width_can_be_set_or_turned_off(tiny_dirs, monkeypatch):
         SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").encode(CORPUS, backend="openvino")
 
 
+def test_large_models_compile_once(monkeypatch):
+    from sbert.backends.openvino_runtime import TWO_COMPILES_MAX_BYTES, short_width
+
+    monkeypatch.delenv("SBERT_OPENVINO_SHORT_WIDTH", raising=False)
+    assert short_width("openvino", 90 * 2**20) == 64 and short_width("openvino-int8", 90 * 2**20) == 24
+    assert short_width("openvino", TWO_COMPILES_MAX_BYTES + 1) == 0  # a second copy of 2 GB is not worth 5-13%
+    monkeypatch.setenv("SBERT_OPENVINO_SHORT_WIDTH", "48")
+    assert short_width("openvino", TWO_COMPILES_MAX_BYTES + 1) == 48  # the setting still wins
+
+
 def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino")
@@ -88,6 +98,19 @@ def test_a_stale_graph_that_loads_is_caught_by_the_check_and_rebuilt(tiny_dirs, 
     graph = tmp_path / "m" / "onnx" / "model.onnx"
     graph.write_bytes((tmp_path / "other" / "onnx" / "model.onnx").read_bytes())
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
+
+
+def test_a_graph_exported_again_in_place_is_not_served_an_old_compile(tiny_dirs, tmp_path):
+    # OpenVINO keys a compile by the graph's path alone: new weights exported to the same path (the
+    # model's onnx/ folder) must not load the blob compiled from the old ones.
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")
+    model.encode(CORPUS, backend="openvino")
+    with torch.no_grad():
+        for weights in model.parameters():
+            weights.mul_(0.5)
+    model.mark_weights_changed()
     np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
 
 

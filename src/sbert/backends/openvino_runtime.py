@@ -16,8 +16,11 @@ compile with OpenVINO's "snippets" off. Its fused attention kernel (a snippet) c
 head more than by token and runs ragged widths slowly, so short batches ran 5-13% faster without
 it; wide ones need it (a 512-token sentence took 1.5x as long without).
 `benchmarks/speed/openvino_widths.py` measures both by width and the encode each way. The second
-compile holds its own copy of the weights (MiniLM: +138 MB fp32, +91 MB int8), so
-SBERT_OPENVINO_SHORT_WIDTH sets the width (0: one compile, snippets everywhere).
+compile holds its own copy of the weights (MiniLM: +138 MB fp32, +91 MB int8; a 2.4 GB decoder:
++3.6 GB), so it is made only for models whose weights are under TWO_COMPILES_MAX_BYTES (512 MiB:
+MiniLM and BERT-base keep it; large encoders and decoders compile once, as bounded memory matters
+more there than 5-13% on short batches). SBERT_OPENVINO_SHORT_WIDTH sets the width for any model
+(0: one compile, snippets everywhere).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -46,6 +50,7 @@ HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
 # up to 64, slower from 96).
 SHORT_WIDTHS = {"openvino": 64, "openvino-int8": 24}
 SHORT_WIDTH_ENV = "SBERT_OPENVINO_SHORT_WIDTH"
+TWO_COMPILES_MAX_BYTES = 512 * 2**20  # torch weights above this compile once (each compile holds its own copy)
 
 
 class OpenVinoBackend:
@@ -64,7 +69,7 @@ class OpenVinoBackend:
         self.name, self.chain, self.precision = name, chain, HINTS[dtype]
         self.exact = name == "openvino" and self.precision == "f32"  # bf16 and int8 are held to direction
         self.workers = torch.get_num_threads()
-        self.short_width = short_width(name)
+        self.short_width = short_width(name, weight_bytes(chain))
         self._local = threading.local()
 
         def start(path: Path) -> None:
@@ -127,11 +132,20 @@ class OpenVinoBackend:
         yield from run_threaded(batches, job, self.workers)
 
 
-def short_width(name: str) -> int:
-    """The widest batch that runs without snippets: SBERT_OPENVINO_SHORT_WIDTH, else the measured default."""
+def weight_bytes(chain: Chain) -> int:
+    """Bytes of the chain's torch weights (parameters and buffers)."""
+    tensors = [t for m in chain.modules for t in (*m.parameters(), *m.buffers())]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def short_width(name: str, weights: int = 0) -> int:
+    """The widest batch that runs without snippets: SBERT_OPENVINO_SHORT_WIDTH, else the measured default.
+
+    The default is 0 (one compile) for models of `weights` bytes above TWO_COMPILES_MAX_BYTES.
+    """
     value = os.environ.get(SHORT_WIDTH_ENV, "").strip()
     if not value:
-        return SHORT_WIDTHS[name]
+        return SHORT_WIDTHS[name] if weights <= TWO_COMPILES_MAX_BYTES else 0
     if not value.isdigit():
         raise BackendError(f"{SHORT_WIDTH_ENV}={value!r}: expected a whole number of tokens (0: one compile)")
     return int(value)
@@ -146,15 +160,38 @@ def compile_graph(path: Path, precision: str, streams: int, snippets: bool = Tru
     import openvino
 
     core = openvino.Core()
-    # OpenVINO's cache key leaves SNIPPETS_MODE out: each mode keeps its blobs in its own folder.
-    core.set_property({"CACHE_DIR": str(path.parent / ("openvino" if snippets else "openvino_no_snippets"))})
+    core.set_property({"CACHE_DIR": str(blob_cache(path, snippets))})
     config = {"INFERENCE_PRECISION_HINT": precision, "NUM_STREAMS": str(streams),
               "INFERENCE_NUM_THREADS": str(streams), **({} if snippets else {"SNIPPETS_MODE": "DISABLE"}),
               **extra}  # fmt: skip
     try:
-        return core.compile_model(core.read_model(str(path)), "CPU", config)
+        # by path: a cached blob then loads without reading (and so mapping) the graph's weights to hash them
+        return core.compile_model(str(path), "CPU", config)
     except Exception as e:  # OpenVINO raises its own RuntimeError subclasses
         raise BackendError(f"{path}: OpenVINO cannot compile the graph ({first_line(e)})") from None
+
+
+def blob_cache(path: Path, snippets: bool) -> Path:
+    """The folder OpenVINO keeps its compiled blobs of the graph at `path` in, one per version of the file.
+
+    Compiled by path, OpenVINO keys a blob by the path and the file's size and time to the second: a
+    graph exported again in place within the same second (a rebuild after a failed check) would get
+    the old blob. The folder is named by the file's inode, nanosecond time and size instead (an
+    export replaces the file atomically, so each version gets a new one); older versions' blobs go.
+    OpenVINO's key also leaves SNIPPETS_MODE out: each mode has its own folder.
+    """
+    stat = path.stat()
+    root = path.parent / ("openvino" if snippets else "openvino_no_snippets")
+    here = root / f"{stat.st_ino}-{stat.st_mtime_ns}-{stat.st_size}"
+    if root.is_dir():
+        for old in root.iterdir():
+            if old == here:
+                continue
+            if old.is_dir():  # the blobs of a replaced graph
+                shutil.rmtree(old, ignore_errors=True)
+            else:  # a blob of the flat layout earlier versions wrote
+                old.unlink(missing_ok=True)
+    return here
 
 
 def _quantize_nncf(fp32: Path, target: Path, feeds: Sequence[Feed]) -> dict[str, object]:
