@@ -8,8 +8,6 @@ embeds "query: " + text when the model's prompts map "query" to "query: ".
 
 from __future__ import annotations
 
-import copy
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,23 +83,11 @@ def read_model_config(root: Path) -> dict[str, Any]:
     """config_sentence_transformers.json as a dict ({} when absent): the one place the file is parsed.
 
     Kinds with keys of their own (PyLate's ColBERT lengths and prefixes) read them from this dict.
-    A load asks several times (kind detection, the kind's layout, the settings); the file is parsed
-    once per version of it (its path, modification time and size) and each caller gets its own copy.
     """
     path = root / MODEL_CONFIG_FILE
-    try:
-        stat = path.stat()
-    except OSError:
-        return {}
     if not path.is_file():
         return {}
-    return copy.deepcopy(_parsed(str(path), stat.st_mtime_ns, stat.st_size))
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
-    """The file's JSON object (a parse error raises and is not cached)."""
-    config = read_json(Path(path))
+    config = read_json(path)
     if not isinstance(config, dict):
         raise ModelFormatError(f"{path}: expected a JSON object")
     return config
