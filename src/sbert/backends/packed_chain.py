@@ -40,6 +40,22 @@ def packing_blocker(transformer: Transformer) -> str | None:
     return None
 
 
+def varlen_attention(transformer: Transformer, device: torch.device, dtype: torch.dtype,
+                     blocker: str | None = None) -> str:  # fmt: skip
+    """The registered varlen attention for `transformer` on `device` in `dtype`, to set on a copy of it.
+
+    Raises ValueError saying why when it cannot run packed: `blocker` (a caller's own reason), the
+    encoder's (`packing_blocker`), or no kernel that matches per-sentence attention here.
+    """
+    blocker = blocker or packing_blocker(transformer)
+    config = transformer.auto_model.config
+    heads, width = attention_shape(config)
+    picked = None if blocker else varlen.pick_kernel(device, dtype, heads, width, causal=is_causal(config))
+    if picked is None:
+        raise ValueError(blocker or f"no varlen attention kernel runs on {device} in {dtype}")
+    return varlen.register(*picked)
+
+
 def attention_shape(config: Any) -> tuple[int, int]:
     """(query heads, head width) of the backbone: decoders state head_dim, encoders split hidden_size."""
     heads = int(config.num_attention_heads)

@@ -17,15 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from sbert.backends import varlen
 from sbert.backends.base import cast_copy
-from sbert.backends.packed_chain import (
-    attention_shape,
-    is_causal,
-    packed_token_embeddings,
-    packing_blocker,
-    position_offset,
-)
+from sbert.backends.packed_chain import packed_token_embeddings, position_offset, varlen_attention
 from sbert.backends.packing import pack
 from sbert.modules import Module, Transformer
 from sbert.multivector.tokens import TokenRules
@@ -40,17 +33,12 @@ class PackedMultiVector:
     def __init__(self, modules: Sequence[Module], rules: TokenRules, device: torch.device, dtype: torch.dtype) -> None:
         transformer = modules[0]
         assert isinstance(transformer, Transformer)
-        blocker = packing_blocker(transformer)
-        config = transformer.auto_model.config
-        heads, width = attention_shape(config)
-        picked = None if blocker else varlen.pick_kernel(device, dtype, heads, width, causal=is_causal(config))
-        if picked is None:
-            raise ValueError(blocker or f"no varlen attention kernel runs on {device} in {dtype}")
+        attention = varlen_attention(transformer, device, dtype)
         # a copy: the user's own model keeps its attention implementation
         self.modules = cast_copy(modules, device, dtype, force=True)
         encoder = self.modules[0]
         assert isinstance(encoder, Transformer)
-        encoder.auto_model.set_attn_implementation(varlen.register(*picked))
+        encoder.auto_model.set_attn_implementation(attention)
         self.encoder, self.rules, self.device = encoder, rules, device
         self.offset = position_offset(transformer)
 

@@ -19,9 +19,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from sbert.backends import varlen
 from sbert.backends.base import cast_copy
-from sbert.backends.packed_chain import attention_shape, is_causal, packed_hidden, packing_blocker, position_offset
+from sbert.backends.packed_chain import packed_hidden, packing_blocker, position_offset, varlen_attention
 from sbert.backends.packing import pack, segment_ids
 from sbert.sparse.engine import CHUNK_TOKENS
 from sbert.sparse.mlm import MLMTransformer
@@ -42,15 +41,10 @@ class PackedSplade:
     """A device copy of an MLM switched to varlen attention, and SPLADE pooling over packed batches."""
 
     def __init__(self, mlm: MLMTransformer, pooling: SpladePooling, device: torch.device, dtype: torch.dtype) -> None:
-        blocker = packed_blocker(mlm)
-        config = mlm.auto_model.config
-        heads, width = attention_shape(config)
-        picked = None if blocker else varlen.pick_kernel(device, dtype, heads, width, causal=is_causal(config))
-        if picked is None:
-            raise ValueError(blocker or f"no varlen attention kernel runs on {device} in {dtype}")
+        attention = varlen_attention(mlm, device, dtype, blocker=packed_blocker(mlm))
         (copy,) = cast_copy([mlm], device, dtype, force=True)  # never switch the user's own model's attention
         assert isinstance(copy, MLMTransformer)
-        copy.auto_model.set_attn_implementation(varlen.register(*picked))
+        copy.auto_model.set_attn_implementation(attention)
         self.mlm, self.pooling, self.device, self.dtype = copy, pooling, device, dtype
         self.offset = position_offset(mlm)
 
