@@ -46,3 +46,21 @@ def test_summary_reads_pytest_closing_line_quiet_or_not(tmp_path):
     assert "| tests | failed (rc 1) | 60 | 1 failed, 9 passed, 300 deselected in 5.1s |" in summary(tmp_path)
     (tmp_path / "tests.log").write_text("SKIPPED [1] a.py:3: no GPU\n10 skipped, 376 deselected in 3.26s\n")
     assert "| 10 skipped, 376 deselected in 3.26s |" in summary(tmp_path)
+
+
+def test_summary_shows_the_tables_of_the_sparse_and_multivector_steps(tmp_path):
+    (tmp_path / "steps.tsv").write_text("multivector\t0\t200\t300\n")
+    log = [
+        "Loading weights: 100%",
+        "sbert: same token counts (9 vectors); max abs diff 1.0e-07; token cosine mean 1",
+        "| engine (cuda) | documents/s | queries/s | peak RSS (GiB) | rounds |",
+        "|---|---|---|---|---|",
+        "| sbert | 812.0 | 640.5 | 1.20 (GPU 0.90) | 2 |",
+        "",
+        "sbert / sentence-transformers: documents 1.50x",
+    ]
+    (tmp_path / "multivector.log").write_text("\n".join(log) + "\n")
+    table = summary(tmp_path)
+    assert "| multivector | ok | 200 | 3 table lines |" in table
+    assert "### Multivector" in table and "| sbert | 812.0 | 640.5 | 1.20 (GPU 0.90) | 2 |" in table
+    assert "max abs diff 1.0e-07" in table and "documents 1.50x" in table and "Loading weights" not in table

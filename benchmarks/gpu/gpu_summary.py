@@ -1,6 +1,7 @@
 """One table from what benchmarks/gpu/gpu_check.sh left in its output folder.
 
-Each step's outcome, the cuda tests' count, the encode checks and speed rows, the training rows.
+Each step's outcome, the cuda tests' count, the encode checks and speed rows, the training rows,
+and the tables (with their vector checks and ratios) the sparse and multivector steps print.
 Reads the logs line by line, so a step killed by its timeout still shows every row it finished.
 Writes OUT/summary.md and prints it.
 
@@ -49,7 +50,22 @@ def detail(log: Path, name: str) -> str:
         closing = re.compile(r"^=*\s*(\d+ (?:passed|failed|skipped|deselected|errors?)\b.*?)\s*=*$")
         found = [m.group(1) for line in log.read_text(errors="replace").splitlines() if (m := closing.match(line))]
         return found[-1] if found else "no pytest summary"
+    if name in TABLE_STEPS:
+        return f"{sum(line.startswith('|') for line in printed_table(log))} table lines"
     return f"{len(json_lines(log))} result rows"
+
+
+# Steps whose scripts print a markdown table and check lines rather than JSON rows.
+TABLE_STEPS = ("sparse", "multivector")
+_CHECK = re.compile(r"max abs diff|DIFFER| / sentence-transformers:")
+
+
+def printed_table(log: Path) -> list[str]:
+    """The markdown table lines a step printed, and its lines comparing vectors or giving ratios."""
+    if not log.is_file():
+        return []
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [line for line in lines if line.startswith("|") or _CHECK.search(line)]
 
 
 def fmt(value: object, digits: int = 0) -> str:
@@ -102,6 +118,10 @@ def summary(out: Path) -> str:
     train = train_lines([r for r in json_lines(out / "train.log") if "row" in r and "setting" in r])
     if train:
         parts += ["", "### Training", "", *train]
+    for step in TABLE_STEPS:
+        table = printed_table(out / f"{step}.log")
+        if table:
+            parts += ["", f"### {step.capitalize()}", "", *table]
     return "\n".join(parts) + "\n"
 
 
