@@ -69,13 +69,12 @@ class MultiVectorEngine:
         """Every row's matrix, in input order; batches fill a token budget (padded or packed), longest rows first."""
         packed = self.packed if self.packed is not None and self.packed.packable(task) else None
         rows = batch_size or MAX_ROWS
+        lengths = [self._width(len(r), task) for r in ids]  # a packed row takes its expansion too
         if packed is not None:
             from sbert.multivector.packed import PACKED_TOKENS
 
-            lengths = [packed.width(len(r), task) for r in ids]
             cut = packed_batches(length_order(lengths), lengths, batch_tokens or PACKED_TOKENS, rows)
         else:
-            lengths = [self._width(len(r), task) for r in ids]
             cut = token_batches(length_order(lengths), lengths, batch_tokens or CPU_BATCH_TOKENS, rows)
         embed = packed.embed_batch if packed is not None else self.embed_batch
         out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(ids)
@@ -92,6 +91,6 @@ class MultiVectorEngine:
         return out
 
     def _width(self, n: int, task: str | None) -> int:
-        """The padded width a row takes: an expanded query is at least the expansion length."""
+        """The width a row takes, padded or packed: an expanded query is at least the expansion length."""
         exp = self.rules.settings.expansion if task == "query" else None
         return max(n, exp.length) if exp is not None else n

@@ -46,10 +46,6 @@ class PackedMultiVector:
         """Whether `task`'s rows can run here (see TokenRules.packable)."""
         return self.rules.packable(self.encoder, task)
 
-    def width(self, n: int, task: str | None) -> int:
-        """Tokens a row of `n` ids takes in a packed batch (expansion included)."""
-        return len(self.rules.packed_row([0] * n, task)[0])
-
     @torch.inference_mode()
     def embed_batch(self, rows: Sequence[Sequence[int]], task: str | None) -> list[np.ndarray]:
         """float32 (n_scored_i, dim) per row of token ids: the padded engine's matrices, padding-free."""

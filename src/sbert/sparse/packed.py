@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from sbert.backends.base import cast_copy
-from sbert.backends.packed_chain import packed_hidden, packing_blocker, position_offset, varlen_attention
+from sbert.backends.packed_chain import packed_hidden, position_offset, varlen_attention
 from sbert.backends.packing import pack, segment_ids
 from sbert.sparse.engine import CHUNK_TOKENS
 from sbert.sparse.mlm import MLMTransformer
@@ -30,18 +30,13 @@ log = logging.getLogger(__name__)
 PACKED_TOKENS = 16_384  # real tokens per packed batch: the backbone's activations, not the head's, set it
 
 
-def packed_blocker(mlm: MLMTransformer) -> str | None:
-    """Why this MLM cannot run packed (None when it can)."""
-    if mlm.split() is None:
-        return f"the head of {type(mlm.auto_model).__name__} is not known to the engine"
-    return packing_blocker(mlm)
-
-
 class PackedSplade:
     """A device copy of an MLM switched to varlen attention, and SPLADE pooling over packed batches."""
 
     def __init__(self, mlm: MLMTransformer, pooling: SpladePooling, device: torch.device, dtype: torch.dtype) -> None:
-        attention = varlen_attention(mlm, device, dtype, blocker=packed_blocker(mlm))
+        unknown_head = f"the head of {type(mlm.auto_model).__name__} is not known to the engine"
+        # the encoder's own blockers are varlen_attention's to check
+        attention = varlen_attention(mlm, device, dtype, blocker=unknown_head if mlm.split() is None else None)
         (copy,) = cast_copy([mlm], device, dtype, force=True)  # never switch the user's own model's attention
         assert isinstance(copy, MLMTransformer)
         copy.auto_model.set_attn_implementation(attention)
