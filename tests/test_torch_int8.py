@@ -220,3 +220,38 @@ def test_torch_and_torch_int8_encode_without_any_graph_runtime(saved_decoder):
             "print([m for m in ('onnx', 'onnxruntime', 'openvino') if m in sys.modules])")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_weight_bytes_counts_the_prepacked_int8_weights(decoder):
+    from sbert.backends.base import weight_bytes
+
+    fp32 = tuple(decoder.chain())
+    linears = [m for m in fp32[0].modules() if type(m) is nn.Linear]
+    # each weight's 4 bytes become 1, plus one fp32 scale per output: the prepacked weights are counted, not lost
+    saved = sum(3 * m.weight.numel() - 4 * m.out_features for m in linears)
+    for per_row in (False, True):
+        assert weight_bytes(fp32) - weight_bytes(int8_modules(fp32, per_row)) == saved
+
+
+@pytest.mark.parametrize("backend", ["torch", "torch-int8"])
+def test_a_large_model_trims_the_heap_after_every_cpu_batch(decoder, monkeypatch, backend):
+    import sbert.backends.torch_cpu as torch_cpu
+
+    trims: list[int] = []
+    monkeypatch.setattr(torch_cpu, "trim_heap", lambda: trims.append(1))
+    decoder.encode(TEXTS, backend=backend, batch_size=4)  # the tiny model is small: no trims
+    assert not trims
+    monkeypatch.setattr(torch_cpu, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
+    decoder.drop_engines(lambda _slot: True)
+    got = decoder.encode(TEXTS, backend=backend, batch_size=4)
+    assert len(trims) == -(-len(TEXTS) // 4)  # one per batch
+    np.testing.assert_allclose(got, decoder.encode(TEXTS, backend=backend, batch_size=4), atol=1e-6)
+
+
+def test_trimming_the_heap_keeps_every_live_allocation():
+    from sbert.backends.pages import trim_heap
+
+    kept = [torch.full((1000 + i,), float(i)) for i in range(200)]
+    del kept[::2]  # holes between live blocks: what the trim hands back
+    trim_heap()
+    assert all(bool((t == float(2 * i + 1)).all()) for i, t in enumerate(kept))

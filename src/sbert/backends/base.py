@@ -39,6 +39,10 @@ PROBES = (
 # (They live here, not with ONNX Runtime: the torch-int8 backend checks itself the same way, and
 # a run-only install has no onnx.)
 
+# Models whose weights pass this are "large" (a 0.6B decoder is 2.2 GiB in fp32, BERT-base 0.4):
+# their engines trade a little speed for memory (one OpenVINO compile, the heap trimmed per batch).
+LARGE_WEIGHTS_BYTES = 512 * 2**20
+
 # Row ids of a batch and their float32 vectors, (len(rows), dim).
 Rows = tuple[list[int], np.ndarray]
 T = TypeVar("T")  # what a batch job returns (Rows for the dense backends)
@@ -89,6 +93,17 @@ def embed_padded(modules: Sequence[Module], features: Features, device: torch.de
     if skip:
         moved["prompt_length"] = torch.full((moved["input_ids"].shape[0],), skip, device=device)
     return run_chain(modules, moved)["sentence_embedding"]
+
+
+def weight_bytes(modules: Sequence[Module]) -> int:
+    """Bytes of the modules' weights (parameters and buffers) in the dtypes they are held in.
+
+    A submodule holding weights outside its parameters (torch-int8's prepacked Linears) says how
+    many bytes in a `held_bytes` attribute.
+    """
+    tensors = {id(t): t for m in modules for t in (*m.parameters(), *m.buffers())}
+    held = sum(getattr(sub, "held_bytes", 0) for m in modules for sub in m.modules())
+    return held + sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def cast_copy(

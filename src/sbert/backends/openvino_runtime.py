@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sbert.backends.base import Chain, Rows, refuse_prompt_skip, run_threaded
+from sbert.backends.base import LARGE_WEIGHTS_BYTES, Chain, Rows, refuse_prompt_skip, run_threaded, weight_bytes
 from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, check_against_torch, open_checked
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError, first_line
@@ -50,7 +50,7 @@ HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
 # up to 64, slower from 96).
 SHORT_WIDTHS = {"openvino": 64, "openvino-int8": 24}
 SHORT_WIDTH_ENV = "SBERT_OPENVINO_SHORT_WIDTH"
-TWO_COMPILES_MAX_BYTES = 512 * 2**20  # torch weights above this compile once (each compile holds its own copy)
+TWO_COMPILES_MAX_BYTES = LARGE_WEIGHTS_BYTES  # torch weights above this compile once (each compile holds its own copy)
 
 
 class OpenVinoBackend:
@@ -69,7 +69,7 @@ class OpenVinoBackend:
         self.name, self.chain, self.precision = name, chain, HINTS[dtype]
         self.exact = name == "openvino" and self.precision == "f32"  # bf16 and int8 are held to direction
         self.workers = torch.get_num_threads()
-        self.short_width = short_width(name, weight_bytes(chain))
+        self.short_width = short_width(name, weight_bytes(chain.modules))
         self._local = threading.local()
 
         def start(path: Path) -> None:
@@ -130,12 +130,6 @@ class OpenVinoBackend:
             return batch, self.embed(self.chain.pad([ids[i] for i in batch])).numpy()
 
         yield from run_threaded(batches, job, self.workers)
-
-
-def weight_bytes(chain: Chain) -> int:
-    """Bytes of the chain's torch weights (parameters and buffers)."""
-    tensors = [t for m in chain.modules for t in (*m.parameters(), *m.buffers())]
-    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def short_width(name: str, weights: int = 0) -> int:

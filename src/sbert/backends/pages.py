@@ -58,6 +58,18 @@ def _in_private_file_mapping(start: int, end: int) -> bool:
     return False
 
 
+def trim_heap() -> None:
+    """Hand the C heap's free pages back to the kernel (glibc's malloc_trim; elsewhere nothing).
+
+    Batches of different shapes leave freed blocks scattered over malloc's arenas (one per thread),
+    and glibc keeps them resident: a 0.6B decoder's bf16 encode of 2,758 sentences crept from 1.50
+    to 1.68 GiB this way. Trimming after each batch held it at 1.62 for 0.4% of the encode's time.
+    """
+    libc = _libc()
+    if sys.platform == "linux" and hasattr(libc, "malloc_trim"):  # musl has none
+        libc.malloc_trim(0)
+
+
 @functools.cache
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)

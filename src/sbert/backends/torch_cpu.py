@@ -7,12 +7,23 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, run_threaded
+from sbert.backends.base import LARGE_WEIGHTS_BYTES, Chain, Rows, cast_copy, embed_padded, run_threaded, weight_bytes
+from sbert.backends.pages import trim_heap
+from sbert.modules import Module
 
 # Padded tokens per batch, measured on 2 cores with one batch per core at a time
 # (benchmarks/speed/encode_speed.py --sweep; docs/speed.md).
 CPU_BATCH_TOKENS = 512
 MAX_ROWS = 512
+
+
+def trims_heap(modules: Sequence[Module], device: torch.device) -> bool:
+    """Whether the CPU batches of these modules end by trimming the C heap (`pages.trim_heap`).
+
+    A large model's memory bound is 1.5x its weights, and malloc's freed-but-kept blocks count
+    against it; on small models the trims would cost more time than the memory they free.
+    """
+    return device.type == "cpu" and weight_bytes(modules) > LARGE_WEIGHTS_BYTES
 
 
 class TorchCpuBackend:
@@ -27,6 +38,7 @@ class TorchCpuBackend:
         self.chain, self.device = chain, device
         self.modules = cast_copy(chain.modules, device, dtype)
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
+        self.trim = trims_heap(self.modules, device)
 
     def embed(self, rows: Sequence[Sequence[int]], skip: int = 0) -> np.ndarray:
         """float32 vectors (B, dim) of one batch of token id lists (the first `skip` positions not pooled)."""
@@ -37,6 +49,9 @@ class TorchCpuBackend:
         """(batch, vectors) in batch order, `workers` batches at a time from threads."""
 
         def job(batch: list[int]) -> Rows:
-            return batch, self.embed([ids[i] for i in batch], skip)
+            vectors = self.embed([ids[i] for i in batch], skip)
+            if self.trim:
+                trim_heap()
+            return batch, vectors
 
         yield from run_threaded(batches, job, self.workers)

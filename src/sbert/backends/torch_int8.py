@@ -31,7 +31,7 @@ from torch import nn
 
 from sbert.backends.base import INT8_MIN_COSINE, Chain, cast_copy, embed_padded, probe_features
 from sbert.backends.pages import cast_parameters, release, replace_tensor
-from sbert.backends.torch_cpu import TorchCpuBackend
+from sbert.backends.torch_cpu import TorchCpuBackend, trims_heap
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
 from sbert.modules import Module, Transformer
@@ -54,6 +54,8 @@ class Int8Linear(nn.Module):
         self.scale = (weight.abs().amax(1) / 127).clamp(min=1e-12)
         self.bias = None if linear.bias is None else linear.bias.detach().float()
         self.per_row = per_row
+        # int8 weights, fp32 scales and bias, none of them parameters (base.weight_bytes asks for this)
+        self.held_bytes = weight.numel() + 4 * (self.scale.numel() + (0 if self.bias is None else self.bias.numel()))
         if per_row:  # (in, out) int8 for torch._int_mm
             self.weight = torch.round(weight / self.scale[:, None]).to(torch.int8).t().contiguous()
             return
@@ -126,6 +128,7 @@ class TorchInt8Backend(TorchCpuBackend):
                 return embed_padded(self.modules, features, device).float()
 
             self.per_row = choose_granularity(reference, build)
+        self.trim = trims_heap(self.modules, device)
 
 
 def choose_granularity(reference: torch.Tensor, build: Callable[[bool], torch.Tensor]) -> bool:
