@@ -80,8 +80,22 @@ $(LLAMA_VENV)/.installed:
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(LLAMA_VENV)/bin/pip install -q --no-compile $(LLAMA_PEER)
 	touch $@
 
-bench-decoder: $(VENV)/.installed-dev $(LLAMA_VENV)/.installed
-	$(PY) benchmarks/speed/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python $(BENCH_ARGS)
+# sentence-transformers' OpenVINO backend is a second peer venv: optimum-intel pins transformers < 5.6.
+# torch is the CPU build installed first (a bare requirement would pull the CUDA one); torchvision,
+# which optimum-intel pulls, goes again: its operators are built for the registry's torch and fail
+# to register on the CPU build, which breaks transformers' import. optimum-intel runs without it.
+STOV_VENV ?= .venv-st-openvino
+STOV_PEER := torch==$(TORCH_VERSION) 'sentence-transformers[openvino]==6.2.0'
+$(STOV_VENV)/.installed:
+	$(PYTHON) -m venv $(STOV_VENV)
+	$(STOV_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION)
+	$(STOV_VENV)/bin/pip install -q --no-compile $(STOV_PEER)
+	$(STOV_VENV)/bin/pip uninstall -y -q torchvision
+	touch $@
+
+bench-decoder: $(VENV)/.installed-dev $(LLAMA_VENV)/.installed $(STOV_VENV)/.installed
+	$(PY) benchmarks/speed/decoder_speed.py --llama-python $(LLAMA_VENV)/bin/python \
+		--st-openvino-python $(STOV_VENV)/bin/python $(BENCH_ARGS)
 
 # The multi-vector index table with PyLate beside sbert (docs/multivector.md):
 # `make bench-multivector BENCH_ARGS='--documents 100000 --queries 100'`. PyLate is a peer in its own venv:
@@ -99,4 +113,4 @@ bench-multivector: $(VENV)/.installed-dev $(PYLATE_VENV)/.installed
 	$(PY) benchmarks/speed/multivector_search.py --pylate-python $(PYLATE_VENV)/bin/python $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,7 +1,7 @@
 """A Qwen3-Embedding-0.6B-sized decoder on the CPU: every sbert engine against sentence-transformers and llama.cpp.
 
     python benchmarks/speed/decoder_speed.py [--sentences 2758] [--repeats 2] [--json FILE]
-        [--llama-python PEER_VENV/bin/python] [--engines NAME,NAME]
+        [--llama-python PEER_VENV/bin/python] [--st-openvino-python PEER_VENV/bin/python] [--engines NAME,NAME]
     make bench-decoder BENCH_ARGS='--sentences 400 --repeats 1 --json out/decoder.json'
 
 No decoder embedder can be downloaded here, so the model is random weights in Qwen3-Embedding-0.6B's
@@ -16,7 +16,9 @@ CPU with native bf16), torch-int8 and openvino fp32; and, with `--llama-python` 
 `make bench-decoder` builds), llama.cpp through llama-cpp-python on the same model written as GGUF
 (f16, and q8_0 / q4_K_M by llama.cpp's own quantizer), last-token pooling, its batch of 256 tokens
 (the fastest of 256 / 512 / 2048 measured here). llama.cpp's token ids are checked equal to the
-Hugging Face tokenizer's before anything is timed.
+Hugging Face tokenizer's before anything is timed. With `--st-openvino-python` (a second peer venv),
+sentence-transformers' own OpenVINO backend (optimum-intel's export on load, OpenVINO's defaults;
+the row records the inference precision OpenVINO chose). Peers: benchmarks/speed/decoder_peers.py.
 
 Quality: each engine's cosine to sbert torch fp32's vectors on the timed sentences (mean, minimum);
 sentence-transformers' and fp32's maximum absolute difference says the models are the same.
@@ -46,6 +48,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from decoder_peers import ST_OPENVINO, Peer, start_peers
+
 from common import alternate, cpu_facts, gemm_peak, median, sts_pairs, sts_sentences
 
 QWEN3_06B = {
@@ -97,8 +101,6 @@ HELD_ENGINES = {  # name: (load dtype, encode options): the weights held in the 
 }
 REFERENCE = "sbert torch fp32"
 FORMATS = ("8.2f", "6.2f", "9.5f", "9.5f", "9.2f", "8.2f")  # the table's cells after the engine name
-LLAMA_QUANTS = ("f16", "q8_0", "q4_K_M")
-PEER_SCRIPT = Path(__file__).resolve().with_name("llama_peer.py")
 
 
 def engines(path: Path, names: set[str] | None = None) -> dict[str, object]:
@@ -134,64 +136,9 @@ def _bf16_native() -> bool:
     return cpu_bf16_native()
 
 
-class LlamaPeer:
-    """One llama.cpp model served by benchmarks/speed/llama_peer.py in the peer venv; called like an encode."""
-
-    def __init__(self, python: str, gguf: Path, texts_file: Path) -> None:
-        args = [python, str(PEER_SCRIPT), "serve", str(gguf), str(texts_file)]
-        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.out = texts_file.with_suffix(f".{gguf.stem}.npy")
-        if self._ask("") != "ready":
-            raise SystemExit(f"llama.cpp could not load {gguf}")
-        self.seconds: list[float] = []
-
-    def _ask(self, line: str) -> str:
-        assert self.process.stdin and self.process.stdout
-        if line:
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
-        return self.process.stdout.readline().strip()
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors of the texts the peer was started with (`texts` is that list); its own seconds kept."""
-        self.seconds.append(float(self._ask(f"embed {self.out}")))
-        return np.load(self.out)
-
-    def warm(self) -> None:
-        """One untimed call on the first 32 texts (the weights paged in, the threads started)."""
-        self._ask(f"warm {self.out}")
-
-    def token_ids(self) -> list[list[int]]:
-        """llama.cpp's token ids for the texts, special tokens included."""
-        ids_file = self.out.with_suffix(".json")
-        self._ask(f"tokens {ids_file}")
-        return json.loads(ids_file.read_text())
-
-    def close(self) -> None:
-        """End the peer process."""
-        assert self.process.stdin
-        self.process.stdin.close()
-        self.process.wait()
-
-
-def llama_models(python: str, hf_dir: Path, folder: Path) -> dict[str, Path]:
-    """The model as f16 GGUF and llama.cpp's q8_0 / q4_K_M of it, by engine name."""
-    script = str(PEER_SCRIPT)
-    files = {q: folder / f"model-{q}.gguf" for q in LLAMA_QUANTS}
-    subprocess.run([python, script, "convert", str(hf_dir), str(files["f16"])], check=True, capture_output=True)
-    for quant in LLAMA_QUANTS[1:]:
-        subprocess.run([python, script, "quantize", str(files["f16"]), str(files[quant]), quant], check=True,
-                       capture_output=True)  # fmt: skip
-    return {f"llama.cpp {q}": path for q, path in files.items()}
-
-
-def peak_rss(path: Path, name: str, count: int, llama: tuple[str, Path, Path] | None = None) -> float:
+def peak_rss(path: Path, name: str, count: int) -> float:
     """GiB: the resident high-water mark of a fresh process that loads engine `name` and encodes once."""
-    if llama:
-        python, gguf, texts_file = llama
-        args = [python, str(PEER_SCRIPT), "peak", str(gguf), str(texts_file)]
-    else:
-        args = [sys.executable, str(Path(__file__).resolve()), "--peak", str(path), name, str(count)]
+    args = [sys.executable, str(Path(__file__).resolve()), "--peak", str(path), name, str(count)]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=Path(__file__).parent)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -232,6 +179,7 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--llama-python", help="the peer venv's python with llama-cpp-python, gguf and safetensors")
+    parser.add_argument("--st-openvino-python", help="the peer venv's python with sentence-transformers[openvino]")
     parser.add_argument("--engines", help="comma-separated engine names to run (default: all)")
     parser.add_argument("--peak", nargs=3, help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -240,8 +188,9 @@ def _parse() -> argparse.Namespace:
 def main() -> None:
     """Build, convert, warm, time, compare and print the table (and the JSON records)."""
     args = _parse()
-    if args.llama_python:  # absolute (not resolved: a venv's python is a link that must stay the venv's)
-        args.llama_python = os.path.abspath(args.llama_python)
+    for peer in ("llama_python", "st_openvino_python"):  # absolute, not resolved: a venv's python must stay the venv's
+        if getattr(args, peer):
+            setattr(args, peer, os.path.abspath(getattr(args, peer)))
     if args.peak:
         _peak_child(Path(args.peak[0]), args.peak[1], int(args.peak[2]))
         return
@@ -252,16 +201,16 @@ def main() -> None:
         texts_file.write_text(json.dumps(texts))
         keep = {name.strip() for name in args.engines.split(",")} | {REFERENCE} if args.engines else None
         runs = engines(path, keep)  # only the models of the engines asked for are loaded
-        gguf = llama_models(args.llama_python, Path(tmp) / "raw", Path(tmp)) if args.llama_python else {}
-        gguf = {name: file for name, file in gguf.items() if keep is None or name in keep}
-        peers = {name: LlamaPeer(args.llama_python, file, texts_file) for name, file in gguf.items()}
+        peers, gguf = start_peers(args, path, Path(tmp) / "raw", Path(tmp), texts_file, keep)
         runs.update(peers)
         tokens = _token_rows(path, texts)
-        for name, peer in peers.items():
-            same = sum(a == list(b) for a, b in zip(peer.token_ids(), tokens, strict=True))
+        for name in gguf:
+            ids = peers[name].read("tokens")
+            same = sum(a == list(b) for a, b in zip(ids, tokens, strict=True))  # type: ignore[call-overload]
             print(f"{name}: token ids equal to the Hugging Face tokenizer's for {same} of {len(texts)} sentences")
+        facts = {name: peer.read("facts") for name, peer in peers.items() if name == ST_OPENVINO}
         for run in runs.values():  # warm-up: first calls, graph exports, compiles
-            run.warm() if isinstance(run, LlamaPeer) else run(texts[:32])  # type: ignore[operator]
+            run.warm() if isinstance(run, Peer) else run(texts[:32])  # type: ignore[operator]
         outputs: dict[str, np.ndarray] = {}
 
         def timed(name: str, run: object) -> Callable[[], object]:
@@ -277,8 +226,9 @@ def main() -> None:
         gc.collect()
         for row in rows:
             name = str(row["engine"])
-            llama = (str(args.llama_python), gguf[name], texts_file) if name in gguf else None
-            row["peak_gib"] = round(peak_rss(path, name, len(texts), llama), 2)
+            row.update(facts.get(name, {}))  # type: ignore[call-overload]
+            peak = peers[name].peak_gib() if name in peers else peak_rss(path, name, len(texts))
+            row["peak_gib"] = round(peak, 2)
     _summary(rows, texts, tokens, sizes, args.json)
 
 
@@ -350,11 +300,11 @@ def _summary(rows: list[dict[str, object]], texts: list[str], tokens: list[list[
                        int8_share=round(gops / ceiling, 3), **kernel)  # fmt: skip
     print(f"{facts['cpu']}, {facts['cores']} cores; torch threads {torch.get_num_threads()}; "
           f"{len(texts)} STSb test sentences, mean {np.mean([len(t) for t in tokens]):.1f} tokens")  # fmt: skip
-    print(f"{'engine':28} {'sent/s':>8} {'x ST':>6} {'mean cos':>9} {'min cos':>9} {'peak GiB':>9} {'weights':>8}")
+    print(f"{'engine':31} {'sent/s':>8} {'x ST':>6} {'mean cos':>9} {'min cos':>9} {'peak GiB':>9} {'weights':>8}")
     for r in rows:
         cells = (r["sentences_per_s"], r["x_sentence_transformers"] or 0, r["mean_cos_to_fp32"], r["min_cos_to_fp32"],
                  r["peak_gib"], r["weights_gib"])  # fmt: skip
-        print(f"{r['engine']:28} " + " ".join(f"{c:{w}}" for c, w in zip(cells, FORMATS, strict=True)))
+        print(f"{r['engine']:31} " + " ".join(f"{c:{w}}" for c, w in zip(cells, FORMATS, strict=True)))
     for r in rows:
         if "int8_gops" in r:
             print(f"torch-int8 Linear products in the encode: {r['int8_gops']} GOPS of a {r['int8_ceiling_gops']} GOPS "

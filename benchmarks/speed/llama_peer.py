@@ -2,10 +2,10 @@
 
     PYTHON_LLAMA benchmarks/speed/llama_peer.py convert HF_DIR OUT.gguf     # f16 GGUF of a Qwen3 folder
     PYTHON_LLAMA benchmarks/speed/llama_peer.py quantize IN.gguf OUT.gguf q8_0|q4_K_M
-    PYTHON_LLAMA benchmarks/speed/llama_peer.py serve MODEL.gguf TEXTS.json  # stdin: embed OUT, warm X, tokens OUT
+    PYTHON_LLAMA benchmarks/speed/llama_peer.py serve MODEL.gguf TEXTS.json  # peer_protocol's lines, and tokens OUT
     PYTHON_LLAMA benchmarks/speed/llama_peer.py peak MODEL.gguf TEXTS.json   # prints its VmHWM in GiB
 
-Only llama-cpp-python, gguf, safetensors and numpy are imported: this file never sees torch or sbert.
+Only llama-cpp-python, gguf, safetensors, numpy and peer_protocol are imported: this file never sees torch or sbert.
 The GGUF is written with the `gguf` package rather than llama.cpp's converter, because the converter
 recognises a tokenizer by a hash of its output and the stand-in BPE trained here is unknown to it:
 the pre-tokenizer is named here ("gpt-2": the byte-level regex the stand-in's ByteLevel pre-tokenizer
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+import peer_protocol
 
 QUANT_TYPES = {"f16": 1, "q8_0": 7, "q4_K_M": 15}  # llama.cpp's LLAMA_FTYPE_MOSTLY_* values
 # Tokens per llama_decode call: llama.cpp embeds every sentence that fits in one batch at once.
@@ -112,33 +112,20 @@ def _load(model: Path) -> object:
 
 
 def serve(model: Path, texts_file: Path) -> None:
-    """Answer "embed OUT.npy" (unit vectors, seconds on stdout) and "tokens OUT.json" lines until stdin ends."""
-    texts = json.loads(texts_file.read_text())
+    """Answer peer_protocol's lines, and "tokens OUT.json" (llama.cpp's token ids), until stdin ends."""
     llm = _load(model)
-    print("ready", flush=True)
-    for line in sys.stdin:
-        op, out = line.split()
-        if op == "embed":
-            start = time.perf_counter()
-            vectors = np.asarray(llm.embed(texts, normalize=True), dtype=np.float32)  # type: ignore[attr-defined]
-            seconds = time.perf_counter() - start
-            np.save(out, vectors)
-            print(f"{seconds:.6f}", flush=True)
-        elif op == "warm":
-            llm.embed(texts[:32], normalize=True)  # type: ignore[attr-defined]
-            print("0", flush=True)
-        elif op == "tokens":
-            ids = [llm.tokenize(t.encode(), add_bos=True) for t in texts]  # type: ignore[attr-defined]
-            Path(out).write_text(json.dumps(ids))
-            print("0", flush=True)
+
+    def tokens(_op: str, out: str, texts: list[str]) -> None:
+        ids = [llm.tokenize(t.encode(), add_bos=True) for t in texts]  # type: ignore[attr-defined]
+        Path(out).write_text(json.dumps(ids))
+
+    peer_protocol.serve(texts_file, lambda texts: llm.embed(texts, normalize=True), tokens)  # type: ignore[attr-defined]
 
 
 def peak(model: Path, texts_file: Path) -> None:
     """Load, embed the texts once, print the resident high-water mark (GiB) of this process."""
     llm = _load(model)
-    llm.embed(json.loads(texts_file.read_text()), normalize=True)  # type: ignore[attr-defined]
-    status = Path("/proc/self/status").read_text().splitlines()
-    print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 2**20)
+    peer_protocol.print_peak(texts_file, lambda texts: llm.embed(texts, normalize=True))  # type: ignore[attr-defined]
 
 
 def main() -> None:
