@@ -34,7 +34,7 @@ def test_short_batches_run_on_the_compile_without_snippets(tiny_dirs, tmp_path, 
     checked = []
     check = openvino_runtime.check_against_torch
     monkeypatch.setattr(openvino_runtime, "check_against_torch",
-                        lambda chain, engine, embed: checked.append(embed) or check(chain, engine, embed))  # fmt: skip
+                        lambda engine, ref, embed: checked.append(embed) or check(engine, ref, embed))  # fmt: skip
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
     engine = model.backend("openvino")

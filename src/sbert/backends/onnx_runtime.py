@@ -15,6 +15,7 @@ from sbert.backends.base import (
     FP32_MAX_ABS_DIFF,
     INT8_MAX_LOGIT_DIFF,
     INT8_MIN_COSINE,
+    LARGE_WEIGHTS_BYTES,
     SCORE_COLUMNS,
     Chain,
     Rows,
@@ -22,8 +23,10 @@ from sbert.backends.base import (
     probe_features,
     refuse_prompt_skip,
     run_threaded,
+    weight_bytes,
 )
 from sbert.backends.export import OPSET, export_onnx, input_names, quantize_int8
+from sbert.backends.pages import release_unwritten
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError
 from sbert.modules import Features
@@ -61,11 +64,11 @@ class OnnxBackend:
         # On CPU encode feeds one single-threaded run per core at a time from threads.
         self.workers = torch.get_num_threads() if chain.device.type == "cpu" else 1
 
-        def start(path: Path) -> None:
+        def start(path: Path, reference: Reference) -> None:
             self.path = path
             self.session = make_session(path, chain.device, 1 if self.workers > 1 else None)
             self.input_names = [i.name for i in self.session.get_inputs()]
-            check_against_torch(chain, self)
+            check_against_torch(self, reference)
 
         open_checked(chain, name, start)
 
@@ -86,18 +89,29 @@ class OnnxBackend:
 
 # (fp32 graph, target, calibration feeds) -> what the manifest records of the quantization.
 Quantizer = Callable[[Path, Path, Sequence[Feed]], dict[str, object]]
+# Probe features and torch's float32 vectors for them: what every graph start is checked against.
+Reference = tuple[Features, torch.Tensor]
 
 
-def open_checked(chain: Chain, name: str, start: Callable[[Path], None], quantize: Quantizer | None = None) -> None:
-    """`start(path)` on the cached graph `name`; if it fails to load or to match torch, export once more.
+def open_checked(
+    chain: Chain, name: str, start: Callable[[Path, Reference], None], quantize: Quantizer | None = None
+) -> None:
+    """`start(path, reference)` on the cached graph `name`; if it fails to load or to match torch, export once more.
 
-    A fresh export that still fails is a real error. The ONNX Runtime and OpenVINO backends share this;
-    `quantize` makes an int8 graph another way than ONNX Runtime's (OpenVINO's NNCF), so this module
-    never imports the OpenVINO one.
+    `reference` is torch's probe vectors, taken before the graph loads: a large model's torch
+    weights are then handed back to the page cache (`pages.release_unwritten`) so that they and the
+    runtime's own copy are never resident together (a 0.6B decoder's OpenVINO start peaked at 6.9
+    GiB, 2.2 of them torch's). A fresh export that still fails is a real error. The ONNX Runtime
+    and OpenVINO backends share this; `quantize` makes an int8 graph another way than ONNX
+    Runtime's (OpenVINO's NNCF), so this module never imports the OpenVINO one.
     """
     for rebuild in (False, True):
         try:
-            start(ensure_graph(chain, name, rebuild=rebuild, quantize=quantize))
+            path = ensure_graph(chain, name, rebuild=rebuild, quantize=quantize)
+            reference = torch_reference(chain)
+            if weight_bytes(chain.modules) > LARGE_WEIGHTS_BYTES:
+                release_unwritten(chain.modules)  # a later torch encode reads them in again
+            start(path, reference)
             return
         except BackendError as e:
             if rebuild:
@@ -185,17 +199,22 @@ class GraphEngine(Protocol):
         ...
 
 
+def torch_reference(chain: Chain) -> Reference:
+    """The probe sentences' features and torch's float32 vectors for them (what a graph is checked against)."""
+    features = probe_features(chain.transformer)
+    with torch.inference_mode():
+        return features, embed_padded(chain.modules, features, chain.device).float().cpu()
+
+
 def check_against_torch(
-    chain: Chain, backend: GraphEngine, embed: Callable[[Features], torch.Tensor] | None = None
+    backend: GraphEngine, reference: Reference, embed: Callable[[Features], torch.Tensor] | None = None
 ) -> None:
-    """Embed a few probe sentences both ways; a graph that disagrees is refused.
+    """Embed the probe sentences of `reference` through the graph; a graph that disagrees with torch is refused.
 
     The graph's side runs through `embed` (default: the backend's own). fp32 graphs must agree to
     rounding; int8 (and OpenVINO's bf16) are held to direction.
     """
-    features = probe_features(chain.transformer)
-    with torch.inference_mode():
-        torch_rows = embed_padded(chain.modules, features, chain.device).float().cpu()
+    features, torch_rows = reference
     onnx_rows = (embed or backend.embed)(features)
     if backend.exact:
         diff = float((torch_rows - onnx_rows).abs().max())

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from sbert.backends.base import LARGE_WEIGHTS_BYTES, Chain, Rows, refuse_prompt_skip, run_threaded, weight_bytes
-from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, check_against_torch, open_checked
+from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, Reference, check_against_torch, open_checked
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError, first_line
 from sbert.formats import layout
@@ -72,7 +72,7 @@ class OpenVinoBackend:
         self.short_width = short_width(name, weight_bytes(chain.modules))
         self._local = threading.local()
 
-        def start(path: Path) -> None:
+        def start(path: Path, reference: Reference) -> None:
             self.path = path
             # bf16 compiles without snippets: on an AMX Xeon (OpenVINO 2026.4) its fused bf16 kernels
             # answer NaN for every row (or corrupt the heap), the unfused ones agree with torch.
@@ -81,7 +81,7 @@ class OpenVinoBackend:
             self.short = compile_graph(path, self.precision, self.workers, snippets=False) if two else self.compiled
             self.input_names = [feed_name(port) for port in self.compiled.inputs]
             for model in dict.fromkeys((self.short, self.compiled)):  # both compiles meet the check
-                check_against_torch(chain, self, functools.partial(self._embed_on, model))
+                check_against_torch(self, reference, functools.partial(self._embed_on, model))
 
         # The onnx backend's fp32 graph (or the int8 model made from it), rebuilt once if it fails.
         open_checked(chain, "onnx" if name == "openvino" else name, start, quantize=_quantize_nncf)

@@ -19,6 +19,7 @@ import functools
 import mmap
 import os
 import sys
+from collections.abc import Iterable
 
 import torch
 
@@ -41,6 +42,49 @@ def release(tensor: torch.Tensor) -> int:
     if _libc().madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), MADV_DONTNEED) != 0:
         return 0
     return last - first
+
+
+def release_unwritten(modules: Iterable[torch.nn.Module]) -> int:
+    """Drop the resident pages of the modules' weights that lie in file mappings no write ever touched.
+
+    For weights that must stay usable (a later read faults them in again from the page cache), at
+    any time after the load: a mapping that holds even one written page (smaps counts a private
+    mapping's copied-on-write pages as Anonymous) is left whole, whoever wrote it and however
+    (`.data` included). Returns the bytes dropped.
+    """
+    if sys.platform != "linux":
+        return 0
+    clean = _clean_private_file_mappings()
+    storages = {t.untyped_storage().data_ptr(): t for m in modules for t in (*m.parameters(), *m.buffers())}
+    dropped = 0
+    for tensor in storages.values():
+        if tensor.device.type != "cpu" or tensor.numel() == 0:
+            continue
+        start = tensor.untyped_storage().data_ptr()
+        end = start + tensor.untyped_storage().nbytes()
+        if any(low <= start and end <= high for low, high in clean):
+            dropped += release(tensor)
+    return dropped
+
+
+def _clean_private_file_mappings() -> list[tuple[int, int]]:
+    """[low, high) of every private file mapping of this process with no copied-on-write page."""
+    found, current = [], None
+    try:
+        with open(f"/proc/{os.getpid()}/smaps", encoding="ascii", errors="replace") as smaps:
+            for line in smaps:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+                    low, high = (int(x, 16) for x in fields[0].split("-"))
+                    private_file = len(fields) >= 6 and fields[5].startswith("/") and fields[1][3] == "p"
+                    current = (low, high) if private_file else None
+                elif fields[0] == "Anonymous:" and current is not None:
+                    if int(fields[1]) == 0:
+                        found.append(current)
+                    current = None
+    except OSError:
+        return []
+    return found
 
 
 def _in_private_file_mapping(start: int, end: int) -> bool:
