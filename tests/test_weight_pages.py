@@ -72,3 +72,40 @@ def test_a_large_model_graph_start_checks_against_torch_then_hands_its_weights_b
     assert resident_bytes(embedding) < resident
     np.testing.assert_allclose(got, want, atol=1e-5)  # the check ran on torch's vectors taken before
     np.testing.assert_array_equal(model.encode(TEXTS, precision="fp32"), want)
+
+
+@pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
+def test_a_large_model_cast_or_quantized_copy_hands_the_source_weights_back(saved, monkeypatch, options):
+    import sbert.backends.base as base
+    import sbert.backends.torch_int8 as torch_int8
+
+    model, embedding = _loaded(saved)
+    want = model.encode(TEXTS, **options)  # at the default threshold: the tiny model keeps its pages
+    resident = resident_bytes(embedding)
+    model.drop_engines(lambda _slot: True)
+    for module in (base, torch_int8):
+        monkeypatch.setattr(module, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
+    np.testing.assert_array_equal(model.encode(TEXTS, **options), want)
+    assert resident_bytes(embedding) < resident
+    fp32 = model.encode(TEXTS, precision="fp32")  # the model itself is whole: its pages are read in again
+    np.testing.assert_allclose(fp32, SentenceEncoder.load(saved, device="cpu").encode(TEXTS, precision="fp32"))
+
+
+@pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
+def test_a_copy_of_weights_written_through_data_keeps_the_edit(saved, monkeypatch, options):
+    import sbert.backends.base as base
+    import sbert.backends.torch_int8 as torch_int8
+
+    for module in (base, torch_int8):
+        monkeypatch.setattr(module, "LARGE_WEIGHTS_BYTES", 0)
+    model, _ = _loaded(saved)
+    before = model.encode(TEXTS, **options)
+    model.drop_engines(lambda _slot: True)
+    linear = next(m for m in model.transformer.modules() if isinstance(m, torch.nn.Linear))
+    noise = torch.randn(linear.weight.shape, generator=torch.Generator().manual_seed(0))
+    linear.weight.data += noise  # no version counter moves: only the kernel knows these pages were written
+    model.mark_weights_changed()
+    edited = model.encode(TEXTS, **options)
+    assert not np.allclose(edited, before, atol=1e-3)
+    model.drop_engines(lambda _slot: True)
+    np.testing.assert_array_equal(model.encode(TEXTS, **options), edited)  # nothing reverted to the file

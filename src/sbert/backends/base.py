@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from sbert.backends.pages import unwritten_releaser
 from sbert.errors import BackendError
 from sbert.modules import Features, Module, StaticEmbedding, Transformer
 
@@ -120,10 +121,15 @@ def cast_copy(
     # a second full-precision copy beside the original (a 0.6B model's bf16 copy peaked at 5.1 GiB,
     # 3.8 GiB this way), and on a GPU no full copy ever lands in the source precision.
     memo: dict[int, object] = {}
+    # A large model's source weights that nothing wrote go back to the page cache as each is cast:
+    # the user's model stays whole (read in again on use) and only the copy stays resident.
+    drop = unwritten_releaser() if weight_bytes(modules) > LARGE_WEIGHTS_BYTES else None
     for module in modules:
         for tensor in (*module.parameters(), *module.buffers()):
             if id(tensor) not in memo:
-                memo[id(tensor)] = _cast(tensor, device, dtype)
+                memo[id(tensor)] = cast = _cast(tensor, device, dtype)
+                if drop is not None and cast.data_ptr() != tensor.data_ptr():
+                    drop(tensor)
     copied = copy.deepcopy(nn.ModuleList(modules), memo).eval()
     return tuple(m for m in copied)  # type: ignore[misc]
 

@@ -19,11 +19,13 @@ import functools
 import mmap
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
 MADV_DONTNEED = 4  # Linux
+# drop(tensor) -> bytes handed back: one tensor's pages released where that is lossless
+Drop = Callable[[torch.Tensor], int]
 
 
 def release(tensor: torch.Tensor) -> int:
@@ -48,23 +50,30 @@ def release_unwritten(modules: Iterable[torch.nn.Module]) -> int:
     """Drop the resident pages of the modules' weights that lie in file mappings no write ever touched.
 
     For weights that must stay usable (a later read faults them in again from the page cache), at
-    any time after the load: a mapping that holds even one written page (smaps counts a private
-    mapping's copied-on-write pages as Anonymous) is left whole, whoever wrote it and however
-    (`.data` included). Returns the bytes dropped.
+    any time after the load. Returns the bytes dropped.
     """
-    if sys.platform != "linux":
-        return 0
-    clean = _clean_private_file_mappings()
+    drop = unwritten_releaser()
     storages = {t.untyped_storage().data_ptr(): t for m in modules for t in (*m.parameters(), *m.buffers())}
-    dropped = 0
-    for tensor in storages.values():
-        if tensor.device.type != "cpu" or tensor.numel() == 0:
-            continue
+    return sum(drop(tensor) for tensor in storages.values())
+
+
+def unwritten_releaser() -> Drop:
+    """`drop(tensor)`: `release(tensor)` where it lies in a file mapping that no write had touched when this was made.
+
+    A mapping that holds even one written page (smaps counts a private mapping's copied-on-write
+    pages as Anonymous) is left whole, whoever wrote it and however (`.data` included). For a
+    cast or a quantization that reads each weight once: drop it right after, and only the copy stays.
+    """
+    clean = _clean_private_file_mappings() if sys.platform == "linux" else []
+
+    def drop(tensor: torch.Tensor) -> int:
+        if not clean or tensor.device.type != "cpu" or tensor.numel() == 0:
+            return 0
         start = tensor.untyped_storage().data_ptr()
         end = start + tensor.untyped_storage().nbytes()
-        if any(low <= start and end <= high for low, high in clean):
-            dropped += release(tensor)
-    return dropped
+        return release(tensor) if any(low <= start and end <= high for low, high in clean) else 0
+
+    return drop
 
 
 def _clean_private_file_mappings() -> list[tuple[int, int]]:

@@ -29,8 +29,16 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from sbert.backends.base import INT8_MIN_COSINE, Chain, cast_copy, embed_padded, probe_features
-from sbert.backends.pages import cast_parameters, release, replace_tensor
+from sbert.backends.base import (
+    INT8_MIN_COSINE,
+    LARGE_WEIGHTS_BYTES,
+    Chain,
+    cast_copy,
+    embed_padded,
+    probe_features,
+    weight_bytes,
+)
+from sbert.backends.pages import Drop, cast_parameters, release, replace_tensor, unwritten_releaser
 from sbert.backends.torch_cpu import TorchCpuBackend, trims_heap
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
@@ -93,12 +101,17 @@ def _engine(name: str) -> Iterator[None]:
         torch.backends.quantized.engine = before
 
 
-def int8_modules(modules: Sequence[Module], per_row: bool) -> tuple[Module, ...]:
-    """A copy of the chain whose Transformer Linears are Int8Linear; every other tensor is shared, not copied."""
+def int8_modules(modules: Sequence[Module], per_row: bool, drop: Drop | None = None) -> tuple[Module, ...]:
+    """A copy of the chain whose Transformer Linears are Int8Linear; every other tensor is shared, not copied.
+
+    `drop(weight)` (pages.unwritten_releaser) hands each float weight's pages back once it is quantized.
+    """
     shared = {id(t): t for m in modules for t in (*m.parameters(), *m.buffers())}
     copied = copy.deepcopy(nn.ModuleList(modules), shared).eval()
     for parent, name, child in linear_slots(copied[0]):
         setattr(parent, name, Int8Linear(child, per_row))
+        if drop is not None:
+            drop(child.weight)
     return tuple(m for m in copied)  # type: ignore[misc]
 
 
@@ -120,11 +133,17 @@ class TorchInt8Backend(TorchCpuBackend):
         self.workers = torch.get_num_threads()
         fp32 = cast_copy(chain.modules, device, torch.float32)  # the model itself when it holds fp32 weights
         features = probe_features(chain.transformer)
+        # A large model's float Linears that nothing wrote go back to the page cache once read (in
+        # the reference run, then as each is quantized): only the int8 copy stays resident.
+        drop = unwritten_releaser() if weight_bytes(fp32) > LARGE_WEIGHTS_BYTES else None
+        hooks = [] if drop is None else [m.register_forward_hook(_dropper(drop)) for _, _, m in linear_slots(fp32[0])]
         with torch.inference_mode():
             reference = embed_padded(fp32, features, device).float()
+            for hook in hooks:
+                hook.remove()
 
             def build(per_row: bool) -> torch.Tensor:
-                self.modules = int8_modules(fp32, per_row)
+                self.modules = int8_modules(fp32, per_row, drop)
                 return embed_padded(self.modules, features, device).float()
 
             self.per_row = choose_granularity(reference, build)
@@ -198,3 +217,12 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
 def _release_after(linear: nn.Module, _inputs: object, _output: object) -> None:
     """Forward hook: the Linear's weight pages go once its product is done (returns None: the output stays)."""
     release(linear.weight)  # type: ignore[arg-type]
+
+
+def _dropper(drop: Drop) -> Callable[[nn.Module, object, object], None]:
+    """A forward hook handing the Linear's weight to `drop` once its product is done."""
+
+    def hook(linear: nn.Module, _inputs: object, _output: object) -> None:
+        drop(linear.weight)  # type: ignore[arg-type]
+
+    return hook
