@@ -228,6 +228,8 @@ def main() -> None:
         for row in rows:
             name = str(row["engine"])
             row.update(facts.get(name, {}))  # type: ignore[call-overload]
+            if row.get("INFERENCE_PRECISION_HINT") == "bf16":  # OpenVINO's own pick: it computes on bf16 weights
+                row["weights_gib"] = round(sizes["bf16"], 3)
             peak = peers[name].peak_gib() if name in peers else peak_rss(path, name, len(texts))
             row["peak_gib"] = round(peak, 2)
     _summary(rows, texts, tokens, sizes, args.json)
