@@ -255,3 +255,29 @@ def test_trimming_the_heap_keeps_every_live_allocation():
     del kept[::2]  # holes between live blocks: what the trim hands back
     trim_heap()
     assert all(bool((t == float(2 * i + 1)).all()) for i, t in enumerate(kept))
+
+
+@pytest.mark.parametrize(("width", "tokens"), [(32, 512), (384, 512), (768, 256), (1024, 192), (8192, 64)])
+def test_wider_models_get_fewer_tokens_per_cpu_batch(decoder, monkeypatch, width, tokens):
+    from sbert.backends.torch_cpu import cpu_batch_tokens
+
+    monkeypatch.setattr(decoder.transformer.auto_model.config, "hidden_size", width)
+    assert cpu_batch_tokens(tuple(decoder.chain())) == tokens
+
+
+@pytest.mark.parametrize("backend", ["torch", "torch-int8"])
+def test_the_cpu_engines_batch_by_the_width_scaled_budget(decoder, monkeypatch, backend):
+    import sbert.backends.torch_cpu as torch_cpu
+
+    monkeypatch.setattr(torch_cpu, "CPU_BATCH_TOKENS", 100)  # the tiny model is narrower than 384: 100 tokens
+    decoder.drop_engines(lambda _slot: True)
+    engine = decoder.backend(backend)
+    assert engine.default_batch_tokens == 100
+    seen: list[int] = []
+    embed = engine.embed
+    monkeypatch.setattr(
+        engine, "embed", lambda rows, skip=0: seen.append(len(rows) * max(map(len, rows))) or embed(rows, skip)
+    )
+    decoder.encode(TEXTS, backend=backend)
+    assert seen and max(seen) <= 100 and len(seen) > 1
+    decoder.drop_engines(lambda _slot: True)

@@ -9,12 +9,24 @@ import torch
 
 from sbert.backends.base import LARGE_WEIGHTS_BYTES, Chain, Rows, cast_copy, embed_padded, run_threaded, weight_bytes
 from sbert.backends.pages import trim_heap
-from sbert.modules import Module
+from sbert.modules import Module, Transformer
 
-# Padded tokens per batch, measured on 2 cores with one batch per core at a time
-# (benchmarks/speed/encode_speed.py --sweep; docs/speed.md).
+# Padded tokens per batch at MiniLM's width (384), measured on 2 cores with one batch per core at
+# a time (benchmarks/speed/encode_speed.py --sweep; docs/speed.md). Wider models get fewer tokens,
+# the same activation volume: on a 1024-wide decoder 192 tokens ran int8 1.15x and bf16 1.05x
+# faster than 512 (the activations stay in each core's cache); BERT-base: 256 ran as fast as 512 in
+# fp32 and 1.06x in int8.
 CPU_BATCH_TOKENS = 512
+BATCH_WIDTH = 384
+MIN_BATCH_TOKENS = 64
 MAX_ROWS = 512
+
+
+def cpu_batch_tokens(modules: Sequence[Module]) -> int:
+    """Padded tokens per CPU batch for this chain: CPU_BATCH_TOKENS up to MiniLM's width, scaled down past it."""
+    first = modules[0]
+    width = first.embedding_dimension if isinstance(first, Transformer) else BATCH_WIDTH
+    return max(MIN_BATCH_TOKENS, CPU_BATCH_TOKENS * BATCH_WIDTH // max(width, BATCH_WIDTH))
 
 
 def trims_heap(modules: Sequence[Module], device: torch.device) -> bool:
@@ -39,6 +51,7 @@ class TorchCpuBackend:
         self.modules = cast_copy(chain.modules, device, dtype)
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
         self.trim = trims_heap(self.modules, device)
+        self.default_batch_tokens = cpu_batch_tokens(self.modules)
 
     def embed(self, rows: Sequence[Sequence[int]], skip: int = 0) -> np.ndarray:
         """float32 vectors (B, dim) of one batch of token id lists (the first `skip` positions not pooled)."""

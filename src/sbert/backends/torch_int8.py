@@ -39,7 +39,7 @@ from sbert.backends.base import (
     weight_bytes,
 )
 from sbert.backends.pages import Drop, cast_parameters, release, replace_tensor, unwritten_releaser
-from sbert.backends.torch_cpu import TorchCpuBackend, trims_heap
+from sbert.backends.torch_cpu import TorchCpuBackend, cpu_batch_tokens, trims_heap
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
 from sbert.modules import Module, Transformer
@@ -148,6 +148,7 @@ class TorchInt8Backend(TorchCpuBackend):
 
             self.per_row = choose_granularity(reference, build)
         self.trim = trims_heap(self.modules, device)
+        self.default_batch_tokens = cpu_batch_tokens(self.modules)
 
 
 def choose_granularity(reference: torch.Tensor, build: Callable[[bool], torch.Tensor]) -> bool:
