@@ -13,9 +13,8 @@ from sbert.modules import Module, Transformer
 
 # Padded tokens per batch at MiniLM's width (384), measured on 2 cores with one batch per core at
 # a time (benchmarks/speed/encode_speed.py --sweep; docs/speed.md). Wider models get fewer tokens,
-# the same activation volume: on a 1024-wide decoder 192 tokens ran int8 1.15x and bf16 1.05x
-# faster than 512 (the activations stay in each core's cache); BERT-base: 256 ran as fast as 512 in
-# fp32 and 1.06x in int8.
+# the same activation volume: on a 1024-wide decoder 192 tokens ran int8 1.12x faster than 512
+# (benchmarks/speed/batch_budget.py); on BERT-base 256 and 512 were level (0.99x fp32, 1.02x int8).
 CPU_BATCH_TOKENS = 512
 BATCH_WIDTH = 384
 MIN_BATCH_TOKENS = 64
