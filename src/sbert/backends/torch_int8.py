@@ -138,9 +138,11 @@ class TorchInt8Backend(TorchCpuBackend):
         drop = unwritten_releaser() if weight_bytes(fp32) > LARGE_WEIGHTS_BYTES else None
         hooks = [] if drop is None else [m.register_forward_hook(_dropper(drop)) for _, _, m in linear_slots(fp32[0])]
         with torch.inference_mode():
-            reference = embed_padded(fp32, features, device).float()
-            for hook in hooks:
-                hook.remove()
+            try:
+                reference = embed_padded(fp32, features, device).float()
+            finally:  # the hooks sit on the user's own Linears when the model holds fp32
+                for hook in hooks:
+                    hook.remove()
 
             def build(per_row: bool) -> torch.Tensor:
                 self.modules = int8_modules(fp32, per_row, drop)
