@@ -24,11 +24,14 @@ def _st_saved(encoder, path):
     import torch
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
-    torch.manual_seed(0)
     model = STCrossEncoder(str(encoder), num_labels=1)
-    with torch.no_grad():  # a fresh head's logits barely differ between pairs: widen them so comparisons can fail
+    # A fresh head's logits barely differ between pairs: a wide one (std 6) lets comparisons fail. Drawn
+    # from its own generator: the global one can be advanced by other tests' threads between a seed and
+    # the head's init (a full run once got a head whose four scores spanned 5e-4).
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
         for param in model.model.classifier.parameters():
-            param.mul_(300)
+            param.copy_(torch.randn(param.shape, generator=generator) * 6.0)
     model.save(str(path))
     return path
 
