@@ -235,13 +235,14 @@ def test_weight_bytes_counts_the_prepacked_int8_weights(decoder):
 
 @pytest.mark.parametrize("backend", ["torch", "torch-int8"])
 def test_a_large_model_trims_the_heap_after_every_cpu_batch(decoder, monkeypatch, backend):
+    import sbert.backends.base as base
     import sbert.backends.torch_cpu as torch_cpu
 
     trims: list[int] = []
     monkeypatch.setattr(torch_cpu, "trim_heap", lambda: trims.append(1))
     decoder.encode(TEXTS, backend=backend, batch_size=4)  # the tiny model is small: no trims
     assert not trims
-    monkeypatch.setattr(torch_cpu, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
+    monkeypatch.setattr(base, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
     decoder.drop_engines(lambda _slot: True)
     got = decoder.encode(TEXTS, backend=backend, batch_size=4)
     assert len(trims) == -(-len(TEXTS) // 4)  # one per batch

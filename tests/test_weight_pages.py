@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import sbert.backends.onnx_runtime as onnx_runtime
+import sbert.backends.base as base
 from sbert import SentenceEncoder
 from sbert.backends.pages import release_unwritten
 
@@ -67,7 +67,7 @@ def test_a_large_model_graph_start_checks_against_torch_then_hands_its_weights_b
     model.encode(TEXTS, backend="onnx")  # exported and started at the default threshold: nothing handed back
     resident = resident_bytes(embedding)
     model.drop_engines(lambda _slot: True)
-    monkeypatch.setattr(onnx_runtime, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
+    monkeypatch.setattr(base, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
     got = model.encode(TEXTS, backend="onnx")
     assert resident_bytes(embedding) < resident
     np.testing.assert_allclose(got, want, atol=1e-5)  # the check ran on torch's vectors taken before
@@ -76,15 +76,11 @@ def test_a_large_model_graph_start_checks_against_torch_then_hands_its_weights_b
 
 @pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
 def test_a_large_model_cast_or_quantized_copy_hands_the_source_weights_back(saved, monkeypatch, options):
-    import sbert.backends.base as base
-    import sbert.backends.torch_int8 as torch_int8
-
     model, embedding = _loaded(saved)
     want = model.encode(TEXTS, **options)  # at the default threshold: the tiny model keeps its pages
     resident = resident_bytes(embedding)
     model.drop_engines(lambda _slot: True)
-    for module in (base, torch_int8):
-        monkeypatch.setattr(module, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
+    monkeypatch.setattr(base, "LARGE_WEIGHTS_BYTES", 0)  # every model is large now
     np.testing.assert_array_equal(model.encode(TEXTS, **options), want)
     assert resident_bytes(embedding) < resident
     fp32 = model.encode(TEXTS, precision="fp32")  # the model itself is whole: its pages are read in again
@@ -93,11 +89,7 @@ def test_a_large_model_cast_or_quantized_copy_hands_the_source_weights_back(save
 
 @pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
 def test_a_copy_of_weights_written_through_data_keeps_the_edit(saved, monkeypatch, options):
-    import sbert.backends.base as base
-    import sbert.backends.torch_int8 as torch_int8
-
-    for module in (base, torch_int8):
-        monkeypatch.setattr(module, "LARGE_WEIGHTS_BYTES", 0)
+    monkeypatch.setattr(base, "LARGE_WEIGHTS_BYTES", 0)
     model, _ = _loaded(saved)
     before = model.encode(TEXTS, **options)
     model.drop_engines(lambda _slot: True)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbert.backends.pages import unwritten_releaser
+from sbert.backends.pages import Drop, unwritten_releaser
 from sbert.errors import BackendError
 from sbert.modules import Features, Module, StaticEmbedding, Transformer
 
@@ -107,6 +107,16 @@ def weight_bytes(modules: Sequence[Module]) -> int:
     return held + sum(t.numel() * t.element_size() for t in tensors.values())
 
 
+def is_large(modules: Sequence[Module]) -> bool:
+    """Whether these weights pass LARGE_WEIGHTS_BYTES: the one place engines ask "is this model large?"."""
+    return weight_bytes(modules) > LARGE_WEIGHTS_BYTES
+
+
+def large_releaser(modules: Sequence[Module]) -> Drop | None:
+    """`pages.unwritten_releaser()` for a large model's weights; None for others (not worth the pages read again)."""
+    return unwritten_releaser() if is_large(modules) else None
+
+
 def cast_copy(
     modules: Sequence[Module], device: torch.device, dtype: torch.dtype, force: bool = False
 ) -> tuple[Module, ...]:
@@ -123,7 +133,7 @@ def cast_copy(
     memo: dict[int, object] = {}
     # A large model's source weights that nothing wrote go back to the page cache as each is cast:
     # the user's model stays whole (read in again on use) and only the copy stays resident.
-    drop = unwritten_releaser() if weight_bytes(modules) > LARGE_WEIGHTS_BYTES else None
+    drop = large_releaser(modules)
     for module in modules:
         for tensor in (*module.parameters(), *module.buffers()):
             if id(tensor) not in memo:

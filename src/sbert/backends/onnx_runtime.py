@@ -15,15 +15,14 @@ from sbert.backends.base import (
     FP32_MAX_ABS_DIFF,
     INT8_MAX_LOGIT_DIFF,
     INT8_MIN_COSINE,
-    LARGE_WEIGHTS_BYTES,
     SCORE_COLUMNS,
     Chain,
     Rows,
     embed_padded,
+    is_large,
     probe_features,
     refuse_prompt_skip,
     run_threaded,
-    weight_bytes,
 )
 from sbert.backends.export import OPSET, export_onnx, input_names, quantize_int8
 from sbert.backends.pages import release_unwritten
@@ -109,7 +108,7 @@ def open_checked(
         try:
             path = ensure_graph(chain, name, rebuild=rebuild, quantize=quantize)
             reference = torch_reference(chain)
-            if weight_bytes(chain.modules) > LARGE_WEIGHTS_BYTES:
+            if is_large(chain.modules):
                 release_unwritten(chain.modules)  # a later torch encode reads them in again
             start(path, reference)
             return

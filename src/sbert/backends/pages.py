@@ -33,14 +33,24 @@ def release(tensor: torch.Tensor) -> int:
 
     Only for a tensor nothing wrote since it was loaded (a written page would read as the file's).
     """
+    span = _whole_pages(tensor)
+    return _forget(span) if span is not None and _in_private_file_mapping(*span) else 0
+
+
+def _whole_pages(tensor: torch.Tensor) -> tuple[int, int] | None:
+    """[first, last) of the whole pages inside the tensor's storage (None: none, or not CPU memory on Linux)."""
     if sys.platform != "linux" or tensor.device.type != "cpu" or tensor.numel() == 0:
-        return 0
+        return None
     start = tensor.untyped_storage().data_ptr()
     end = start + tensor.untyped_storage().nbytes()
     page = mmap.PAGESIZE
-    first, last = -(-start // page) * page, end // page * page  # whole pages inside the storage only
-    if last <= first or not _in_private_file_mapping(first, last):
-        return 0
+    first, last = -(-start // page) * page, end // page * page
+    return (first, last) if last > first else None
+
+
+def _forget(span: tuple[int, int]) -> int:
+    """madvise(MADV_DONTNEED) over the span; the bytes dropped (0 when the kernel refused)."""
+    first, last = span
     if _libc().madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), MADV_DONTNEED) != 0:
         return 0
     return last - first
@@ -67,11 +77,11 @@ def unwritten_releaser() -> Drop:
     clean = _clean_private_file_mappings() if sys.platform == "linux" else []
 
     def drop(tensor: torch.Tensor) -> int:
-        if not clean or tensor.device.type != "cpu" or tensor.numel() == 0:
+        # the clean mappings are private file mappings already: no second look at /proc/self/maps per tensor
+        span = _whole_pages(tensor)
+        if span is None or not any(low <= span[0] and span[1] <= high for low, high in clean):
             return 0
-        start = tensor.untyped_storage().data_ptr()
-        end = start + tensor.untyped_storage().nbytes()
-        return release(tensor) if any(low <= start and end <= high for low, high in clean) else 0
+        return _forget(span)
 
     return drop
 
@@ -86,8 +96,7 @@ def _clean_private_file_mappings() -> list[tuple[int, int]]:
                 if not fields:
                     continue
                 if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
-                    low, high = (int(x, 16) for x in fields[0].split("-"))
-                    private_file = len(fields) >= 6 and fields[5].startswith("/") and fields[1][3] == "p"
+                    low, high, private_file = _mapping(fields)
                     current = (low, high) if private_file else None
                 elif fields[0] == "Anonymous:" and current is not None:
                     if int(fields[1]) == 0:
@@ -103,14 +112,19 @@ def _in_private_file_mapping(start: int, end: int) -> bool:
     try:
         with open(f"/proc/{os.getpid()}/maps", encoding="ascii", errors="replace") as maps:
             for line in maps:
-                fields = line.split()
-                low, high = (int(x, 16) for x in fields[0].split("-"))
+                low, high, private_file = _mapping(line.split())
                 if low <= start and end <= high:
-                    # a path (not [heap] / [stack] / anonymous) and "p": private, never written back to the file
-                    return len(fields) >= 6 and fields[5].startswith("/") and fields[1][3] == "p"
+                    return private_file
     except OSError:
         return False
     return False
+
+
+def _mapping(fields: list[str]) -> tuple[int, int, bool]:
+    """(low, high, private file) of a /proc/PID/maps (or smaps header) line split into fields."""
+    low, high = (int(x, 16) for x in fields[0].split("-"))
+    # a path (not [heap] / [stack] / anonymous) and "p": private, never written back to the file
+    return low, high, len(fields) >= 6 and fields[5].startswith("/") and fields[1][3] == "p"
 
 
 def trim_heap() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from sbert.backends.base import LARGE_WEIGHTS_BYTES, Chain, Rows, cast_copy, embed_padded, run_threaded, weight_bytes
+from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, is_large, run_threaded
 from sbert.backends.pages import trim_heap
 from sbert.modules import Module, Transformer
 
@@ -34,7 +34,7 @@ def trims_heap(modules: Sequence[Module], device: torch.device) -> bool:
     A large model's memory bound is 1.5x its weights, and malloc's freed-but-kept blocks count
     against it; on small models the trims would cost more time than the memory they free.
     """
-    return device.type == "cpu" and weight_bytes(modules) > LARGE_WEIGHTS_BYTES
+    return device.type == "cpu" and is_large(modules)
 
 
 class TorchCpuBackend:

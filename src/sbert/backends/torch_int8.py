@@ -29,16 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from sbert.backends.base import (
-    INT8_MIN_COSINE,
-    LARGE_WEIGHTS_BYTES,
-    Chain,
-    cast_copy,
-    embed_padded,
-    probe_features,
-    weight_bytes,
-)
-from sbert.backends.pages import Drop, cast_parameters, release, replace_tensor, unwritten_releaser
+from sbert.backends.base import INT8_MIN_COSINE, Chain, cast_copy, embed_padded, large_releaser, probe_features
+from sbert.backends.pages import Drop, cast_parameters, release, replace_tensor
 from sbert.backends.torch_cpu import TorchCpuBackend, cpu_batch_tokens, trims_heap
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
@@ -135,7 +127,7 @@ class TorchInt8Backend(TorchCpuBackend):
         features = probe_features(chain.transformer)
         # A large model's float Linears that nothing wrote go back to the page cache once read (in
         # the reference run, then as each is quantized): only the int8 copy stays resident.
-        drop = unwritten_releaser() if weight_bytes(fp32) > LARGE_WEIGHTS_BYTES else None
+        drop = large_releaser(fp32)
         hooks = [] if drop is None else [m.register_forward_hook(_dropper(drop)) for _, _, m in linear_slots(fp32[0])]
         with torch.inference_mode():
             try:
@@ -197,7 +189,7 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
             replace_tensor(transformer, name, buffer.float())
     slots = linear_slots(transformer)
     features = probe_features(transformer)
-    hooks = [child.register_forward_hook(_release_after) for _, _, child in slots]
+    hooks = [child.register_forward_hook(_dropper(release)) for _, _, child in slots]
     with torch.inference_mode():
         reference = embed_padded(modules, features, torch.device("cpu")).float()
         for hook in hooks:
@@ -217,13 +209,8 @@ def hold_int8(modules: Sequence[Module], device: torch.device) -> None:
             raise
 
 
-def _release_after(linear: nn.Module, _inputs: object, _output: object) -> None:
-    """Forward hook: the Linear's weight pages go once its product is done (returns None: the output stays)."""
-    release(linear.weight)  # type: ignore[arg-type]
-
-
 def _dropper(drop: Drop) -> Callable[[nn.Module, object, object], None]:
-    """A forward hook handing the Linear's weight to `drop` once its product is done."""
+    """A forward hook handing the Linear's weight to `drop` once its product is done (the output stays)."""
 
     def hook(linear: nn.Module, _inputs: object, _output: object) -> None:
         drop(linear.weight)  # type: ignore[arg-type]
