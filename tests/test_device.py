@@ -140,6 +140,23 @@ def test_two_cpu_workers_give_one_ordered_output(tiny_dirs, tmp_path):
     assert np.abs(got - expected).max() <= 1e-5
 
 
+def test_workers_run_the_model_as_it_is_in_memory(tiny_dirs, tmp_path):
+    """A loaded model whose settings changed in memory: the workers see the change (they used to reload the folder)."""
+    from sbert.modules.pooling import Pooling
+
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
+    model = SentenceEncoder.load(tmp_path / "m", device="cpu")  # weights as loaded: the folder was reused
+    pooling = next(m for m in model.chain() if isinstance(m, Pooling))
+    texts = [f"{s} number {i}" for i, s in enumerate(CORPUS * 3)]
+    with_prompt = model.encode(texts, prompt="search query: ")
+    pooling.include_prompt = False
+    model.max_seq_length = 12
+    expected = model.encode(texts, prompt="search query: ", on_truncation="ignore")
+    assert np.abs(expected - with_prompt).max() > 1e-2  # the change moves the vectors
+    got = model.encode(texts, prompt="search query: ", on_truncation="ignore", devices=["cpu", "cpu"])
+    assert np.abs(got - expected).max() <= 1e-5
+
+
 def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")

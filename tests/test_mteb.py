@@ -86,6 +86,25 @@ def test_prompts_follow_mtebs_rule_through_the_prompt_policy(tiny_dirs, tasks, t
     assert np.array_equal(ours.encode(batches, prompt_type=PromptType.document, **call), ours.encode_document(texts))
 
 
+def test_a_default_prompt_stays_out_of_mtebs_query_and_document_calls(tasks, tmp_path):
+    """mteb calls encode_query / encode_document: with no prompt of mteb's naming, the model's own ("");
+    never its default prompt."""
+    from mteb.types import PromptType
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceEncoder.load()
+    model.settings.prompts, model.settings.default_prompt_name = {"clf": "classify: "}, "clf"
+    model.save(tmp_path / "default-only")
+    ours = SentenceEncoder.load(tmp_path / "default-only", device="cpu")
+    reference = SentenceTransformer(str(tmp_path / "default-only"), device="cpu")
+    texts = ["a man plays a guitar", "the cat sat on the mat"]
+    call = {"task_metadata": tasks["retrieval"].metadata, "hf_split": "test", "hf_subset": "default"}
+    for kind, want in ((PromptType.query, reference.encode_query(texts)),
+                       (PromptType.document, reference.encode_document(texts))):  # fmt: skip
+        got = ours.encode([{"text": texts}], prompt_type=kind, **call)
+        assert np.abs(got - want).max() <= 1e-5, kind
+
+
 def test_a_multi_vector_model_as_it_is(tasks, tmp_path):
     from sentence_transformers import MultiVectorEncoder as STMultiVector
 

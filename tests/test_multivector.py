@@ -178,3 +178,12 @@ def test_kind_detection_imports_no_engine(bert: Path, tmp_path: Path) -> None:
             "print([m for m in ('torch', 'onnx', 'onnxruntime', 'openvino') if m in sys.modules])")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_taskless_encode_cuts_where_the_reference_does(folder: Path) -> None:
+    """encode(texts) with no task: the Transformer's max_seq_length, not document_length (skiplist still applied)."""
+    from sentence_transformers import MultiVectorEncoder as Reference
+
+    ref = Reference(str(folder), device="cpu")
+    want = [m.numpy() for m in ref.encode(DOCUMENTS[:-1])]
+    assert_same(MultiVectorEncoder.load(folder, device="cpu").encode(DOCUMENTS[:-1]), want)

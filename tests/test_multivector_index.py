@@ -21,12 +21,11 @@ def unit_sets(rng: np.random.Generator, n: int, low: int, high: int, dim: int = 
 
 
 def brute_maxsim(q: np.ndarray, d: np.ndarray) -> float:
-    """sum over query tokens of the best dot product over document tokens (0 when either is empty)."""
-    total = 0.0
-    for qi in q:
-        if len(d):
-            total += max(float(qi @ dj) for dj in d)
-    return total
+    """sum over query tokens of the best dot product over document tokens (0 for an empty query; -1e9, the
+    reference's last-place score, for an empty document)."""
+    if not len(d):
+        return -1e9
+    return sum(max(float(qi @ dj) for dj in d) for qi in q)
 
 
 @pytest.mark.parametrize("budget", [1, 7, 10**8])
@@ -48,6 +47,21 @@ def test_maxsim_equals_sentence_transformers() -> None:
     queries, docs = unit_sets(rng, 5, 1, 9), unit_sets(rng, 7, 1, 12)
     expected = maxsim([torch.from_numpy(q) for q in queries], [torch.from_numpy(d) for d in docs]).numpy()
     np.testing.assert_allclose(maxsim_matrix(queries, docs), expected, atol=1e-4)
+
+
+def test_a_document_with_no_token_ranks_last_where_real_scores_are_negative() -> None:
+    import torch
+    from sentence_transformers.util.similarity import maxsim
+
+    query = np.ones((3, 4), np.float32) / 2
+    docs = [-np.ones((2, 4), np.float32) / 2, np.zeros((0, 4), np.float32), -np.ones((1, 4), np.float32)]
+    expected = maxsim([torch.from_numpy(query)], [torch.from_numpy(d) for d in docs]).numpy()
+    assert expected[0, 1] == -1e9  # the reference's own answer for the empty document
+    np.testing.assert_allclose(maxsim_matrix([query], docs), expected, atol=1e-4)  # was 0: ranked first
+    np.testing.assert_allclose(maxsim_pairs([query] * 3, docs), expected[0], atol=1e-4)
+    index = MultiVectorIndex.build(TokenSets.pack(docs), IndexSettings(dimension=4, muvera=False, plaid=False))
+    _, ids = index.search(TokenSets.pack([query]), top_k=3)
+    assert list(ids[0]) == [0, 2, 1]
 
 
 def brute_muvera(matrix: np.ndarray, params: MuveraParams, document: bool) -> np.ndarray:

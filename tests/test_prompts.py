@@ -144,3 +144,38 @@ def test_objectives_put_a_prompt_on_each_column(st_with_prompts):
     assert tokenizer.decode(prepared.columns[1][0], skip_special_tokens=True).startswith("passage :")
     with pytest.raises(ValueError, match="unknown prompt_name 'answer'"):
         prepare_objectives(model, Stage((Objective("mnrl", "d", {"prompts": "query,answer"}),)), [data])
+
+
+@pytest.fixture(scope="module")
+def default_prompt_only(tmp_path_factory):
+    """A folder with a default prompt and no query or document prompt (as older savers wrote it)."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path_factory.mktemp("default-only") / "m"
+    SentenceEncoder.load().save(folder)
+    config_path = folder / "config_sentence_transformers.json"
+    config = json.loads(config_path.read_text())
+    config.update(prompts={"clf": "classify: ", "passage": "passage: "}, default_prompt_name="clf")
+    config_path.write_text(json.dumps(config))
+    return SentenceTransformer(str(folder), device="cpu"), folder
+
+
+def test_tasks_never_fall_back_to_the_default_prompt(default_prompt_only):
+    """sentence-transformers 6: encode_query / encode_document use their own prompt, "" when the folder has none."""
+    import httpx
+
+    from tests.serve_helpers import serve_in_thread
+
+    st, folder = default_prompt_only
+    model = SentenceEncoder.load(folder, device="cpu")
+    for call in ("encode", "encode_query", "encode_document"):
+        assert np.abs(getattr(model, call)(QUERIES) - getattr(st, call)(QUERIES)).max() <= 1e-5, call
+    assert np.abs(model.encode_query(QUERIES) - model.encode(QUERIES)).max() > 1e-3  # the default matters
+    server = serve_in_thread("--model", str(folder))
+    try:
+        for kind, want in (("query", st.encode_query(QUERIES)), ("document", st.encode_document(QUERIES))):
+            body = {"input": QUERIES, "model": "m", "encoding_format": "float", "input_type": kind}
+            got = httpx.post(server.url + "/v1/embeddings", json=body, timeout=60).json()["data"]
+            assert np.abs(np.array([d["embedding"] for d in got]) - want).max() <= 1e-5, kind
+    finally:
+        assert server.stop()

@@ -69,3 +69,14 @@ def test_a_missing_reranker_is_one_decision_in_each_dialects_shape(tiny_dirs, tm
         assert len(set(messages)) == 1 and "--reranker" in messages[0]
     finally:
         assert plain.stop()
+
+
+def test_a_model_that_is_not_served_is_one_404_in_each_dialect(server):
+    """`model` naming another model: OpenAI's and Cohere's routes alike refuse it (Cohere's embed once answered)."""
+    asks = {"/v1/embeddings": {"model": "other", "input": TEXTS}, "/v1/embed": {"model": "other", "texts": TEXTS},
+            "/v2/embed": {"model": "other", "texts": TEXTS, "embedding_types": ["float"]},
+            "/v2/rerank": {"model": "other", "query": "q", "documents": TEXTS}}  # fmt: skip
+    answers = {path: httpx.post(server.url + path, json=body, timeout=30) for path, body in asks.items()}
+    assert {path: a.status_code for path, a in answers.items()} == dict.fromkeys(asks, 404)
+    assert "'other' is not served here" in answers["/v1/embed"].json()["message"]
+    assert post(server, "/v2/embed", {"model": "m", "texts": TEXTS, "embedding_types": ["float"]})["embeddings"]

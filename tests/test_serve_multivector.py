@@ -51,6 +51,10 @@ def test_token_vectors_are_the_librarys_on_both_routes(colbert: Path) -> None:
         assert answer.usage.total_tokens == sum(model.token_lengths(QUERIES[:2], "query")[0])  # real tokens only
         health = httpx.get(f"{server.url}/health", timeout=30).json()
         assert health["kind"] == "multi-vector" and health["dimension"] == 8
+        info = httpx.get(f"{server.url}/info", timeout=30)  # was a 500: an assert that only knew three kinds
+        assert info.status_code == 200, info.text
+        assert info.json()["model_type"] == {"embedding": {"pooling": "none"}}
+        assert info.json()["max_input_length"] == model.max_seq_length
     finally:
         assert server.stop()
 

@@ -207,6 +207,22 @@ def test_csr_loads_with_the_same_codes_both_ways(normalize, tiny_dirs, tmp_path)
     np.testing.assert_allclose(st_vectors(tmp_path / "ours"), want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_prompted_csr_puts_its_prompt_in_front_once(tiny_dirs, tmp_path):
+    """A CSR folder with a default prompt and a query prompt, saved by sentence-transformers: one prompt per call."""
+    from sentence_transformers import SparseEncoder as STSparse
+
+    folder = st_csr(tiny_dirs["bert"], tmp_path / "st", False)
+    config_path = folder / "config_sentence_transformers.json"
+    config = json.loads(config_path.read_text())
+    config.update(prompts={"query": "query: ", "document": "", "clf": "classify: "}, default_prompt_name="clf")
+    config_path.write_text(json.dumps(config))
+    ref = STSparse(str(folder), device="cpu")
+    model = SparseEncoder.load(folder, device="cpu")
+    for call in ("encode", "encode_query", "encode_document"):
+        want = getattr(ref, call)(TEXTS, convert_to_sparse_tensor=False).numpy()
+        np.testing.assert_allclose(getattr(model, call)(TEXTS).toarray(), want, rtol=1e-5, atol=1e-6, err_msg=call)
+
+
 def test_train_csr_learns_codes_sentence_transformers_loads(tiny_dirs, tmp_path):
     from sbert.sparse.csr_train import CsrSettings, csr_loss, train_csr
 

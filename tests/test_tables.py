@@ -227,3 +227,24 @@ def test_jsonl_dates_stay_text_whichever_reader_reads_them(tmp_path):
     plain, blank = (load_dataset(f"jsonl:{tmp_path / name}.jsonl") for name in ("plain", "blank"))
     assert plain.kind == blank.kind == "triplet"
     assert plain.texts == blank.texts == [("2024-01-01", "a title", "a body")] * 3
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_bare_teacher_score_on_line_1_is_that_lines_error(tmp_path, fmt):
+    """The label column's kind comes from all its cells: line 1 gets line 3's error, not a silent triplet read."""
+    from sbert.data import load_dataset
+
+    rows = [{"query": f"q {i}", "positive": f"p {i}", "negative": f"n {i}", "label": [3.0, 1.0]} for i in range(4)]
+    rows[0]["label"] = 9.5
+    path = tmp_path / f"distill.{fmt}"
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    else:
+        lines = ["query,positive,negative,label"] + [f'{r["query"]},{r["positive"]},{r["negative"]},"{r["label"]}"'
+                                                     for r in rows]  # fmt: skip
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    where = f"distill\\.{fmt}:{1 if fmt == 'jsonl' else 2}"  # the CSV's header is line 1
+    with pytest.raises(SbertError, match=rf"{where}: column 'label' holds '?9\.5'?, expected a list of 2 teacher"):
+        load_dataset(f"{fmt}:{path}")
+    data = load_dataset(f"{fmt}:{path}", skip_bad=True)
+    assert data.kind == "distill" and len(data.texts) == 3 and data.labels == [[3.0, 1.0]] * 3

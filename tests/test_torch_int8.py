@@ -75,7 +75,7 @@ def test_the_start_check_falls_back_to_per_row_scales_then_refuses(decoder, monk
         decoder.backend("torch-int8")
 
 
-def test_torch_int8_refuses_a_half_precision(decoder):
+def test_torch_int8_refuses_a_half_precision(decoder, emulated_cpu_bf16):
     with pytest.raises(BackendError, match="computes its products in int8"):
         decoder.encode(TEXTS, backend="torch-int8", precision="bf16")
 
@@ -162,7 +162,7 @@ def test_released_file_pages_read_back_the_same_and_anonymous_memory_is_left_alo
     assert release(anonymous) == 0 and torch.equal(anonymous, kept)
 
 
-def test_bf16_at_load_casts_tensor_by_tensor_to_what_the_loader_would_give(saved_decoder):
+def test_bf16_at_load_casts_tensor_by_tensor_to_what_the_loader_would_give(saved_decoder, emulated_cpu_bf16):
     from sbert.dense.loading import load_modules
 
     ours = SentenceEncoder.load(saved_decoder, device="cpu", dtype="bf16")

@@ -115,11 +115,18 @@ def test_kill_9_then_resume_gives_the_uninterrupted_weights(tiny_dirs, data, tmp
     assert_same_weights(weights(reference), weights(out))
 
 
-def test_a_run_without_checkpoints_leaves_only_the_model(tiny_dirs, data, tmp_path):
-    scratch = set(Path(tempfile.gettempdir()).glob("sbert-run-*"))
+def test_a_run_without_checkpoints_leaves_only_the_model(tiny_dirs, data, tmp_path, monkeypatch):
+    # A temp folder of the test's own: another `sbert train` on the machine makes and removes its own scratch
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    seen = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: seen.append(real_mkdtemp(*a, **k)) or seen[-1])
     Trainer(regression(tiny_dirs["bert"], data, tmp_path / "out"), show_progress=False).run()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert set(Path(tempfile.gettempdir()).glob("sbert-run-*")) == scratch
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tmp"]
+    assert [Path(p).parent for p in seen if Path(p).name.startswith("sbert-run-")] == [scratch]  # the scratch was made
+    assert not any(scratch.iterdir())  # and removed
     assert (tmp_path / "out" / "train_log.jsonl").is_file()
 
 

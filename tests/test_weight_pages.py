@@ -76,6 +76,7 @@ def test_a_large_model_graph_start_checks_against_torch_then_hands_its_weights_b
 
 @pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
 def test_a_large_model_cast_or_quantized_copy_hands_the_source_weights_back(saved, monkeypatch, options):
+    monkeypatch.setenv("SBERT_CPU_BF16", "emulate")  # the numerics of the cast copy, on any CPU
     model, embedding = _loaded(saved)
     want = model.encode(TEXTS, **options)  # at the default threshold: the tiny model keeps its pages
     resident = resident_bytes(embedding)
@@ -89,6 +90,7 @@ def test_a_large_model_cast_or_quantized_copy_hands_the_source_weights_back(save
 
 @pytest.mark.parametrize("options", [{"precision": "bf16"}, {"backend": "torch-int8"}])
 def test_a_copy_of_weights_written_through_data_keeps_the_edit(saved, monkeypatch, options):
+    monkeypatch.setenv("SBERT_CPU_BF16", "emulate")
     monkeypatch.setattr(base, "LARGE_WEIGHTS_BYTES", 0)
     model, _ = _loaded(saved)
     before = model.encode(TEXTS, **options)

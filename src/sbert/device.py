@@ -28,13 +28,19 @@ _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 X86_FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 X86_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "avx2")
+# int8 products that accumulate in 32 bits. Without them (AVX2 alone) the x86 kernels of fbgemm and ONNX
+# Runtime add byte pairs in saturating 16-bit lanes (vpmaddubsw): full 8-bit activations times weights
+# overflow there (torch-int8's Linear was 18% off on such a CPU), so 7-bit ranges are used instead.
+X86_VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 _FEATURES = {
     "bf16": (X86_BF16_FLAGS, ("bf16",), "hw.optional.arm.FEAT_BF16"),
     "fp16": (X86_FP16_FLAGS, ("asimdhp", "fphp"), "hw.optional.arm.FEAT_FP16"),
     "int8": (X86_INT8_FLAGS, ("asimddp", "i8mm"), "hw.optional.arm.FEAT_DotProd"),
+    "vnni": (X86_VNNI_FLAGS, ("asimddp", "i8mm"), "hw.optional.arm.FEAT_DotProd"),
 }
 # "emulate" lets bf16 / fp16 run on a CPU without those instructions (slowly: tests of the numerics);
-# SBERT_CPU_INT8=force does the same for the int8 backends.
+# "none" hides the instructions of a CPU that has them, so the path a CPU without them takes can be
+# run anywhere (CI reruns the bf16 tests so). SBERT_CPU_INT8=force lets the int8 backends run anyway.
 CPU_BF16_ENV = "SBERT_CPU_BF16"
 CPU_FP16_ENV = "SBERT_CPU_FP16"
 CPU_INT8_ENV = "SBERT_CPU_INT8"
@@ -127,17 +133,27 @@ def _cpu_has(kind: str) -> bool:
 
 def cpu_bf16_native() -> bool:
     """Whether this CPU has bf16 arithmetic (AVX512-BF16, AMX or Arm BF16); without it torch emulates bf16."""
-    return _cpu_has("bf16")
+    return not _hidden("bf16") and _cpu_has("bf16")
 
 
 def cpu_fp16_native() -> bool:
     """Whether this CPU has fp16 arithmetic (AVX512-FP16, AMX-FP16 or Arm FP16); without it torch emulates fp16."""
-    return _cpu_has("fp16")
+    return not _hidden("fp16") and _cpu_has("fp16")
+
+
+def _hidden(half: str) -> bool:
+    """Whether SBERT_CPU_<HALF>=none hides the CPU's `half` instructions (a CPU without them, for tests)."""
+    return os.environ.get(_EMULATE_ENV[half], "").lower() == "none"
 
 
 def cpu_int8_native() -> bool:
     """Whether this CPU has int8 GEMM instructions (VNNI, AMX-INT8, AVX2, Arm dotprod / i8mm)."""
     return _cpu_has("int8")
+
+
+def int8_reduce_range() -> bool:
+    """Whether int8 kernels here need 7-bit ranges: an x86 CPU without VNNI / AMX (see X86_VNNI_FLAGS)."""
+    return platform.machine().lower() in ("x86_64", "amd64", "i686") and not _cpu_has("vnni")
 
 
 def check_cpu_int8(backend: str) -> None:

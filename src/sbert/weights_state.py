@@ -86,6 +86,12 @@ class TracksWeights:
         for slot in [s for s in engines if which(s)]:
             del engines[slot]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled or deep-copied model (a worker's copy) rebuilds its engines from its own weights:
+        # a graph session does not pickle, and a cast copy would only double what travels.
+        state = cast(dict[str, Any], super().__getstate__())
+        return {k: v for k, v in state.items() if k != "_engines_by_state"}
+
     def _apply(self, fn: Callable[..., object], recurse: bool = True) -> Self:
         # to(), cuda(), half(), float(), ...: a cast may round the weights and a move may land
         # them at a reused address, so a real change of placement starts a new generation.

@@ -23,6 +23,7 @@ from torch import nn
 from sbert.adapters.spec import LoraSpec
 from sbert.errors import ModelFormatError, SbertError, first_line
 from sbert.formats.layout import read_json
+from sbert.install_hint import install_hint
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def require_peft() -> Any:
     try:
         import peft
     except ImportError:
-        raise SbertError("LoRA adapters need peft: pip install 'sbert[lora]'") from None
+        raise SbertError(f"LoRA adapters need peft: {install_hint('lora')}") from None
     return peft
 
 

@@ -14,6 +14,7 @@ import torch
 from sbert.backends.base import Backend, Chain, Rows
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
+from sbert.install_hint import install_hint
 from sbert.modules import Transformer
 
 BackendName = Literal["torch", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-int8"]
@@ -43,7 +44,7 @@ def _onnx(chain: Chain, name: str, device: torch.device, dtype: torch.dtype) -> 
     try:
         from sbert.backends.onnx_runtime import OnnxBackend
     except ImportError as e:
-        raise BackendError(f"backend {name!r} needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
+        raise BackendError(f"backend {name!r} needs onnxruntime and onnx: {install_hint('onnx')} ({e})") from None
     return OnnxBackend(chain, name)
 
 
@@ -54,7 +55,7 @@ def _openvino(chain: Chain, name: str, device: torch.device, dtype: torch.dtype)
 
         from sbert.backends.openvino_runtime import OpenVinoBackend
     except ImportError as e:
-        raise BackendError(f"backend {name!r} needs openvino and onnx: pip install 'sbert[openvino]' ({e})") from None
+        raise BackendError(f"backend {name!r} needs openvino and onnx: {install_hint('openvino')} ({e})") from None
     return OpenVinoBackend(chain, device, dtype, name)
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sbert.backends.base import Chain
-from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError
 from sbert.formats import layout
+
+if TYPE_CHECKING:  # types only: the server reads the packaged sentences without the onnx extra
+    from sbert.backends.base import Chain
+    from sbert.backends.smoothing import Feed
 
 FILE = "calibration.txt"
 # Nine random draws of 60 to 1,024 SNLI/SST-2 sentences all kept STSb test within 0.1 of fp32;

@@ -128,12 +128,13 @@ def export_onnx(chain: Chain, path: Path) -> None:
         graph.to(chain.device).train(was_training)
 
 
-def quantize_int8(source: Path, path: Path, feeds: Sequence[Feed] = ()) -> int:
+def quantize_int8(source: Path, path: Path, feeds: Sequence[Feed] = (), reduce_range: bool = False) -> int:
     """Dynamic int8 quantization of every MatMul's weights (activations quantized at run time).
 
     LayerNorm-fed activations are smoothed first, calibrated on `feeds` (none: not smoothed);
     returns how many were. Per-channel weight scales: as fast as one scale per tensor here, and
-    about a third of its error.
+    about a third of its error. `reduce_range` (device.int8_reduce_range: an x86 CPU without VNNI)
+    quantizes the weights to 7 bits, so ONNX Runtime's 16-bit intermediate sums there cannot overflow.
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -146,7 +147,8 @@ def quantize_int8(source: Path, path: Path, feeds: Sequence[Feed] = ()) -> int:
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".smoothed.") as work, temp_beside(path) as tmp:
             staged = Path(work) / "model.onnx"  # the quantizer takes a path on every supported version
             onnx.save(model, str(staged))
-            quantize_dynamic(str(staged), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+            quantize_dynamic(str(staged), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                             reduce_range=reduce_range)  # fmt: skip
     finally:
         logging.disable(logging.NOTSET)
     return smoothed

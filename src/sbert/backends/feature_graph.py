@@ -23,8 +23,9 @@ from torch import Tensor, nn
 from sbert.backends.base import Chain, run_chain
 from sbert.backends.cache import cache_dir, read_manifest, write_manifest
 from sbert.backends.export import OPSET, eager_attention, quantize_int8, temp_beside
-from sbert.device import check_cpu_int8
+from sbert.device import check_cpu_int8, int8_reduce_range
 from sbert.errors import BackendError, first_line
+from sbert.install_hint import install_hint
 from sbert.modules import Features, Module
 
 RUNTIMES = ("onnx", "onnx-int8", "openvino", "openvino-int8")
@@ -77,7 +78,7 @@ def open_feature_graph(
         if extra == "openvino":
             import openvino  # noqa: F401
     except ImportError as e:
-        raise BackendError(f"backend {backend!r} needs the {extra} extra: pip install 'sbert[{extra}]' ({e})") from None
+        raise BackendError(f"backend {backend!r} needs the {extra} extra: {install_hint(extra)} ({e})") from None
     if dtype != torch.float32:
         raise BackendError(f"backend {backend!r} runs its own fp32/int8 graph; precision applies to torch")
     if backend.endswith("-int8"):
@@ -145,14 +146,17 @@ def _cached_graph(
     chain: Chain, runtime: str, output: str, folder: Path, probes: Features, per_token: bool, stem: str
 ) -> Path:
     """The fp32 graph (and its int8 version for the int8 runtimes), exported once per weights digest."""
-    fp32, int8, manifest = folder / f"{stem}.onnx", folder / f"{stem}-int8.onnx", f"{stem}.json"
+    reduce_range = int8_reduce_range()  # a graph quantized for another kind of CPU is another file
+    int8 = folder / f"{stem}-int8{'-7bit' if reduce_range else ''}.onnx"
+    fp32, manifest = folder / f"{stem}.onnx", f"{stem}.json"
     digest = chain.digest()
     if not fp32.is_file() or read_manifest(folder, manifest).get("digest") != digest:
         export_feature(chain, probes, output, per_token, fp32)
-        int8.unlink(missing_ok=True)
+        for old in folder.glob(f"{stem}-int8*.onnx"):
+            old.unlink(missing_ok=True)
         write_manifest(folder, {"digest": digest, "output": output}, manifest)
     if not runtime.endswith("int8"):
         return fp32
     if not int8.is_file():
-        quantize_int8(fp32, int8)
+        quantize_int8(fp32, int8, reduce_range=reduce_range)
     return int8

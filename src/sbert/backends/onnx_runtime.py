@@ -27,6 +27,7 @@ from sbert.backends.base import (
 from sbert.backends.export import OPSET, export_onnx, input_names, quantize_int8
 from sbert.backends.pages import release_unwritten
 from sbert.backends.smoothing import Feed
+from sbert.device import int8_reduce_range
 from sbert.errors import BackendError
 from sbert.modules import Features
 
@@ -151,9 +152,10 @@ def _quantized(
 ) -> dict[str, object]:  # fmt: skip
     """Quantize the fp32 graph to int8 `name` unless the cached one came from the same calibration and recipe."""
     sentences = calibration.stored(folder)
-    wanted = {"sentences": len(sentences), "sha256": calibration.digest(sentences), "recipe": INT8_RECIPES[name]}
+    wanted = {"sentences": len(sentences), "sha256": calibration.digest(sentences), "recipe": INT8_RECIPES[name],
+              "reduce_range": int8_reduce_range()}  # fmt: skip
     target = folder / GRAPH_FILES[name]
-    same = isinstance(record, dict) and all(record.get(k) == wanted[k] for k in ("sha256", "recipe"))
+    same = isinstance(record, dict) and all(record.get(k) == wanted[k] for k in ("sha256", "recipe", "reduce_range"))
     if same and target.is_file():
         return record  # type: ignore[return-value]
     feeds = calibration.feeds(chain, sentences, input_names(chain))
@@ -162,7 +164,7 @@ def _quantized(
 
 def _quantize_ort(fp32: Path, target: Path, feeds: Sequence[Feed]) -> dict[str, object]:
     """ONNX Runtime's static int8 (export.quantize_int8), recording which inputs were smoothed."""
-    return {"smoothed_inputs": quantize_int8(fp32, target, feeds)}
+    return {"smoothed_inputs": quantize_int8(fp32, target, feeds, reduce_range=int8_reduce_range())}
 
 
 def calibrate(chain: Chain, sentences: Sequence[str]) -> None:

@@ -42,6 +42,7 @@ from sbert.backends.onnx_runtime import ONNX_BATCH_TOKENS, Reference, check_agai
 from sbert.backends.smoothing import Feed
 from sbert.errors import BackendError, first_line
 from sbert.formats import layout
+from sbert.install_hint import install_hint
 from sbert.modules import Features
 
 HINTS = {torch.float32: "f32", torch.bfloat16: "bf16"}
@@ -201,7 +202,7 @@ def quantize_openvino(source: Path, target: Path, feeds: Sequence[Feed], unsigne
     try:
         import nncf
     except ImportError as e:
-        need = "backend 'openvino-int8' needs nncf to quantize: pip install 'sbert[openvino]'"
+        need = f"backend 'openvino-int8' needs nncf to quantize: {install_hint('openvino')}"
         raise BackendError(f"{need} ({e})") from None
     import openvino
 

@@ -32,7 +32,7 @@ from torch import nn
 from sbert.backends.base import INT8_MIN_COSINE, Chain, cast_copy, embed_padded, large_releaser, probe_features
 from sbert.backends.pages import Drop, cast_parameters, release, replace_tensor
 from sbert.backends.torch_cpu import TorchCpuBackend, cpu_batch_tokens, trims_heap
-from sbert.device import check_cpu_int8
+from sbert.device import check_cpu_int8, int8_reduce_range
 from sbert.errors import BackendError
 from sbert.modules import Module, Transformer
 
@@ -54,6 +54,7 @@ class Int8Linear(nn.Module):
         self.scale = (weight.abs().amax(1) / 127).clamp(min=1e-12)
         self.bias = None if linear.bias is None else linear.bias.detach().float()
         self.per_row = per_row
+        self.reduce_range = int8_reduce_range()  # 7-bit activations where the kernel's 16-bit sums would overflow
         # int8 weights, fp32 scales and bias, none of them parameters (base.weight_bytes asks for this)
         self.held_bytes = weight.numel() + 4 * (self.scale.numel() + (0 if self.bias is None else self.bias.numel()))
         if per_row:  # (in, out) int8 for torch._int_mm
@@ -69,7 +70,11 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The product for x (..., in) in any float dtype, as float32 (..., out)."""
         flat = x.reshape(-1, x.shape[-1]).float().contiguous()
-        out = self._per_row(flat) if self.per_row else torch.ops.quantized.linear_dynamic(flat, self.packed, False)
+        out = (
+            self._per_row(flat)
+            if self.per_row
+            else torch.ops.quantized.linear_dynamic(flat, self.packed, self.reduce_range)
+        )
         return out.reshape(*x.shape[:-1], self.out_features)
 
     def _per_row(self, flat: torch.Tensor) -> torch.Tensor:

@@ -18,16 +18,24 @@ from sbert.data.table_sources import Table
 
 
 def teacher_column(table: Table, roles: Roles) -> str | None:
-    """The score or label column when its cells are lists (a distillation table), else None."""
+    """The score or label column when its cells are lists (a distillation table), else None.
+
+    Any list cell makes it one, not only the first: a bare number on line 1 of a distillation table
+    is then that line's one-line error, as it is on any other line, instead of turning the table
+    into triplets with every teacher score dropped.
+    """
     for column in (roles.score, roles.label):
         if column is None:
             continue
         if table.types.get(column, "").startswith(("list", "large_list", "fixed_size_list")):
             return column
-        first = next((v for v in table.columns[column] if v is not None), None)
-        if isinstance(first, list | tuple) or (isinstance(first, str) and first.lstrip().startswith("[")):
+        if any(_looks_like_list(v) for v in table.columns[column]):
             return column
     return None
+
+
+def _looks_like_list(cell: Any) -> bool:
+    return isinstance(cell, list | tuple) or (isinstance(cell, str) and cell.lstrip().startswith("["))
 
 
 def teacher_scores(table: Table, column: str, documents: int, problems: dict[int, str]) -> list[list[float]]:

@@ -21,6 +21,7 @@ from torch import nn
 from sbert.backends import Backend, Chain, open_backend
 from sbert.device import backend_dtype, precision_name
 from sbert.errors import BackendError
+from sbert.install_hint import install_hint
 from sbert.modules import InputModule, Module, Pooling, Router, Transformer, adapter_ops
 from sbert.weights_state import WeightsKey
 
@@ -124,7 +125,7 @@ class DenseRuntime:
         try:
             from sbert.backends.onnx_runtime import calibrate
         except ImportError as e:
-            raise BackendError(f"calibrate_int8 needs onnxruntime and onnx: pip install 'sbert[onnx]' ({e})") from None
+            raise BackendError(f"calibrate_int8 needs onnxruntime and onnx: {install_hint('onnx')} ({e})") from None
         calibrate(model.as_chain(), sentences)
         model.drop_engines(lambda slot: isinstance(slot, tuple) and str(slot[0]).endswith("-int8"))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sbert.errors import SbertError
+from sbert.install_hint import install_hint
 
 
 def require_ray() -> None:
@@ -10,4 +11,4 @@ def require_ray() -> None:
     try:
         import ray.data  # noqa: F401
     except ImportError:
-        raise SbertError("Ray encoding needs Ray Data: pip install 'sbert[ray]'") from None
+        raise SbertError(f"Ray encoding needs Ray Data: {install_hint('ray')}") from None

@@ -9,10 +9,8 @@ same code runs two CPU workers, which is how CI tests it.
 from __future__ import annotations
 
 import multiprocessing
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,26 +22,16 @@ from sbert.encoding.engine import PROGRESS_MIN_SENTENCES
 
 
 class Encoder(Protocol):
-    """What a worker needs of the model (a SentenceEncoder): a folder to reload it from, its limit, encode.
+    """What a worker needs of the model (a SentenceEncoder): its width and its encode.
 
-    A protocol, not the class: the runtime sits below the model kinds and never imports them.
+    A protocol, not the class: the runtime sits below the model kinds and never imports them. The
+    model object itself travels to each worker (as sentence-transformers' pool hands it over), so
+    settings changed in memory (a pooling flag, max_seq_length, an adapter) hold there too.
     """
-
-    source_dir: Path | None
-    max_seq_length: int
-    held_dtype: str | torch.dtype | None  # how the weights were loaded; workers load the folder the same way
 
     @property
     def embedding_dimension(self) -> int:
         """Width of each row."""
-        ...
-
-    def unchanged_since_load(self) -> bool:
-        """Whether `source_dir` still holds these weights."""
-        ...
-
-    def save(self, path: Path) -> None:
-        """Write the model to `path`."""
         ...
 
     @property
@@ -76,37 +64,26 @@ def encode_on_devices(
     slots: Any = context.Queue()
     for device in resolved:
         slots.put(device)
-    with tempfile.TemporaryDirectory(prefix="sbert-devices-") as scratch:
-        source = _saved_copy(model, Path(scratch))
-        # The class travels by reference (pickled as its import path), so this module never imports model.py.
-        init = (type(model), str(source), slots, threads, model.max_seq_length, model.held_dtype)
-        parts = stripes(texts, STRIPES_PER_WORKER * len(resolved))
-        show = len(texts) >= PROGRESS_MIN_SENTENCES if show is None else show
-        with (
-            ProcessPoolExecutor(len(resolved), mp_context=context, initializer=_init, initargs=init) as pool,
-            tqdm(total=len(texts), unit="sent", disable=not show) as bar,
-        ):
-            futures = [(rows, pool.submit(_encode, [texts[i] for i in rows], options)) for rows in parts]
-            for rows, future in futures:
-                out[rows] = future.result()
-                bar.update(len(rows))
+    # The model is pickled into each worker by torch's multiprocessing reductions: CPU weights go
+    # through shared memory, CUDA weights through CUDA IPC; its cached engines stay behind.
+    init = (model, slots, threads)
+    parts = stripes(texts, STRIPES_PER_WORKER * len(resolved))
+    show = len(texts) >= PROGRESS_MIN_SENTENCES if show is None else show
+    with (
+        ProcessPoolExecutor(len(resolved), mp_context=context, initializer=_init, initargs=init) as pool,
+        tqdm(total=len(texts), unit="sent", disable=not show) as bar,
+    ):
+        futures = [(rows, pool.submit(_encode, [texts[i] for i in rows], options)) for rows in parts]
+        for rows, future in futures:
+            out[rows] = future.result()
+            bar.update(len(rows))
     return out
 
 
-def _saved_copy(model: Encoder, scratch: Path) -> Path:
-    """The model's own folder while its weights are as loaded, else a fresh save in `scratch`."""
-    if model.source_dir is not None and model.unchanged_since_load():
-        return model.source_dir
-    model.save(scratch / "model")
-    return scratch / "model"
-
-
-def _init(loader: Any, source: str, slots: Any, threads: int, max_seq_length: int, dtype: Any) -> None:
+def _init(model: Any, slots: Any, threads: int) -> None:
     device = slots.get()
     torch.set_num_threads(threads)
-    model = loader.load(source, device=device, dtype=dtype)
-    model.max_seq_length = max_seq_length
-    _WORKER["model"] = model
+    _WORKER["model"] = model.to(device)
 
 
 def _encode(texts: list[str], options: dict[str, Any]) -> np.ndarray:

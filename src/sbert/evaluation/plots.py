@@ -10,6 +10,7 @@ import numpy as np
 
 from sbert.errors import SbertError
 from sbert.evaluation.report import TABLE1, TABLE5, Run, headline_by_column
+from sbert.install_hint import install_hint
 
 
 def _pyplot() -> Any:
@@ -19,7 +20,7 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")  # files only, no display
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SbertError("plots need matplotlib: pip install 'sbert[report]'") from None
+        raise SbertError(f"plots need matplotlib: {install_hint('eval')}") from None
     return plt
 
 

@@ -17,10 +17,10 @@ from sbert.formats.layout import MODEL_CONFIG_FILE, read_json
 from sbert.similarity import DEFAULT_SIMILARITY, check_similarity
 from sbert.vectors.maxsim import check_multi_similarity
 
-# encode_query / encode_document (task "query" / "document") look for these prompt names, in this order.
-QUERY_PROMPTS = ("query",)
-DOCUMENT_PROMPTS = ("document", "passage", "corpus")
-TASKS = {"query": QUERY_PROMPTS, "document": DOCUMENT_PROMPTS}
+# encode_query / encode_document (task "query" / "document") use the prompt of that name. sentence-transformers
+# 6 gives every model both names ("" unless the folder saves one), so a task never falls back to the default
+# prompt, nor to a "passage" or "corpus" prompt: a folder with only those encodes documents with none.
+TASKS = ("query", "document")
 
 
 @dataclass
@@ -40,15 +40,15 @@ class EncoderSettings:
     ) -> str:
         """The text before each input ("" for none): `prompt`, else the named prompt, else the task's, else the default.
 
-        `task` is "query" or "document" (encode_query / encode_document, the server's input_type);
-        a model without a prompt for it falls back to its default prompt, as sentence-transformers does.
+        `task` is "query" or "document" (encode_query / encode_document, the server's input_type): the
+        prompt of that name, "" when the model has none (sentence-transformers 6: no default-prompt fallback).
         """
         if prompt is not None:
             return prompt
         if prompt_name is None and task is not None:
             if task not in TASKS:
                 raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
-            prompt_name = next((n for n in TASKS[task] if n in self.prompts), None)
+            return self.prompts.get(task, "")
         name = prompt_name if prompt_name is not None else self.default_prompt_name
         if name is None:
             return ""

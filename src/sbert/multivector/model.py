@@ -177,7 +177,8 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
-        `task` "query" applies query length and expansion, "document" (or None) the document rules.
+        `task` "query" applies query length and expansion, "document" the document rules; None cuts at
+        max_seq_length with no prefix token (the skiplist still applies), as sentence-transformers does.
         `precision` "auto" (fp32 on a CPU, half on CUDA), "fp32", "bf16" or "fp16", as for dense encoders.
         `backend` "torch", or a graph runtime: "onnx", "onnx-int8", "openvino", "openvino-int8" (CPU, fp32 graph
         or int8 weights; exported once beside the model, checked against torch).

@@ -2,7 +2,8 @@
 
 The rules, per layout (multivector/layout.py says which one a folder uses):
 - length: queries are cut at `query_length` (at the expansion length when it is "fixed"), documents
-  at `document_length`; either falls back to the Transformer's max_seq_length.
+  at `document_length`; either falls back to the Transformer's max_seq_length, which also cuts a
+  call with no task (as sentence-transformers 6 does: no task, no task length, no prefix token).
 - prefix: sentence-transformers puts the prompt in front of the text; PyLate cuts the text one
   token short and inserts the prefix token after the first token ([CLS] [Q] ...).
 - expansion: a query is padded to the expansion length with [MASK] (else EOS); those positions
@@ -55,7 +56,7 @@ class TokenRules:
     def limit(self, task: str | None, transformer: Transformer) -> int:
         """Tokens kept per text for `task`, special tokens and prefix included."""
         exp = self.settings.expansion if task == "query" else None
-        cap = self.settings.length_for(task)
+        cap = self.settings.length_for(task) if task is not None else None
         if exp is not None and exp.strategy == "fixed":
             return exp.length
         if exp is not None:  # "min": the expansion length is a floor, the query length still the cap
@@ -67,7 +68,7 @@ class TokenRules:
     ) -> tuple[list[list[int]], list[int]]:
         """Token rows of `texts` for `task`, with the prompt before the text and the prefix token inserted."""
         limit = self.limit(task, transformer)
-        prefix = self.prefix_ids.get(task or "document")
+        prefix = self.prefix_ids.get(task) if task is not None else None
         texts = [prompt + t for t in texts] if prompt else list(texts)
         if prefix is None:
             return transformer.token_ids(texts, limit)

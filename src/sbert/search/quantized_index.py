@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sbert.errors import SbertError
+from sbert.install_hint import install_hint
 from sbert.search.quantize import calibration_ranges, quantize_embeddings
 
 QUANTIZED_KINDS = ("int8", "binary", "binary-hnsw")
@@ -34,7 +35,7 @@ def faiss_module() -> Any:
     try:
         import faiss
     except ImportError:
-        raise SbertError("the index needs FAISS: pip install 'sbert[index]'") from None
+        raise SbertError(f"the index needs FAISS: {install_hint('index')}") from None
     return faiss
 
 

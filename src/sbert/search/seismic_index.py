@@ -21,6 +21,7 @@ import scipy.sparse
 
 from sbert.errors import SbertError
 from sbert.formats import layout
+from sbert.install_hint import install_hint
 
 SETTINGS_FILE = "seismic.json"
 INDEX_PREFIX = "postings"  # Seismic writes PREFIX.index.seismic
@@ -30,7 +31,7 @@ def _seismic() -> Any:
     try:
         import seismic
     except ImportError:
-        raise SbertError("approximate sparse search needs Seismic: pip install 'sbert[seismic]' "
+        raise SbertError(f"approximate sparse search needs Seismic: {install_hint('seismic')} "
                          "(the pyseismic-lsr package)") from None  # fmt: skip
     return seismic
 

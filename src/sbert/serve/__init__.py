@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sbert.errors import SbertError
+from sbert.install_hint import install_hint
 
 
 def require_serve_extra() -> None:
@@ -11,4 +12,4 @@ def require_serve_extra() -> None:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        raise SbertError("the server needs FastAPI and uvicorn: pip install 'sbert[serve]'") from None
+        raise SbertError(f"the server needs FastAPI and uvicorn: {install_hint('serve')}") from None

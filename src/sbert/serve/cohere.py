@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 
 from sbert.serve.routes import Protected
 from sbert.serve.schemas import CohereEmbedRequest, CohereRerankRequest
-from sbert.serve.service import EmbedAsk, embed, prompt_key, rerank
+from sbert.serve.service import EmbedAsk, check_model_name, embed, prompt_key, rerank
 from sbert.serve.state import ApiError, FastJSON, ServerState, state
 
 cohere_router = APIRouter()
@@ -38,6 +38,7 @@ async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[
         raise ApiError(422, "truncate 'START' is not supported: inputs keep their start (use END or NONE)",
                        "invalid_request")  # fmt: skip
     st = state(request)
+    check_model_name(body.model, st.model_id)
     ask = EmbedAsk(body.texts, "texts", prompt_for(st, body.input_type), truncate=body.truncate == "END",
                    dimensions=body.output_dimension, formats=tuple(body.embedding_types or ["float"]))  # fmt: skip
     done = await embed(st, request, ask)

@@ -22,7 +22,7 @@ from sbert.serve.schemas import (
     TeiSimilarityRequest,
     as_list,
 )
-from sbert.serve.service import EmbedAsk
+from sbert.serve.service import EmbedAsk, check_model_name
 from sbert.serve.state import ApiError, FastJSON, check_texts, state
 from sbert.similarity import pairwise_similarity, similarity_of
 
@@ -70,8 +70,7 @@ async def models(request: Request) -> FastJSON:
 async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     """OpenAI-compatible embeddings; `model` must name the served model (it never names a file to load)."""
     st = state(request)
-    if body.model != st.model_id:
-        raise ApiError(404, f"model {body.model!r} is not served here; use {st.model_id!r}", "model_not_found")
+    check_model_name(body.model, st.model_id)
     if st.model is None and st.multivector is not None:  # token vectors per input (multivector_service.py)
         from sbert.serve.multivector_service import openai_embeddings
 

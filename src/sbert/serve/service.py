@@ -114,9 +114,14 @@ def reranker(st: ServerState, model: str | None = None) -> Reranking:
     if served is None:
         raise ApiError(404, "no reranker loaded; start the server with --reranker DIR (or --model CROSS_ENCODER)",
                        "no_reranker")  # fmt: skip
-    if model is not None and model != served.model_id:
-        raise ApiError(404, f"model {model!r} is not served here; use {served.model_id!r}", "model_not_found")
+    check_model_name(model, served.model_id)
     return served
+
+
+def check_model_name(asked: str | None, served: str) -> None:
+    """A 404 when a request's `model` names a model other than the one served (None: the request names none)."""
+    if asked is not None and asked != served:
+        raise ApiError(404, f"model {asked!r} is not served here; use {served!r}", "model_not_found")
 
 
 async def rerank(

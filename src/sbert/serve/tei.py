@@ -82,7 +82,10 @@ def info_model_type(st: ServerState) -> dict[str, Any]:
         return {"embedding": {"pooling": "+".join(st.model.pooling_modes) or "none"}}
     if st.sparse is not None:
         return {"embedding": {"pooling": "splade"}}
-    assert st.reranker is not None
+    if st.multivector is not None:  # no pooling: one vector per scored token, as /embed_all gives them
+        return {"embedding": {"pooling": "none"}}
+    if st.reranker is None:
+        raise LookupError(f"/info: no model type for a {st.kind} model")
     labels = st.reranker.model.classifier.auto_model.config.id2label
     return {"reranker": {"id2label": {str(k): v for k, v in labels.items()}}}
 

@@ -187,7 +187,10 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
             result = _top_k_csr(self.query.encode_csr(prompted), k)
             return _convert(result, convert_to, single)
         if self.dense is not None and self.sae is not None:  # CSR: the dense vectors, then their sparse codes
-            vectors = self.dense.encode(prompted, batch_size=batch_size, show_progress=show_progress, backend=backend)
+            # The prompt chosen here, given as the dense model's explicit prompt: its own default must not add
+            # a second one, and its Pooling's include_prompt still applies.
+            vectors = self.dense.encode(texts, prompt=text, batch_size=batch_size, show_progress=show_progress,
+                                        backend=backend)  # fmt: skip
             with torch.inference_mode():
                 codes = self.sae.codes(torch.from_numpy(vectors).to(self.device), k)
             return _convert(to_csr(codes), convert_to, single)

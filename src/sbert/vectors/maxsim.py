@@ -3,6 +3,9 @@
     maxsim(Q, D)     = sum_i max_j  q_i . d_j          Q: (n_q, dim), D: (n_d, dim)
     meanmaxsim(Q, D) = maxsim(Q, D) / n_q
 
+A document with no scored token (all skiplist, or empty) gets EMPTY_DOCUMENT_SCORE, as
+sentence-transformers 6 gives it: it ranks last even where real scores are negative.
+
 A set of token matrices is held packed: one (total_tokens, dim) array and the offsets where each
 matrix starts (`TokenSets`), so a corpus costs its real tokens and no padding. Scoring is exact
 and memory-bounded: a block of queries meets a block of documents at a time, the intermediate
@@ -21,6 +24,9 @@ from sbert.vectors.token_codes import ResidualCodec, decode_rows, encode_rows
 MULTI_VECTOR_SIMILARITIES = ("maxsim", "meanmaxsim")
 # Floats in one (query tokens, document tokens) block: 32M float32 = 128 MB.
 DEFAULT_BUDGET = 32 * 1024 * 1024
+# sentence-transformers' score for a document with no token (before the mean divides it): below any real
+# MaxSim, and, unlike the float32 minimum, still finite once a loss scales or squares it.
+EMPTY_DOCUMENT_SCORE = -1e9
 DOC_BLOCK_TOKENS = 4_096  # int8 / binary / residual document tokens decoded and scored at a time, at most
 
 
@@ -166,6 +172,7 @@ def maxsim_matrix(
             scores = block @ d.rows(int(base), int(d.offsets[d1])).T  # (q tokens, d tokens)
             best = _segment_max(scores, d.offsets[d0:d1] - base, d.lengths[d0:d1])  # (q tokens, docs)
             out[q0:q1, d0:d1] = _segment_sum(best, q_starts, q_len[q0:q1])  # sum over each query's tokens
+    out[:, d.lengths == 0] = EMPTY_DOCUMENT_SCORE
     if mean:
         out /= np.maximum(q_len, 1)[:, None]
     return out
@@ -181,7 +188,9 @@ def maxsim_pairs(
     out = np.zeros(len(q), dtype=np.float32)
     for i in range(len(q)):
         qi, di = q.matrix(i), d.matrix(i)
-        if len(qi) and len(di):
+        if not len(di):
+            out[i] = EMPTY_DOCUMENT_SCORE
+        elif len(qi):
             out[i] = (qi @ di.T).max(axis=1).sum()
     if mean:
         out /= np.maximum(q.lengths, 1)
