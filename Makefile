@@ -113,4 +113,4 @@ bench-multivector: $(VENV)/.installed-dev $(PYLATE_VENV)/.installed
 	$(PY) benchmarks/speed/multivector_search.py --pylate-python $(PYLATE_VENV)/bin/python $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) .venv-run .venv-extra-* build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

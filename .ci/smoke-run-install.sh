@@ -59,7 +59,9 @@ one_line_error() {  # one_line_error EXPECTED COMMAND...: exit 2, one stderr lin
         echo "smoke: '$*' printed:"; cat err.txt; exit 1
     fi
 }
-one_line_error "pip install 'sbert[serve]'" "$SBERT" serve
-one_line_error "pip install 'sbert[onnx]'" "$SBERT" encode --input sentences.txt --output o.npy --backend onnx
-one_line_error "pip install 'sbert[index]'" "$SBERT" index build sentences.txt --out idx
+# An editable install (make's): the hint names this interpreter and the clone, which is what works here.
+CLONE=$("$PY" -c "from sbert.install_hint import editable_root; print(editable_root())")
+one_line_error "$PY -m pip install -e '$CLONE[serve]'" "$SBERT" serve
+one_line_error "$PY -m pip install -e '$CLONE[onnx]'" "$SBERT" encode --input sentences.txt --output o.npy --backend onnx
+one_line_error "$PY -m pip install -e '$CLONE[index]'" "$SBERT" index build sentences.txt --out idx
 step "all passed"

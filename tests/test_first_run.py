@@ -3,6 +3,7 @@
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,15 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 141, done.stderr
     assert done.stderr.strip() == ""
+
+
+def test_install_hints_name_what_works_for_this_install(monkeypatch):
+    """From a clone (make's editable install) the hint names the clone and this interpreter; from a wheel, the name."""
+    from sbert import install_hint as hint
+
+    root = Path(__file__).resolve().parents[1]
+    hint.editable_root.cache_clear()
+    assert hint.editable_root() == str(root)  # `pip install 'sbert[serve]'` means nothing to pip from a clone
+    assert hint.install_hint("serve") == f"{sys.executable} -m pip install -e '{root}[serve]'"
+    monkeypatch.setattr(hint, "editable_root", lambda: None)
+    assert hint.install_hint("serve") == "pip install 'sbert[serve]'"

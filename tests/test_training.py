@@ -64,6 +64,8 @@ def test_training_moves_weights_writes_card_log_and_keeps_best(tiny_dirs, data, 
     card = (tmp_path / "out/README.md").read_text()
     assert str(tiny_dirs["bert"]) in card and "regression" in card and f"{result.best_score:.2f}" in card
     records = [json.loads(line) for line in (tmp_path / "out/train_log.jsonl").read_text().splitlines()]
+    (stage,) = [r for r in records if r["event"] == "stage"]
+    assert stage["total_steps"] == 24 and stage["total_parameters"] > 24  # the parameter count once overwrote it
     evals = [r for r in records if r["event"] == "eval"]
     assert [r["step"] for r in evals] == [4, 8, 12, 16, 20, 24]  # epoch ends fall on multiples of 4
     best = max(evals, key=lambda r: r["score"])

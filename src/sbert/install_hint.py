@@ -34,5 +34,5 @@ def install_hint(extra: str) -> str:
     """`pip install ...` for `extra`: the package's name from an index, the clone's folder when editable."""
     root = editable_root()
     if root is None:
-        return f"{install_hint(extra)}"
+        return f"pip install 'sbert[{extra}]'"
     return f"{sys.executable} -m pip install -e '{root}[{extra}]'"

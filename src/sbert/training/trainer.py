@@ -173,7 +173,7 @@ class Trainer:
             self.global_step = state.progress.global_step
             self.started = time.monotonic() - state.progress.elapsed
             self.log.truncate_after(self.global_step)
-        trainable, total = parameter_counts(module)
+        trainable, parameters = parameter_counts(module)  # `total` stays the step count the log records
         self.log.write(
             event="stage",
             stage=index,
@@ -185,7 +185,7 @@ class Trainer:
             sampling=stage.sampling,
             batches=batches,
             trainable_parameters=trainable,
-            total_parameters=total,
+            total_parameters=parameters,
         )
         self._epochs(state, plan_lengths)
         if state.dev and state.progress.best_score is not None:

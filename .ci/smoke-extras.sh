@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Every extra works alone: the run install (VENV, built by smoke-run-install.sh) plus exactly one extra
+# runs one command of that extra, and the serve extra runs the README's Quick start 3 as written.
+# Usage: .ci/smoke-extras.sh RUN_VENV [EXTRA ...] (default: every extra below).
+#
+# Each extra gets a venv of its own layered on the run install (a .pth file puts the run venv's
+# site-packages on its path), so pip installs only that extra's packages: seven full venvs would
+# copy torch seven times. Nothing of the dev install is visible there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RUN_VENV=$ROOT/${1:-.venv-run}
+shift || true
+EXTRAS=("$@")
+[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic)
+work=$(mktemp -d)
+server_pid=""
+trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+step() { echo "smoke-extras: $*"; }
+
+layered_venv() {  # layered_venv EXTRA: a venv holding the run install and EXTRA, nothing else
+    local venv=$ROOT/.venv-extra-$1
+    if [ ! -x "$venv/bin/python" ]; then
+        python3 -m venv "$venv"
+        "$RUN_VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+            > "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/run-install.pth"
+    fi
+    "$venv/bin/python" -m pip install -q --no-compile -e "$ROOT[$1]" >/dev/null
+    echo "$venv"
+}
+
+cd "$work"
+printf 'A man is eating food.\nA man is riding a horse.\nSomeone is eating a meal.\nA cat sits on the mat.\n' > sentences.txt
+cat > pairs.csv <<'CSV'
+sentence1,sentence2,score
+A man is eating food.,Someone eats a meal.,4.6
+A man is riding a horse.,A woman plays the violin.,0.4
+A cat sits on the mat.,A cat is on a rug.,3.8
+The stock market fell.,Children play in the park.,0.0
+CSV
+
+quick_start_3() {  # the README's Quick start 3, as written, with the serve extra alone
+    local sbert=$1 port
+    port=$("$RUN_VENV/bin/python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    "$sbert" serve --model all-MiniLM-L6-v2 --port "$port" > serve.log 2>&1 &
+    server_pid=$!
+    for _ in $(seq 120); do  # the README says to wait for /health, as here
+        curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+        kill -0 "$server_pid" 2>/dev/null || { cat serve.log; exit 1; }
+        sleep 1
+    done
+    curl -sf "http://127.0.0.1:$port/v1/embeddings" -H 'Content-Type: application/json' \
+        -d '{"model": "all-MiniLM-L6-v2", "input": ["A man is eating food."]}' > answer.json
+    "$RUN_VENV/bin/python" -c "import json; d = json.load(open('answer.json'))['data']; assert len(d[0]['embedding']) == 384"
+    kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+}
+
+for extra in "${EXTRAS[@]}"; do
+    step "run install + [$extra] alone"
+    venv=$(layered_venv "$extra")
+    SBERT=$venv/bin/sbert
+    PY=$venv/bin/python
+    case $extra in
+        serve) quick_start_3 "$SBERT" ;;
+        index)
+            "$SBERT" index build sentences.txt --out idx
+            "$SBERT" search idx "who is having lunch?" --top-k 1 | grep -q "eating" ;;
+        onnx | openvino)
+            "$SBERT" encode --input sentences.txt --output e.npy --backend "$extra"
+            "$PY" -c "import numpy as np; assert np.load('e.npy').shape == (4, 384)" ;;
+        lora)
+            "$SBERT" train --model all-MiniLM-L6-v2 --objective regression --train 'csv[scale=0-5]:pairs.csv' \
+                --output lora-model --epochs 1 --batch-size 2 --lora r=4 --no-progress
+            "$SBERT" encode --model lora-model --input sentences.txt --output l.npy ;;
+        eval)
+            "$SBERT" train --model all-MiniLM-L6-v2 --objective regression --train 'csv[scale=0-5]:pairs.csv' \
+                --dev 'csv[scale=0-5]:pairs.csv' --eval-steps 1 --output eval-model --epochs 1 --batch-size 2 \
+                --no-progress
+            "$SBERT" report --train-log eval-model/train_log.jsonl --output report
+            test -s report/dev_curves.png || { ls report; exit 1; } ;;
+        seismic)
+            "$PY" -c "
+import numpy as np, scipy.sparse as sp
+from sbert.search.seismic_index import SeismicSparseIndex
+docs = sp.random(200, 1000, density=0.02, format='csr', dtype=np.float32, random_state=0)
+scores, ids = SeismicSparseIndex.build(docs).search(docs[:3], top_k=1)
+assert list(ids[:, 0]) == [0, 1, 2], ids" ;;
+        *) echo "smoke-extras: no command for extra '$extra'"; exit 1 ;;
+    esac
+done
+step "all passed"
