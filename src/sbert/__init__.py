@@ -1,4 +1,14 @@
-"""sbert: Sentence-BERT sentence embeddings (library, CLI and server)."""
+"""sbert: Sentence-BERT sentence embeddings (library, CLI and server).
+
+    import sbert
+
+    model = sbert.load("all-MiniLM-L6-v2")          # any kind: dense, sparse, multi-vector, cross-encoder, static
+    docs = ["A man is eating food.", "A man is riding a horse."]
+    scores = model.similarity(model.encode_query(["who is having lunch?"]), model.encode_document(docs))
+    print(docs[int(scores.argmax())])
+
+`sbert --help` lists the command line; docs/library.md the whole API.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +60,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    # The lazy names above are attributes too: dir(sbert) and tab completion list them.
-    return sorted({*globals(), *__all__})
+    # The lazy names above are attributes too: dir(sbert) and tab completion list them, and only the API
+    # (not this module's own imports, such as Any and TYPE_CHECKING).
+    return sorted({*__all__, "__version__"})
 
 
 __all__ = [

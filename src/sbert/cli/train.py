@@ -44,7 +44,8 @@ def _data_flags(p: argparse.ArgumentParser) -> None:
         "--objective",
         action="append",
         default=[],
-        help=f"{' | '.join(OBJECTIVES)} (repeat with --train)",
+        help=f"{' | '.join(OBJECTIVES)} (repeat with --train); none: chosen from each table's columns "
+        "(pairs and triplets mnrl, scored pairs cosent, labelled pairs classification)",
     )
     p.add_argument("--train", action="append", default=[], help="FORMAT:PATH, e.g. stsb:sts-train.csv (repeatable)")
     p.add_argument(
@@ -165,12 +166,14 @@ def build_config(args: argparse.Namespace) -> Any:
         config = replace(config, stages=tuple(replace(s, **stage_flags) for s in config.stages))
         config.validate()
         return config
-    if len(args.objective) != len(args.train):
-        raise SbertError(f"give one --objective per --train (got {len(args.objective)} and {len(args.train)})")
+    objectives_named = args.objective or ["auto"] * len(args.train)  # none: each table's kind picks (losses.AUTO)
+    if len(objectives_named) != len(args.train):
+        raise SbertError(f"give one --objective per --train, or none to let each table's columns choose "
+                         f"(got {len(args.objective)} and {len(args.train)})")  # fmt: skip
     if not args.model or not args.output:
         raise SbertError("--model and --output are required (or use --config)")
     options = parse_options(args.option)
-    objectives = tuple(Objective(o, t, options) for o, t in zip(args.objective, _with_columns(args), strict=True))
+    objectives = tuple(Objective(o, t, options) for o, t in zip(objectives_named, _with_columns(args), strict=True))
     stage_flags = {k: getattr(args, k) for k in _STAGE_FLAGS if getattr(args, k) is not None}
     dev = tuple(args.dev) if len(args.dev) > 1 else (args.dev[0] if args.dev else None)
     config = TrainConfig(stages=(Stage(objectives, dev=dev, **stage_flags),), **flags)

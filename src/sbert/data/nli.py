@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from sbert.data.common import NLI_LABELS, DataFormatError, Dataset, LineChecker, read_lines, require
@@ -16,6 +17,10 @@ def _split_spec(path: Path) -> tuple[Path, list[str]]:
         return Path(folder), [s for s in splits.split(",") if s]
     if path.is_dir():
         return path, sorted(p.name.removeprefix("labels.") for p in path.glob("labels.*"))
+    folder, _, splits = text.rpartition(":")
+    if folder and not path.exists() and re.fullmatch(r"[\w,-]+", splits):  # DIR:SPLIT whose DIR is missing
+        raise DataFormatError(f"{folder}: no such folder (the SNLI folder of s1/s2/labels.<split> files; "
+                              f"split {splits!r})")  # fmt: skip
     return path, []
 
 

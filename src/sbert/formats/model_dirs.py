@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import importlib
+import itertools
 import os
 import re
 from pathlib import Path
@@ -32,7 +35,19 @@ def resolve_model_dir(name_or_path: str | os.PathLike[str]) -> Path:
         if hub_dir is not None:
             return hub_dir
         tried.append(f"Hugging Face Hub id {name} ({reason})")
-    raise ModelNotFoundError(f"model {name!r} not found: tried " + "; ".join(tried))
+    raise ModelNotFoundError(f"model {name!r} not found: tried " + "; ".join(tried) + _did_you_mean(name, path))
+
+
+def _did_you_mean(name: str, path: Path) -> str:
+    """A "did you mean" suffix naming the closest alias or folder beside `path` (case ignored), else ""."""
+    candidates = {alias.lower(): alias for alias in ALIASES}
+    prefix = "" if str(path.parent) == "." else f"{path.parent}{os.sep}"
+    with contextlib.suppress(OSError):
+        for entry in itertools.islice(path.parent.iterdir(), 1000):  # a huge folder is not read whole for a hint
+            if entry.is_dir():
+                candidates[f"{prefix}{entry.name}".lower()] = f"{prefix}{entry.name}"
+    close = difflib.get_close_matches(name.lower(), list(candidates), n=1, cutoff=0.8)
+    return f"; did you mean {candidates[close[0]]!r}?" if close else ""
 
 
 def _hub_download(repo_id: str) -> tuple[Path | None, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from sbert.data.common import Dataset
@@ -63,6 +64,32 @@ ALIASES = {
 }
 
 
+# `sbert train` without --objective: the objective each kind of table trains with (printed, and documented in
+# docs/training.md). Pairs and triplets learn from in-batch negatives (MNRL, the negative column as a hard
+# one), scored pairs from their order (CoSENT), labelled pairs with the paper's softmax head.
+AUTO = "auto"
+AUTO_OBJECTIVES = {"pair": "mnrl", "triplet": "mnrl", "pair-score": "cosent", "pair-class": "classification",
+                   "text": "infomax"}  # fmt: skip
+
+
+def check_objective(name: str) -> str:
+    """The objective's canonical name (aliases and "auto" accepted), or a one-line error with a suggestion."""
+    key = ALIASES.get(name, name)
+    if key in LOSSES or key == AUTO:
+        return key
+    close = difflib.get_close_matches(name, [*LOSSES, *ALIASES], n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise SbertError(f"unknown objective {name!r}; {hint}known: {', '.join(LOSSES)}")
+
+
+def auto_objective(dataset: Dataset) -> str:
+    """The objective `sbert train` picks for `dataset` when none is named (AUTO_OBJECTIVES), or a one-line error."""
+    if dataset.kind not in AUTO_OBJECTIVES:
+        raise SbertError(f"{dataset.name} holds {dataset.kind} rows: name the objective (--objective colbert-distill "
+                         "for a ColBERT model)")  # fmt: skip
+    return AUTO_OBJECTIVES[dataset.kind]
+
+
 def is_token_level(name: str) -> bool:
     """Whether objective `name` trains token vectors (a multi-vector model) rather than sentence vectors."""
     cls = LOSSES.get(ALIASES.get(name, name))
@@ -71,10 +98,8 @@ def is_token_level(name: str) -> bool:
 
 def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | None = None) -> Loss:
     """Instantiate objective `name` for sentence vectors of size `dim`, checking the data fits it."""
-    key = ALIASES.get(name, name)
-    cls = LOSSES.get(key)
-    if cls is None:
-        raise SbertError(f"unknown objective {name!r}; known: {', '.join(LOSSES)}")
+    key = check_objective(name)
+    cls = LOSSES[auto_objective(dataset) if key == AUTO else key]
     if dataset.kind not in cls.kinds:
         if dataset.source:  # a table: say which columns are missing rather than which kind
             raise SbertError(
@@ -98,4 +123,4 @@ def _check_class_labels(dataset: Dataset) -> None:
         raise SbertError(f"{dataset.name}: class labels must be integers in [0, {n}), found {bad[:3]}")
 
 
-__all__ = ["LOSSES", "Loss", "build_loss", "is_token_level"]
+__all__ = ["AUTO", "LOSSES", "Loss", "auto_objective", "build_loss", "check_objective", "is_token_level"]

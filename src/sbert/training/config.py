@@ -49,6 +49,10 @@ class Stage:
         """Refuse settings that cannot train, before any work starts."""
         if not self.objectives:
             raise SbertError("a stage needs at least one objective with --train data")
+        from sbert.losses import check_objective
+
+        for objective in self.objectives:  # before any data is read: a typo fails at once
+            check_objective(objective.name)
         checks = {
             "epochs": self.epochs >= 1,
             "batch_size": self.batch_size >= 1,

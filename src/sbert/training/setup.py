@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -13,7 +13,7 @@ from sbert.data import Dataset, load_dataset
 from sbert.data.streaming import StreamedDataset
 from sbert.encoding.prompted import PromptPlan
 from sbert.errors import SbertError
-from sbert.losses import Loss, build_loss
+from sbert.losses import AUTO, Loss, auto_objective, build_loss
 from sbert.losses.matryoshka import MatryoshkaLoss, parse_matryoshka
 from sbert.modules import Features
 from sbert.training.config import Stage
@@ -68,10 +68,29 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
     return loaded
 
 
+def choose_objectives(stages: tuple[Stage, ...], data: list[StageData]) -> tuple[tuple[Stage, ...], list[str]]:
+    """The stages with each "auto" objective replaced by the one its table's kind trains with, and a line per choice."""
+    chosen, lines = [], []
+    for stage, stage_data in zip(stages, data, strict=True):
+        objectives = []
+        for objective, dataset in zip(stage.objectives, stage_data.train, strict=True):
+            if objective.name == AUTO:
+                objective = replace(objective, name=auto_objective(dataset))
+                lines.append(f"{dataset.name}: objective {objective.name} for its {dataset.kind} rows "
+                             "(no --objective given; docs/training.md has the rule)")  # fmt: skip
+            objectives.append(objective)
+        chosen.append(replace(stage, objectives=tuple(objectives)))
+    return tuple(chosen), lines
+
+
 def describe_data(data: list[StageData]) -> list[str]:
-    """One line per table read: its examples and the role each column plays (printed before training)."""
+    """One line per table read: its examples, the bad lines --skip-bad left out, and each column's role."""
     seen = {d.name: d for stage in data for d in stage.train if d.source}
-    return [f"{name}: {len(d)} {d.kind} examples; {d.source}" for name, d in seen.items()]
+    return [f"{name}: {len(d)} {d.kind} examples{_skipped(d)}; {d.source}" for name, d in seen.items()]
+
+
+def _skipped(dataset: Dataset) -> str:
+    return f" ({dataset.skipped} bad lines skipped)" if dataset.skipped else ""
 
 
 def prepare_objectives(

@@ -38,7 +38,14 @@ from sbert.training.lora import add_lora, enable_checkpointing
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
 from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
 from sbert.training.schedule import warmup_linear, warmup_steps
-from sbert.training.setup import StageData, TrainModule, describe_data, preflight, prepare_objectives
+from sbert.training.setup import (
+    StageData,
+    TrainModule,
+    choose_objectives,
+    describe_data,
+    preflight,
+    prepare_objectives,
+)
 from sbert.training.step import StepRunner, build_optimizer, retarget_optimizer
 
 Step = list[tuple[int, list[int]]]  # the (objective, example indices) batches of one optimizer step
@@ -85,8 +92,10 @@ class Trainer:
         checkpoint = self._resume_point(resume)
         start_stage = _stage_of(checkpoint)
         data = preflight(self.config.stages, self.config.skip_bad, self.datasets)
+        stages, choices = choose_objectives(self.config.stages, data)
+        self.config = replace(self.config, stages=stages)
         if self.world.main:
-            for line in describe_data(data):
+            for line in [*describe_data(data), *choices]:
                 print(line, file=sys.stderr)
         model = self._load_model()
         self.started = time.monotonic()
