@@ -13,7 +13,9 @@ from sbert.errors import SbertError
 from sbert.formats.model_dirs import resolve_model_dir
 from tests.cli_runner import run_cli
 
-PAIRS = "sentence1,sentence2,score\nA man eats.,Someone eats.,4.6\nA cat sits.,A dog runs.,0.4\nThe sky.,Blue sky.,3.0\n"
+PAIRS = (
+    "sentence1,sentence2,score\nA man eats.,Someone eats.,4.6\nA cat sits.,A dog runs.,0.4\nThe sky.,Blue sky.,3.0\n"
+)
 
 
 def test_a_bad_byte_names_its_own_line_and_column(tmp_path):
@@ -41,7 +43,8 @@ def test_skip_bad_says_how_many_lines_it_left_out(tiny_dirs, tmp_path):
 def test_train_without_an_objective_picks_one_from_the_columns_and_says_so(tiny_dirs, tmp_path, fmt, table, chosen):
     (tmp_path / "t.csv").write_text(table, encoding="utf-8")
     result = run_cli("train", "--model", str(tiny_dirs["bert"]), "--train", f"{fmt}:{tmp_path / 't.csv'}",
-                     "--output", str(tmp_path / "o"), "--epochs", "1", "--batch-size", "2", "--no-progress")  # fmt: skip
+                     "--output", str(tmp_path / "o"), "--epochs", "1", "--batch-size", "2",
+                     "--no-progress")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert f"objective {chosen} for its" in result.stderr
     assert (tmp_path / "o" / "modules.json").is_file()
