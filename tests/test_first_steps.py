@@ -91,3 +91,38 @@ def test_a_log_records_what_was_chosen(tiny_dirs, tmp_path):
     assert "cosent" in card  # the card names the objective that ran, not "auto"
     log = [json.loads(line) for line in Path(tmp_path / "o" / "train_log.jsonl").read_text().splitlines()]
     assert log
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_any_url(tiny_dirs):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = run_cli("serve", "--model", str(tiny_dirs["bert"]), "--port", str(port))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "http://" not in result.stderr
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+@pytest.mark.parametrize("spec", ["ir:MISSING", "ir:MISSING:dev", "stsb:missing.csv"])
+def test_eval_with_a_missing_task_fails_before_the_model_loads(spec, monkeypatch):
+    import sbert.cli.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("the model loaded first"))
+    result = run_cli("eval", "--task", spec)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"--task {spec}: " in result.stderr and "no such file or folder" in result.stderr
+
+
+def test_train_cross_encoder_reads_query_keys_and_says_what_it_trained_on(tiny_dirs, tmp_path):
+    rows = [{"query": f"question {i}", "document": f"answer {i}", "negative": f"other {i}"} for i in range(6)]
+    table = tmp_path / "t.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert load_dataset(f"triplets:{table}").texts == load_dataset(f"jsonl:{table}").texts  # same keys, same rows
+    result = run_cli("train-cross-encoder", "--train", f"jsonl:{table}", "--model", str(tiny_dirs["bert"]),
+                     "-o", str(tmp_path / "ce"), "--batch-size", "4")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "6 triplet examples; roles: anchor=query, positive=document, negative=negative" in result.stderr
+    assert "trained on 6 triplet examples" in result.stderr

@@ -104,3 +104,18 @@ def test_index_embeds_documents_with_the_document_prompt_and_search_queries_with
         assert main(["search", str(tmp_path / "idx"), "cats", "--json"]) == 0
     warning = [r.getMessage() for r in caplog.records if "prompt" in r.getMessage()]
     assert len(warning) == 1 and "'passage: '" in warning[0] and "'doc: '" in warning[0]
+
+
+def test_an_index_built_with_weights_held_in_int8_is_searched_with_them(tiny_dirs, tmp_path, capsys):
+    SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "model")
+    docs = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today"]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(docs) + "\n", encoding="utf-8")
+    build = ["index", "build", str(corpus), "--out", str(tmp_path / "idx"), "--model", str(tmp_path / "model")]
+    assert main([*build, "--dtype", "int8"]) == 0
+    assert json.loads((tmp_path / "idx" / INFO_FILE).read_text())["dtype"] == "int8"
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "idx"), "cats on mats", "-k", "1", "--json"]) == 0  # once "other weights"
+    held = SentenceEncoder.load(tmp_path / "model", device="cpu", dtype="int8")
+    want = cos_sim(held.encode_query(["cats on mats"]), held.encode_document(docs))[0]
+    assert json.loads(capsys.readouterr().out)["hits"][0]["id"] == int(np.argmax(want))

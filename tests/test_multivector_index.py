@@ -171,6 +171,21 @@ def test_cli_indexes_and_searches_with_a_colbert_model(tmp_path: Path, capsys: p
 
     with pytest.raises(Exception, match="multi-vector"):
         SentenceEncoder.load(folder, device="cpu")
+    calls = []
+    real = MultiVectorEncoder.encode
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs)
+        return real(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:  # the build's encode flags reach the encode (once ignored)
+        patch.setattr(MultiVectorEncoder, "encode", spy)
+        assert main(["index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix2"), "--model",
+                     str(folder), "--batch-tokens", "64", "--precision", "fp32"]) == 0  # fmt: skip
+    assert calls[0]["batch_tokens"] == 64 and calls[0]["precision"] == "fp32" and calls[0]["backend"] == "torch"
+    assert main(["index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix3"), "--model",
+                 str(folder), "--dtype", "int8"]) == 2  # fmt: skip
+    assert "--dtype int8: a multi-vector model" in capsys.readouterr().err
 
 
 def test_compact_tokens_decode_as_defined_and_score_near_float32() -> None:

@@ -194,6 +194,7 @@ def test_cli_distill_then_encode_and_stream(tiny_dirs, tmp_path, data_dir):
     run = sbert("distill", "--static", "--model", tiny_dirs["bert"], "--corpus", corpus, "--dim", 8,
                 "--epochs", 1, "--output", out)  # fmt: skip
     assert run.returncode == 0, run.stderr
+    assert run.stderr.count("100%") >= 2  # a bar for the vocabulary's teacher pass and one for the corpus's
     texts = tmp_path / "in.txt"
     texts.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
     assert sbert("encode", "--model", out, "--input", texts, "--output", tmp_path / "v.npy").returncode == 0

@@ -68,11 +68,13 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"--dev {args.dev}: Spearman needs scored pairs, not {dev.kind} data")
     settings = CrossFitSettings(args.epochs, args.batch_size, args.lr, args.seed, args.loss, args.positive,
                                 random_negatives=args.random_negatives)  # fmt: skip
+    source = f"; {train.source}" if train.source else ""  # a table's column roles, as `sbert train` prints them
+    print(f"{train.name}: {len(train)} {train.kind} examples{source}", file=sys.stderr)
     model = _start(args, train)
     training_targets(model, train, settings)  # data and head agree, before any training
     seconds = fit_cross_encoder(model, train, settings)
     model.save(args.output)
-    print(f"trained on {len(train)} pairs in {seconds:.0f} s; saved {args.output}", file=sys.stderr)
+    print(f"trained on {len(train)} {train.kind} examples in {seconds:.0f} s; saved {args.output}", file=sys.stderr)
     if dev is not None:
         scores = cross_scores(model, dev)[0]
         print(f"{dev.name}: spearman {scores['spearman']:.2f} pearson {scores['pearson']:.2f}")

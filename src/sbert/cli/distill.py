@@ -21,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=int, default=3, help="passes of the row fit over the corpus (default 3)")
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate of the fit (default 1e-3)")
     p.add_argument("--limit", type=int, default=None, help="use the first N distinct corpus sentences")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (the steps are still logged)")
     add_model_args(p)
     p.set_defaults(run=run)
 
@@ -45,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
             raise SbertError(f"--corpus {args.corpus}: {len(corpus)} distinct sentences; need at least {MIN_CORPUS}")
     start = time.perf_counter()
     teacher = load_model(args)
-    static = distill_static(teacher, corpus, dim=args.dim, epochs=args.epochs, lr=args.lr, teacher_name=args.model)
+    static = distill_static(teacher, corpus, dim=args.dim, epochs=args.epochs, lr=args.lr, teacher_name=args.model,
+                            show_progress=not args.no_progress)  # fmt: skip
     static.save(args.output)
     print(f"wrote a {static.embedding_dimension}-d static model of {args.model} to {args.output} "
           f"in {time.perf_counter() - start:.0f} s", file=sys.stderr)  # fmt: skip

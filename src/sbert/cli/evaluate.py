@@ -47,8 +47,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def check_task_paths(specs: list[str]) -> None:
+    """A one-line error for a task whose file or folder is missing; the full checks come with load_tasks."""
+    for spec in specs:
+        fmt, sep, path = spec.partition(":")
+        if not sep or not path or "[" in fmt:  # malformed, or options that may hold colons: load_tasks says
+            continue
+        target = Path(path.rpartition(":")[0] if fmt == "ir" and ":" in path else path).expanduser()
+        if fmt == "ir" and Path(path).expanduser().exists():
+            target = Path(path).expanduser()
+        if not target.exists():
+            raise SbertError(f"--task {spec}: {target}: no such file or folder")
+
+
 def run(args: argparse.Namespace) -> int:
     """Read every task first (bad input fails before encoding), then score each."""
+    check_task_paths(args.task)  # in a second, before torch and the model take several
     from sbert.baselines import load_baseline
     from sbert.evaluation.report import write_results
     from sbert.evaluation.tasks import load_tasks, run_task, scores_by_dimension

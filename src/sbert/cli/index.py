@@ -91,9 +91,13 @@ def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.multivector_index import IndexSettings, index_texts
 
+    if args.dtype not in (None, "fp32", "auto"):
+        raise SbertError(f"--dtype {args.dtype}: a multi-vector model holds fp32 weights; --precision casts its "
+                         "encode (bf16, fp16) and --backend onnx-int8 / openvino-int8 runs it in int8")  # fmt: skip
     model = MultiVectorEncoder.load(root, device=args.device)
     settings = IndexSettings(dimension=model.embedding_dimension, token_format=args.token_format)
-    info = index_texts(model, texts, args.out, _model_name(args.model), settings)
+    encode = {"backend": args.backend, "precision": args.precision, "batch_tokens": args.batch_tokens}
+    info = index_texts(model, texts, args.out, _model_name(args.model), settings, encode)
     print(f"indexed {info.count} texts (multi-vector, {info.dimension} dims as {info.token_format}, "
           f"{info.n_centroids} centroids) "
           f"in {args.out}", file=sys.stderr)  # fmt: skip

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from sbert.cli.common import add_precision_arg
+from sbert.cli.common import add_dtype_arg, add_precision_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="multi-vector index: exact MaxSim, or MUVERA / centroid candidates reranked by it")  # fmt: skip
     add_precision_arg(p)
     p.add_argument("--json", action="store_true", help="one JSON object per query")
+    add_dtype_arg(p)  # default: the dtype the index was built with
     p.set_defaults(run=run)
 
 
@@ -107,7 +108,10 @@ def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     from sbert.static import StaticEncoder, is_static_dir
 
     name = args.model or index.info.model
-    model = StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device)
+    dtype = args.dtype or index.info.dtype  # the weights as the index's model held them, unless told otherwise
+    model = (
+        StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device, dtype=dtype)
+    )
     index.check_model(model.weights_digest(), model.embedding_dimension)
     index.check_prompt(model.prompt_plan(task="document").text)  # documents got the document prompt at build time
     vectors = model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():
         raise SbertError(f"--index {args.index}: no such folder")
+    check_port_free(settings.host, settings.port)  # before the model loads and the URL is printed
     name = args.served_name or Path(str(args.model).rstrip("/")).name
     model, reranker, sparse, multivector = load_served(args)
     reranker_name = name if model is None and sparse is None and multivector is None else (
@@ -99,6 +101,24 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     app = build_server(settings, model, name, reranker, reranker_name, sparse, multivector)
     print(f"sbert serve: {name} on http://{settings.host}:{settings.port}", file=sys.stderr)
     return app, settings
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A one-line error when `host:port` cannot be bound (in use, or not an address of this machine)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise SbertError(f"--host {host}: cannot resolve it ({e})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT port is free
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise SbertError(f"--port {port}: cannot listen on {host}:{port} ({e.strerror}); "
+                             "pick another --port or stop what holds it") from None  # fmt: skip
 
 
 def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sbert.data.common import Dataset, LineChecker, read_lines, require
+from sbert.data.common import DataFormatError, Dataset, LineChecker, read_lines, require
+from sbert.data.roles import infer_roles
 
 
 def read_text(path: Path, skip_bad: bool = False) -> Dataset:
@@ -56,13 +57,19 @@ def read_pairs(path: Path, skip_bad: bool = False) -> Dataset:
 
 
 def _json_tuple(line: str, with_negatives: bool = True) -> tuple[str, ...] | None:
-    """anchor, positive and the negatives of a JSON row, in order; None when malformed."""
+    """anchor, positive and the negatives of a JSON row, in order; None when malformed.
+
+    The keys are named as in any table (data/roles.py: `query` / `document` as well as `anchor` /
+    `positive`), so a row `jsonl:` reads is a row `triplets:` and `pairs:` read too.
+    """
     try:
         row = json.loads(line)
-        out = [row["anchor"], row["positive"]]
+        roles = infer_roles(list(row), [k for k, v in row.items() if isinstance(v, str)], "", "row")
+        if roles.anchor is None or roles.positive is None:
+            return None
+        out = [row[roles.anchor], row[roles.positive]]
         if with_negatives:
-            numbered = [row[f"negative_{k}"] for k in range(1, len(row)) if f"negative_{k}" in row]
-            out += [row["negative"]] if "negative" in row else numbered
-    except (json.JSONDecodeError, KeyError, TypeError):
+            out += [row[name] for name in roles.negatives]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, DataFormatError):
         return None
     return tuple(out) if all(isinstance(t, str) for t in out) else None

@@ -57,6 +57,7 @@ def index_corpus(
     )
     prompt = model.prompt_plan(task="document").text
     info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest(), rescore_vectors,
-                       document_prompt=prompt, similarity=similarity)  # fmt: skip
+                       document_prompt=prompt, similarity=similarity,
+                       dtype=held if isinstance(held := getattr(model, "held_dtype", None), str) else None)  # fmt: skip
     shutil.rmtree(work, ignore_errors=True)
     return info

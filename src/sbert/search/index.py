@@ -56,6 +56,7 @@ class IndexInfo:
     rescore: int = quantized.RESCORE  # quantized kinds: candidates per hit rescored with full vectors
     document_prompt: str = ""  # the prompt text the documents were embedded with
     similarity: str = "cosine"  # cosine (unit vectors, inner product) or dot (raw vectors, inner product)
+    dtype: str | None = None  # how the model held its weights (load(dtype=...)): `sbert search` loads it so
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def new_index(kind: str, dim: int, count: int) -> Any:
 
 def build_index(
     vectors: np.ndarray, texts: Sequence[str], out_dir: str | os.PathLike[str], kind: str, model: str, digest: str,
-    rescore_vectors: bool = True, document_prompt: str = "", similarity: str = "cosine",
+    rescore_vectors: bool = True, document_prompt: str = "", similarity: str = "cosine", dtype: str | None = None,
 ) -> IndexInfo:  # fmt: skip
     """Write an index of `vectors` (row i = texts[i], id i) to `out_dir`, atomically.
 
@@ -99,7 +100,7 @@ def build_index(
         raise ValueError(f"{len(vectors)} vectors but {len(texts)} texts")
     rescore = quantized.RESCORE_BY_KIND.get(kind, quantized.RESCORE)
     info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors), rescore=rescore,
-                     document_prompt=document_prompt, similarity=check_similarity(similarity))  # fmt: skip
+                     document_prompt=document_prompt, similarity=check_similarity(similarity), dtype=dtype)  # fmt: skip
     ranges = None
     if kind in quantized.QUANTIZED_KINDS:
         index, ranges = quantized.new_quantized(kind, scale(vectors))

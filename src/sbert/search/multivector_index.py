@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -232,10 +232,15 @@ def is_multivector_index(folder: str | os.PathLike[str]) -> bool:
     return (Path(folder) / "offsets.npy").is_file() and (Path(folder) / INFO_FILE).is_file()
 
 
-def index_texts(model: MultiVectorEncoder, texts: Sequence[str], out: str | os.PathLike[str], model_name: str,
-                settings: IndexSettings | None = None) -> IndexSettings:  # fmt: skip
-    """Encode `texts` as documents, build every search method's structures and save the folder with the texts."""
-    docs = model.encode_document(list(texts), output="packed")  # float32; the index stores its own format
+def index_texts(
+    model: MultiVectorEncoder, texts: Sequence[str], out: str | os.PathLike[str], model_name: str,
+    settings: IndexSettings | None = None, encode: dict[str, Any] | None = None,
+) -> IndexSettings:  # fmt: skip
+    """Encode `texts` as documents, build every search method's structures and save the folder with the texts.
+
+    `encode`: the encode options (backend, precision, batch_tokens) the documents are embedded with.
+    """
+    docs = model.encode_document(list(texts), output="packed", **(encode or {}))  # float32; stored in its own format
     base = settings or IndexSettings(dimension=model.embedding_dimension)
     prompt = model.settings.resolve_prompt(task="document")
     base = IndexSettings(**{**asdict(base), "model": model_name, "document_prompt": prompt,

@@ -55,7 +55,9 @@ def producible(tokenizer: object) -> np.ndarray:
     return kept
 
 
-def token_vectors(teacher: SentenceEncoder, vocab_size: int, batch_size: int = 1024) -> np.ndarray:
+def token_vectors(
+    teacher: SentenceEncoder, vocab_size: int, batch_size: int = 1024, show_progress: bool = False
+) -> np.ndarray:
     """(V, D) the teacher's vector of each token alone between its special tokens."""
     from sbert.encoding.engine import embed_rows
 
@@ -69,7 +71,7 @@ def token_vectors(teacher: SentenceEncoder, vocab_size: int, batch_size: int = 1
     pooled = [m for m in teacher.chain() if type(m).__name__ != "Normalize"]
     encoder = type(teacher)(pooled, device=teacher.device)
     dim = encoder.chain_dimension
-    return embed_rows(encoder.backend("torch", "fp32"), ids, dim, batch_size=batch_size, show_progress=False)
+    return embed_rows(encoder.backend("torch", "fp32"), ids, dim, batch_size=batch_size, show_progress=show_progress)
 
 
 def distill_static(
@@ -80,10 +82,12 @@ def distill_static(
     lr: float = 1e-3,
     teacher_name: str = "",
     map_epochs: int = MAP_EPOCHS,
+    show_progress: bool = False,
 ) -> StaticEncoder:
     """The static model of `teacher`: PCA + SIF table, fitted to the teacher on `corpus` when given.
 
     `map_epochs` / `epochs` of 0 leave out the map fit / the row fit (benchmarks/quality/static_tier.py --ablation).
+    `show_progress`: a bar for each teacher pass (the vocabulary, then the corpus), the slow part.
     """
     tokenizer = teacher_tokenizer(teacher)
     vocab = tokenizer.get_vocab_size()  # type: ignore[attr-defined]
@@ -93,7 +97,7 @@ def distill_static(
         raise SbertError(f"--corpus has {len(corpus)} sentences; the fit needs at least {MIN_CORPUS}")
     log.info("teacher vectors for %d vocabulary tokens", vocab)
     kept = producible(tokenizer)  # placeholders and specials never occur in text: they shape neither PCA nor ranks
-    table, _ = fit.pca(token_vectors(teacher, vocab), dim, fit_rows=kept)
+    table, _ = fit.pca(token_vectors(teacher, vocab, show_progress=show_progress), dim, fit_rows=kept)
     static = StaticEncoder(tokenizer, table)
     matrix = None if corpus is None else average_matrix(static.token_ids(corpus), vocab)
     if matrix is None:  # model2vec's prior: Zipf by rank among the tokens text can produce
@@ -103,7 +107,7 @@ def distill_static(
     steps: dict[str, object] = {"pca": dim, "sif": "corpus" if matrix is not None else "zipf"}
     if matrix is not None and corpus is not None:
         log.info("teacher vectors for %d corpus sentences", len(corpus))
-        teacher_rows = teacher.encode(corpus, precision="fp32", on_truncation="ignore", show_progress=False)
+        teacher_rows = teacher.encode(corpus, precision="fp32", on_truncation="ignore", show_progress=show_progress)
         target = teacher_rows @ fit.uncentred_basis(teacher_rows, dim)
         table /= max(float(np.linalg.norm(table, axis=1).mean()), 1e-12)  # Adam's steps assume unit scale
         if map_epochs > 0:
