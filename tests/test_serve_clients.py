@@ -1,6 +1,7 @@
 """The clients' own SDKs against a real server on 127.0.0.1: huggingface_hub's InferenceClient (TEI's usual client,
 under LangChain's and LlamaIndex's TEI integrations) and raw HTTP on TEI's routes, cohere's Client and ClientV2 on
-Cohere's; the vectors, codes and scores equal the library's, errors come in each API's body."""
+Cohere's, ollama's Client on Ollama's; the vectors, codes and scores equal the library's, errors come in each API's
+body."""
 
 from __future__ import annotations
 
@@ -169,3 +170,26 @@ def test_tei_rerank_without_a_reranker_is_424(tiny_dirs, tmp_path):
         assert answer.status_code == 424 and "--reranker" in answer.json()["error"]
     finally:
         assert server.stop()
+
+
+def test_ollama_client_embed_and_the_older_embeddings_route(served):
+    import ollama
+
+    server, model, _, _ = served
+    client = ollama.Client(host=server.url, headers={"Authorization": f"Bearer {KEY}"})
+    answer = client.embed(model="m", input=TEXTS)
+    want = model.encode(TEXTS, normalize=True)  # /api/embed answers unit-length vectors, as Ollama's does
+    assert np.abs(np.asarray(answer.embeddings) - want).max() <= 1e-5
+    assert answer.prompt_eval_count == sum(model.token_lengths(TEXTS)[0]) and answer.model == "m"
+    one = client.embed(model="m", input=TEXTS[0], dimensions=8)  # a string, cut to 8 dimensions, unit again
+    short = model.encode(TEXTS[:1])[:, :8]
+    assert np.abs(np.asarray(one.embeddings) - short / np.linalg.norm(short, axis=1, keepdims=True)).max() <= 1e-5
+    older = client.embeddings(model="m", prompt=TEXTS[1])  # the older route: the model's vector as it is
+    assert np.abs(np.asarray(older.embedding) - model.encode(TEXTS[1:2])[0]).max() <= 1e-5
+    with pytest.raises(ollama.ResponseError, match="'other' is not served here") as refused:
+        client.embed(model="other", input=TEXTS)
+    assert refused.value.status_code == 404
+    too_long = post(server, "/api/embed", {"model": "m", "input": ["word " * 600], "truncate": False})
+    assert too_long.status_code == 413 and set(too_long.json()) == {"error"}
+    bad = post(server, "/api/embed", {"model": "m", "input": []})
+    assert bad.status_code == 400 and "input" in bad.json()["error"]

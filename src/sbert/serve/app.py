@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.cohere import cohere_router
 from sbert.serve.multivector_routes import multivector_router
+from sbert.serve.ollama import ollama_router
 from sbert.serve.routes import router
 from sbert.serve.sparse_routes import sparse_router
 from sbert.serve.state import ApiError, FastJSON, ServerState
@@ -59,6 +60,7 @@ def create_app(server: ServerState) -> FastAPI:
     app.include_router(sparse_router)
     app.include_router(multivector_router)
     app.include_router(cohere_router)
+    app.include_router(ollama_router)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(Exception, internal_error)
@@ -75,10 +77,13 @@ def error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
 def error_answer(request: Request, status: int, message: str, code: str | None, headers: Any = None) -> FastJSON:
     """The error in the shape of the API asked: TEI's and Cohere's on their paths, OpenAI's everywhere else."""
     from sbert.serve.cohere import COHERE_PATHS
+    from sbert.serve.ollama import OLLAMA_PATHS
     from sbert.serve.tei import TEI_PATHS
 
     if request.url.path in COHERE_PATHS:  # Cohere answers a bad request 400 with {"message": ...}
         return FastJSON({"message": message}, 400 if status == 422 else status, headers=headers)
+    if request.url.path in OLLAMA_PATHS:  # Ollama answers {"error": message}, a bad request with 400
+        return FastJSON({"error": message}, 400 if status == 422 else status, headers=headers)
     if request.url.path not in TEI_PATHS:
         return FastJSON(error_body(status, message, code), status, headers=headers)
     # TEI's types; it answers an overloaded queue with 429, an empty input as "Empty", and a route the model
