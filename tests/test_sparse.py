@@ -291,7 +291,7 @@ def test_int8_graphs_run_on_the_shared_engine_and_stay_near_torch(backend, mlm_d
     want = model.encode(TEXTS).toarray()
     got = model.encode(TEXTS, backend=backend).toarray()
     assert isinstance(model.graph(backend), FeatureGraphEngine)  # the engine dense and multi-vector graphs use
-    assert (folder / "onnx" / "splade-int8.onnx").is_file()
+    assert list((folder / "onnx").glob("splade-int8*.onnx"))  # "-7bit" where the CPU has no VNNI (device.py)
     cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
     assert cos.min() >= 0.98, cos  # the start check's bound, here on every text
     assert not np.array_equal(got, want)  # int8 really ran: its rows are not torch's to the bit

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sbert.version import __version__
 
 if TYPE_CHECKING:
+    from sbert.compat import SentenceTransformer
     from sbert.cross_encoder import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
@@ -52,6 +53,10 @@ def __getattr__(name: str) -> Any:
         from sbert.multivector import MultiVectorEncoder
 
         return MultiVectorEncoder
+    if name == "SentenceTransformer":
+        from sbert.compat import SentenceTransformer
+
+        return SentenceTransformer
     if name == "StaticEncoder":
         from sbert.static import StaticEncoder
 
@@ -69,6 +74,7 @@ __all__ = [
     "CrossEncoder",
     "MultiVectorEncoder",
     "SentenceEncoder",
+    "SentenceTransformer",
     "SparseEncoder",
     "StaticEncoder",
     "__version__",

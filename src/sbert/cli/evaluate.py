@@ -48,10 +48,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def check_task_paths(specs: list[str]) -> None:
-    """A one-line error for a task whose file or folder is missing; the full checks come with load_tasks."""
+    """A one-line error for a task whose file or folder is missing; the full checks come with load_tasks.
+
+    Only the formats sbert knows (an unknown one is load_tasks' error, naming the known ones); sbert.data
+    and the SentEval folder names import in a fraction of a second, torch is not among them.
+    """
+    from sbert.data import KNOWN_FORMATS
+    from sbert.data.senteval import TASK_FOLDERS
+
+    known = {*KNOWN_FORMATS, "ir", "transfer", *(name.lower() for name in TASK_FOLDERS)}
     for spec in specs:
         fmt, sep, path = spec.partition(":")
-        if not sep or not path or "[" in fmt:  # malformed, or options that may hold colons: load_tasks says
+        if not sep or not path or fmt not in known:  # malformed, unknown or with [options]: load_tasks says
             continue
         target = Path(path.rpartition(":")[0] if fmt == "ir" and ":" in path else path).expanduser()
         if fmt == "ir" and Path(path).expanduser().exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -313,7 +314,7 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
             options = {"batch_size": batch_size, "batch_tokens": batch_tokens, "on_truncation": on_truncation,
                        "backend": backend, "long_text": long_text, "precision": precision, "prompt": plan.text,
                        "truncate_dim": self.chain_dimension}  # fmt: skip
-            out = torch.from_numpy(encode_on_devices(self, texts, list(devices), options, show_progress))
+            out = torch.from_numpy(encode_on_devices(self._engine_view(), texts, list(devices), options, show_progress))
         else:
             out = self._embed(texts, plan, batch_size, batch_tokens, show_progress, on_truncation, long_text,
                               backend, precision)  # fmt: skip
@@ -345,6 +346,16 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """float32 (n, m): the model's similarity of every row of `a` with every row of `b`."""
         return similarity_matrix(a, b, self.similarity_fn_name)
+
+    def _engine_view(self) -> SentenceEncoder:
+        """This model as a plain SentenceEncoder (same modules, nothing copied): what workers call sbert's encode on.
+
+        A subclass may give `encode` another calling convention (compat.SentenceTransformer does); the view is
+        a shallow copy whose class is this one, its engine cache left behind (TracksWeights.__getstate__).
+        """
+        view = copy.copy(self)
+        view.__class__ = SentenceEncoder
+        return view
 
     def prompt_plan(
         self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None

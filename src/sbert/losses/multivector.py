@@ -22,6 +22,7 @@ from torch.nn import functional
 from sbert.losses.base import Loss
 from sbert.losses.cached_mnrl import gradient_cached
 from sbert.multivector.tokens import SCORED
+from sbert.vectors.maxsim import EMPTY_DOCUMENT_SCORE
 
 # Elements of one (queries, documents, query tokens, document tokens) score block.
 _BLOCK_ELEMENTS = 64 * 1024 * 1024
@@ -36,7 +37,7 @@ def maxsim_scores(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tenso
         block, mask = d[start : start + per_doc], d_mask[start : start + per_doc]
         sims = torch.einsum("aqd,btd->abqt", q, block)  # (Bq, block, Tq, Td)
         best = _best_token(sims, mask.bool()[None, :, None, :], mask.bool().any(-1)[None, :, None])
-        out.append((best * q_scored[:, None, :]).sum(-1))
+        out.append(_empty_last((best * q_scored[:, None, :]).sum(-1), mask.bool().any(-1)[None, :]))
     return torch.cat(out, dim=1)
 
 
@@ -44,13 +45,18 @@ def maxsim_pairwise(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Ten
     """(B,) MaxSim of query i with document i."""
     sims = torch.einsum("bqd,btd->bqt", q, d)  # (B, Tq, Td)
     best = _best_token(sims, d_mask.bool()[:, None, :], d_mask.bool().any(-1)[:, None])
-    return (best * q_mask.to(q.dtype)).sum(-1)
+    return _empty_last((best * q_mask.to(q.dtype)).sum(-1), d_mask.bool().any(-1))
 
 
 def _best_token(sims: Tensor, scored: Tensor, has_tokens: Tensor) -> Tensor:
     """The max over the last axis (document tokens) among `scored` ones; 0 for a document with none."""
     best = sims.masked_fill(~scored, float("-inf")).amax(dim=-1).clamp_min(torch.finfo(sims.dtype).min)
     return torch.where(has_tokens, best, torch.zeros_like(best))
+
+
+def _empty_last(scores: Tensor, has_tokens: Tensor) -> Tensor:
+    """A document with no scored token gets EMPTY_DOCUMENT_SCORE, as the numpy MaxSim and sentence-transformers give."""
+    return scores.masked_fill(~has_tokens, EMPTY_DOCUMENT_SCORE)
 
 
 def _tokens(features: dict[str, Any]) -> tuple[Tensor, Tensor]:

@@ -13,30 +13,34 @@ def community_detection(
     """Groups of sentences whose cosine to a central sentence is >= threshold, largest first.
 
     Every sentence with at least `min_size` neighbours (itself included) above the threshold
-    proposes its neighbourhood; proposals are taken largest first and each sentence joins at
-    most one group. Memory stays at chunk_size x n scores.
+    proposes its neighbourhood (by decreasing similarity); proposals are taken largest first, a
+    proposal whose centre is already grouped is dropped, and each sentence joins at most one group,
+    the centre first in it. The groups, so trimmed, are ordered largest first again: the rule of
+    sentence-transformers' `util.community_detection`, with the same groups. Memory stays at
+    chunk_size x n scores.
     """
     if not min_size > 0:
         raise ValueError(f"min_size must be positive, got {min_size}")
     e = unit_rows(embeddings)
-    proposals: list[list[int]] = []
+    proposals: list[tuple[int, list[int]]] = []  # (centre, its neighbours by decreasing similarity)
     for start in range(0, len(e), chunk_size):
         scores = e[start : start + chunk_size] @ e.T
-        for row in scores:
+        for offset, row in enumerate(scores):
             members = np.flatnonzero(row >= threshold)
             if len(members) >= min_size:
-                # Central sentence first, then by decreasing similarity.
                 ranked = members[np.argsort(-row[members], kind="stable")]
-                proposals.append([int(i) for i in ranked])
-    proposals.sort(key=len, reverse=True)
+                proposals.append((start + offset, [int(i) for i in ranked]))
+    proposals.sort(key=lambda p: len(p[1]), reverse=True)
     taken: set[int] = set()
-    groups = []
-    for proposal in proposals:
-        free = [i for i in proposal if i not in taken]
-        if len(free) >= min_size:
-            groups.append(free)
-            taken.update(free)
-    return groups
+    groups: list[list[int]] = []
+    for centre, neighbours in proposals:
+        free = [i for i in neighbours if i not in taken]
+        if centre in taken or len(free) < min_size:
+            continue
+        group: list[int] = [centre, *(i for i in free if i != centre)]
+        groups.append(group)
+        taken.update(group)
+    return sorted(groups, key=len, reverse=True)
 
 
 def kmeans(embeddings: np.ndarray, clusters: int, seed: int = 0) -> np.ndarray:

@@ -1,0 +1,195 @@
+"""`SentenceTransformer`: sentence-transformers' name and calling conventions on sbert's dense encoder.
+
+A thin subclass of `SentenceEncoder` (one engine): the constructor loads a name or folder, and the
+methods take sentence-transformers 6.2's arguments with their meaning and return its types (numpy by
+default, torch tensors for `convert_to_tensor` and from `similarity`, a list of tensors for
+`convert_to_numpy=False`). Where the two libraries use one word for two things, the name keeps
+sentence-transformers' meaning here: `precision` is the output's quantization ("float32", "int8",
+"uint8", "binary", "ubinary"); sbert's compute dtype is the extra keyword `compute_precision`.
+sbert's other extras (`backend`, `batch_tokens`, `long_text`, `dtype`) are extra keywords too.
+docs/migrating.md lists what differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import numpy as np
+import torch
+
+from sbert.dense.model import SentenceEncoder
+from sbert.errors import SbertError
+from sbert.modules import Module
+from sbert.search.quantize import quantize_embeddings
+from sbert.similarity import pairwise_similarity
+
+QUANTIZED = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+class SentenceTransformer(SentenceEncoder):
+    """`SentenceTransformer("all-MiniLM-L6-v2")` loads; `encode` answers as sentence-transformers' does."""
+
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike[str] | Sequence[Any] | None = None,
+        modules: Sequence[Any] | None = None,
+        device: str | torch.device | None = None,
+        prompts: dict[str, str] | None = None,
+        default_prompt_name: str | None = None,
+        similarity_fn_name: str | None = None,
+        trust_remote_code: bool = False,
+        truncate_dim: int | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        **unused: Any,  # cache_folder, revision, token, tokenizer_kwargs, ...: nothing to do offline or locally
+    ) -> None:
+        chain = modules if modules is not None else model_name_or_path
+        if chain is not None and not isinstance(chain, str | os.PathLike):  # a module list (sbert's own load too)
+            super().__init__(list(cast(Sequence[Module], chain)), device=device)
+            self._apply_settings(prompts, default_prompt_name, similarity_fn_name, truncate_dim)
+            return
+        dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
+        loaded = SentenceEncoder.load(cast(str, model_name_or_path or "all-MiniLM-L6-v2"), device=device,
+                                      trust_remote_code=trust_remote_code, dtype=dtype,
+                                      truncate_dim=truncate_dim)  # fmt: skip
+        super().__init__(loaded.chain(), device=loaded.device)  # the loaded modules themselves: nothing copied
+        self.source_dir, self.settings, self.held_dtype = loaded.source_dir, loaded.settings, loaded.held_dtype
+        self._loaded_key = self.weights_key()
+        self._apply_settings(prompts, default_prompt_name, similarity_fn_name, None)
+
+    def _apply_settings(
+        self, prompts: dict[str, str] | None, default: str | None, similarity: str | None, truncate_dim: int | None
+    ) -> None:
+        if prompts:
+            self.settings.prompts = {**self.settings.prompts, **prompts}
+        if default is not None:
+            if default not in self.settings.prompts:
+                raise SbertError(
+                    f"default_prompt_name {default!r} is not among the prompts {list(self.settings.prompts)}"
+                )
+            self.settings.default_prompt_name = default
+        if similarity is not None:
+            self.similarity_fn_name = similarity
+        if truncate_dim is not None:
+            self.settings.truncate_dim = truncate_dim
+
+    def encode(  # type: ignore[override]
+        self,
+        inputs: str | Sequence[str] | None = None,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        output_value: str | None = "sentence_embedding",
+        precision: str = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: str | torch.device | list[str | torch.device] | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        pool: dict[str, Any] | None = None,
+        chunk_size: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Embeddings as sentence-transformers 6.2 returns them (see the module docstring for the types)."""
+        if inputs is None:
+            inputs = kwargs.pop("sentences")  # sentence-transformers' older name
+        if "show_progress" in kwargs:  # sbert's name for it
+            show_progress_bar = kwargs.pop("show_progress")
+        if output_value != "sentence_embedding":
+            raise SbertError(f"output_value={output_value!r}: sbert's dense encoder returns sentence embeddings "
+                             "only (docs/migrating.md)")  # fmt: skip
+        if precision not in QUANTIZED:
+            raise SbertError(f"precision={precision!r}: use one of {', '.join(QUANTIZED)} (the compute dtype is "
+                             "compute_precision=)")  # fmt: skip
+        devices = [str(d) for d in device] if isinstance(device, list) else None
+        if pool is not None:
+            devices = list(pool["devices"])
+        one_device = None if isinstance(device, list) else device
+        options: dict[str, Any] = {"precision": kwargs.pop("compute_precision", "auto"), **kwargs}
+        vectors = super().encode(inputs, batch_size=batch_size, normalize=normalize_embeddings,
+                                 show_progress=show_progress_bar, device=None if devices else one_device,
+                                 devices=devices, prompt_name=prompt_name, prompt=prompt, truncate_dim=truncate_dim,
+                                 **options)  # fmt: skip
+        return _as_returned(np.asarray(vectors), precision, convert_to_numpy, convert_to_tensor, self.device)
+
+    def encode_query(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
+        """`encode` with the model's "query" prompt (none when it has none), unless a prompt is given."""
+        return self.encode(inputs, **_with_task(options, "query"))
+
+    def encode_document(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
+        """`encode` with the model's "document" prompt (none when it has none), unless a prompt is given."""
+        return self.encode(inputs, **_with_task(options, "document"))
+
+    def similarity(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
+        """(n, m) torch tensor: the model's similarity function of every pair of rows."""
+        return torch.from_numpy(np.asarray(super().similarity(_numpy(a), _numpy(b)), dtype=np.float32))
+
+    def similarity_pairwise(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
+        """(n,) torch tensor: the model's similarity of row i of `a` with row i of `b`."""
+        pairs = pairwise_similarity(_numpy(a), _numpy(b), self.similarity_fn_name)
+        return torch.from_numpy(np.asarray(pairs, dtype=np.float32))
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of the vectors `encode` returns (truncate_dim applied)."""
+        return int(self.settings.truncate_dim or self.embedding_dimension)
+
+    def get_max_seq_length(self) -> int:
+        """The token limit of each input."""
+        return self.max_seq_length
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer the Transformer module uses."""
+        return self.transformer.tokenizer
+
+    @contextlib.contextmanager
+    def truncate_sentence_embeddings(self, truncate_dim: int | None) -> Iterator[None]:
+        """Within the block, `encode` keeps the leading `truncate_dim` dimensions."""
+        before = self.settings.truncate_dim
+        self.settings.truncate_dim = truncate_dim
+        try:
+            yield
+        finally:
+            self.settings.truncate_dim = before
+
+    def start_multi_process_pool(self, target_devices: list[str] | None = None) -> dict[str, Any]:
+        """A pool for `encode(pool=...)`: one worker process per device (4 CPU workers by default)."""
+        return {"devices": list(target_devices or (["cuda"] * torch.cuda.device_count() or ["cpu"] * 4))}
+
+    @staticmethod
+    def stop_multi_process_pool(pool: dict[str, Any]) -> None:
+        """Nothing to stop: sbert starts the workers per call and ends them with it."""
+
+    def save_pretrained(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """`save`, under the Hugging Face name."""
+        self.save(path, **options)
+
+
+def _with_task(options: dict[str, Any], task: str) -> dict[str, Any]:
+    return options if options.get("prompt") is not None or options.get("prompt_name") is not None else {
+        **options, "task": task}  # fmt: skip
+
+
+def _numpy(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    if isinstance(x, list) and x and isinstance(x[0], torch.Tensor):
+        return torch.stack(x).detach().float().cpu().numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def _as_returned(vectors: np.ndarray, precision: str, to_numpy: bool, to_tensor: bool, device: torch.device) -> Any:
+    """sentence-transformers' return type: numpy, a tensor on the model's device, or a list of row tensors."""
+    single = vectors.ndim == 1
+    if precision != "float32":
+        vectors = quantize_embeddings(vectors, precision)  # ranges from the vectors themselves, as the reference
+        vectors = vectors[0] if single else vectors
+    if to_tensor:
+        return torch.from_numpy(np.ascontiguousarray(vectors)).to(device)
+    if to_numpy:
+        return vectors
+    rows = torch.from_numpy(np.ascontiguousarray(vectors)).to(device)
+    return rows if single else list(rows)

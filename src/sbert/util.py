@@ -1,0 +1,174 @@
+"""sentence-transformers' `util` functions under the same names, arguments and return types.
+
+Code written as `from sentence_transformers import util` runs with `from sbert import util`: scores come
+back as torch tensors (on the inputs' device), hits as lists of `{"corpus_id", "score"}` dicts, pairs as
+`[score, i, j]` lists, quantized codes as numpy arrays. Inputs may be lists, numpy arrays or tensors.
+The arithmetic is sbert's own; where sbert's library functions already do the work (community
+detection, quantization) these only convert types.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sbert.search.cluster import community_detection as _communities
+from sbert.search.quantize import quantize_embeddings as _quantize
+
+Scores = Callable[[Tensor, Tensor], Tensor]
+
+
+def _tensor(x: Any) -> Tensor:
+    """A float tensor: lists of tensors or arrays are stacked, half floats widened."""
+    if isinstance(x, list) and x and isinstance(x[0], Tensor):
+        x = torch.stack(x)
+    elif not isinstance(x, Tensor):
+        x = torch.as_tensor(np.asarray(x))
+    return x.float() if not x.is_floating_point() or x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def _batch(x: Any) -> Tensor:
+    """`_tensor` with a batch dimension (one row becomes a batch of one)."""
+    x = _tensor(x)
+    return x.unsqueeze(0) if x.dim() == 1 else x
+
+
+def normalize_embeddings(embeddings: Tensor) -> Tensor:
+    """Each row divided by its L2 norm (a zero row stays zero)."""
+    return torch.nn.functional.normalize(embeddings, p=2, dim=1)
+
+
+def cos_sim(a: Any, b: Any) -> Tensor:
+    """(n, m): the cosine of every row of `a` with every row of `b`."""
+    return normalize_embeddings(_batch(a)) @ normalize_embeddings(_batch(b)).T
+
+
+def dot_score(a: Any, b: Any) -> Tensor:
+    """(n, m): the dot product of every row of `a` with every row of `b`."""
+    return _batch(a) @ _batch(b).T
+
+
+def pairwise_cos_sim(a: Any, b: Any) -> Tensor:
+    """(n,): the cosine of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
+    unit = [torch.nn.functional.normalize(_tensor(x), p=2, dim=-1) for x in (a, b)]
+    return (unit[0] * unit[1]).sum(dim=-1)
+
+
+def pairwise_dot_score(a: Any, b: Any) -> Tensor:
+    """(n,): the dot product of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
+    return (_tensor(a) * _tensor(b)).sum(dim=-1)
+
+
+def manhattan_sim(a: Any, b: Any) -> Tensor:
+    """(n, m): minus the L1 distance of every pair of rows."""
+    return -torch.cdist(_batch(a), _batch(b), p=1.0)
+
+
+def euclidean_sim(a: Any, b: Any) -> Tensor:
+    """(n, m): minus the L2 distance of every pair of rows."""
+    return -torch.cdist(_batch(a), _batch(b), p=2.0)
+
+
+def semantic_search(
+    query_embeddings: Any,
+    corpus_embeddings: Any,
+    query_chunk_size: int = 100,
+    corpus_chunk_size: int = 500000,
+    top_k: int = 10,
+    score_function: Scores = cos_sim,
+) -> list[list[dict[str, int | float]]]:
+    """For each query, its `top_k` corpus rows by `score_function`, best first: `{"corpus_id", "score"}` dicts.
+
+    The corpus is scored `corpus_chunk_size` rows and the queries `query_chunk_size` rows at a time.
+    """
+    queries, corpus = _batch(query_embeddings), _batch(corpus_embeddings)
+    corpus = corpus.to(queries.device)
+    best: list[list[tuple[float, int]]] = [[] for _ in range(len(queries))]
+    for q0 in range(0, len(queries), query_chunk_size):
+        for c0 in range(0, len(corpus), corpus_chunk_size):
+            scores = score_function(queries[q0 : q0 + query_chunk_size], corpus[c0 : c0 + corpus_chunk_size])
+            values, ids = torch.topk(scores, min(top_k, scores.shape[1]), dim=1, largest=True, sorted=False)
+            for row, (vals, idx) in enumerate(zip(values.tolist(), ids.tolist(), strict=True)):
+                heap = best[q0 + row]
+                for score, corpus_id in zip(vals, idx, strict=True):  # a bounded heap: the top_k so far
+                    item = (score, c0 + corpus_id)
+                    heapq.heappush(heap, item) if len(heap) < top_k else heapq.heappushpop(heap, item)
+    return [[{"corpus_id": i, "score": s} for s, i in sorted(heap, key=lambda t: -t[0])] for heap in best]
+
+
+def paraphrase_mining_embeddings(
+    embeddings: Any,
+    query_chunk_size: int = 5000,
+    corpus_chunk_size: int = 100000,
+    max_pairs: int = 500000,
+    top_k: int = 100,
+    score_function: Scores = cos_sim,
+) -> list[list[float | int]]:
+    """The most similar pairs `[score, i, j]` (i < j), best first: each row keeps its `top_k` best partners."""
+    rows = _batch(embeddings)
+    pairs: dict[tuple[int, int], float] = {}
+    hits = semantic_search(rows, rows, query_chunk_size, corpus_chunk_size, top_k + 1, score_function)
+    for i, row_hits in enumerate(hits):
+        for hit in row_hits:
+            j = int(hit["corpus_id"])
+            if j != i:  # a sentence is not its own paraphrase
+                pairs[(min(i, j), max(i, j))] = float(hit["score"])
+    ranked = sorted(pairs.items(), key=lambda kv: -kv[1])[:max_pairs]
+    return [[score, i, j] for (i, j), score in ranked]
+
+
+def paraphrase_mining(
+    model: Any,
+    sentences: Sequence[str],
+    show_progress_bar: bool = False,
+    batch_size: int = 32,
+    query_chunk_size: int = 5000,
+    corpus_chunk_size: int = 100000,
+    max_pairs: int = 500000,
+    top_k: int = 100,
+    score_function: Scores = cos_sim,
+    truncate_dim: int | None = None,
+    prompt_name: str | None = None,
+    prompt: str | None = None,
+) -> list[list[float | int]]:
+    """`sentences` embedded by `model`, then `paraphrase_mining_embeddings`."""
+    embeddings = model.encode(list(sentences), batch_size=batch_size, show_progress=show_progress_bar,
+                              truncate_dim=truncate_dim, prompt_name=prompt_name, prompt=prompt)  # fmt: skip
+    return paraphrase_mining_embeddings(embeddings, query_chunk_size, corpus_chunk_size, max_pairs, top_k,
+                                        score_function)  # fmt: skip
+
+
+def community_detection(
+    embeddings: Any,
+    threshold: float = 0.75,
+    min_community_size: int = 10,
+    batch_size: int = 1024,
+    show_progress_bar: bool = False,
+) -> list[list[int]]:
+    """Groups whose cosine to a central row is >= `threshold`, largest first, the central row first in each."""
+    rows = _batch(embeddings).detach().cpu().numpy()
+    return _communities(rows, threshold, min_community_size, batch_size)
+
+
+def quantize_embeddings(
+    embeddings: Any,
+    precision: str,
+    ranges: np.ndarray | None = None,
+    calibration_embeddings: Any = None,
+) -> np.ndarray:
+    """`embeddings` as float32, int8, uint8, binary or ubinary codes (sbert.search.quantize)."""
+    rows = _batch(embeddings).detach().cpu().numpy()
+    calibration = None if calibration_embeddings is None else _batch(calibration_embeddings).detach().cpu().numpy()
+    return _quantize(rows, precision, ranges, calibration)
+
+
+__all__ = [
+    "community_detection", "cos_sim", "dot_score", "euclidean_sim", "manhattan_sim", "normalize_embeddings",
+    "pairwise_cos_sim", "pairwise_dot_score", "paraphrase_mining", "paraphrase_mining_embeddings",
+    "quantize_embeddings", "semantic_search",
+]  # fmt: skip

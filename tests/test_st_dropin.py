@@ -1,0 +1,161 @@
+"""`from sbert import SentenceTransformer` against sentence-transformers 6.2's: each call run through both in this
+process on the same folders (the default model, and it saved with prompts), compared on Python type, dtype, shape
+and values (1e-5; quantized codes exact). The calls come from 6.2's documented `encode` arguments and methods."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+from sbert import SentenceTransformer as Ours
+
+st = pytest.importorskip("sentence_transformers")
+SENTENCES = ["A man is eating food.", "A man is riding a horse.", "Someone is eating a meal.",
+             "A cat sits on the mat.", "The stock market fell sharply today."]  # fmt: skip
+PROMPTS = {"query": "query: ", "document": "passage: ", "clf": "classify: "}
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Ours, Any]:
+    folder = str(SentenceEncoder.load().source_dir)
+    return Ours(folder, device="cpu"), st.SentenceTransformer(folder, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def prompted(tmp_path_factory) -> tuple[Ours, Any]:
+    path = tmp_path_factory.mktemp("prompted") / "m"
+    st.SentenceTransformer(str(SentenceEncoder.load().source_dir), device="cpu", prompts=PROMPTS).save(str(path))
+    return Ours(str(path), device="cpu"), st.SentenceTransformer(str(path), device="cpu")
+
+
+def same(a: Any, b: Any) -> None:
+    """Same Python type, dtype, shape and values (1e-5; integer codes exactly)."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            same(x, y)
+    elif isinstance(a, torch.Tensor | np.ndarray):
+        assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape), (a.dtype, b.dtype, a.shape, b.shape)
+        np.testing.assert_allclose(np.asarray(a.cpu() if isinstance(a, torch.Tensor) else a, dtype=np.float64),
+                                   np.asarray(b.cpu() if isinstance(b, torch.Tensor) else b, dtype=np.float64),
+                                   atol=1e-5 if a.dtype in (np.float32, torch.float32) else 0)  # fmt: skip
+    else:
+        assert a == b
+
+
+ENCODE_CALLS = [
+    {}, {"batch_size": 2}, {"show_progress_bar": False}, {"convert_to_tensor": True}, {"convert_to_numpy": False},
+    {"normalize_embeddings": True}, {"truncate_dim": 64}, {"truncate_dim": 32, "normalize_embeddings": True},
+    {"precision": "int8"}, {"precision": "uint8"}, {"precision": "binary"}, {"precision": "ubinary"},
+    {"precision": "binary", "convert_to_tensor": True}, {"prompt": "Represent this: "},
+    {"output_value": "sentence_embedding"}, {"device": "cpu"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call", ENCODE_CALLS, ids=str)
+def test_encode(pair, call):
+    ours, theirs = pair
+    same(ours.encode(SENTENCES, **call), theirs.encode(SENTENCES, **call))
+
+
+@pytest.mark.parametrize("call", [{}, {"convert_to_tensor": True}, {"normalize_embeddings": True}], ids=str)
+def test_encode_one_string(pair, call):
+    ours, theirs = pair
+    same(ours.encode(SENTENCES[0], **call), theirs.encode(SENTENCES[0], **call))
+
+
+@pytest.mark.parametrize("method", ["encode", "encode_query", "encode_document"])
+@pytest.mark.parametrize("call", [{}, {"prompt_name": "clf"}, {"prompt": "x: "}, {"convert_to_tensor": True}], ids=str)
+def test_prompts(prompted, method, call):
+    ours, theirs = prompted
+    same(getattr(ours, method)(SENTENCES, **call), getattr(theirs, method)(SENTENCES, **call))
+
+
+def test_similarity_and_getters(pair):
+    ours, theirs = pair
+    a, b = ours.encode(SENTENCES[:3]), ours.encode(SENTENCES[2:])
+    same(ours.similarity(a, b), theirs.similarity(a, b))
+    same(ours.similarity(torch.from_numpy(a), torch.from_numpy(b)), theirs.similarity(torch.from_numpy(a),
+                                                                                      torch.from_numpy(b)))  # fmt: skip
+    same(ours.similarity_pairwise(a, b), theirs.similarity_pairwise(a, b))
+    assert ours.similarity_fn_name == theirs.similarity_fn_name == "cosine"
+    assert ours.get_sentence_embedding_dimension() == theirs.get_sentence_embedding_dimension() == 384
+    assert ours.max_seq_length == theirs.max_seq_length
+    assert ours.tokenizer("a cat")["input_ids"] == theirs.tokenizer("a cat")["input_ids"]
+    with ours.truncate_sentence_embeddings(16), theirs.truncate_sentence_embeddings(16):
+        same(ours.encode(SENTENCES), theirs.encode(SENTENCES))
+        assert ours.get_sentence_embedding_dimension() == theirs.get_sentence_embedding_dimension() == 16
+    same(ours.encode(SENTENCES), theirs.encode(SENTENCES))  # restored
+
+
+def test_constructor_arguments_and_save_both_ways(tmp_path):
+    folder = str(SentenceEncoder.load().source_dir)
+    args = {"prompts": {"query": "q: "}, "truncate_dim": 128, "similarity_fn_name": "dot"}
+    ours, theirs = Ours(folder, device="cpu", **args), st.SentenceTransformer(folder, device="cpu", **args)
+    same(ours.encode_query(SENTENCES), theirs.encode_query(SENTENCES))
+    same(ours.similarity(ours.encode(SENTENCES), ours.encode(SENTENCES)),
+         theirs.similarity(theirs.encode(SENTENCES), theirs.encode(SENTENCES)))  # fmt: skip
+    ours.save_pretrained(str(tmp_path / "saved"))
+    same(st.SentenceTransformer(str(tmp_path / "saved"), device="cpu").encode_query(SENTENCES),
+         theirs.encode_query(SENTENCES))  # fmt: skip
+
+
+def test_multi_process_pool(pair):
+    ours, theirs = pair
+    pool = ours.start_multi_process_pool(["cpu", "cpu"])
+    try:
+        same(ours.encode(SENTENCES * 4, pool=pool), theirs.encode(SENTENCES * 4))
+        same(ours.encode(SENTENCES * 4, device=["cpu", "cpu"]), theirs.encode(SENTENCES * 4))
+    finally:
+        ours.stop_multi_process_pool(pool)
+
+
+def test_sbert_names_keep_working_and_meanings_do_not_change(pair):
+    ours, _ = pair
+    assert isinstance(ours, SentenceEncoder)  # one engine: the sentence-transformers name is a subclass
+    np.testing.assert_array_equal(ours.encode(SENTENCES, compute_precision="fp32", backend="torch"),
+                                  SentenceEncoder.load(device="cpu").encode(SENTENCES))  # fmt: skip
+    with pytest.raises(Exception, match="compute_precision"):
+        ours.encode(SENTENCES, precision="bf16")  # sbert's compute dtype has its own keyword here
+
+
+# sentence-transformers' own usage examples (its documentation: semantic search, paraphrase mining,
+# clustering, quantized embeddings), with the import line changed and nothing else.
+EXAMPLE = """
+from {lib} import SentenceTransformer, util
+
+model = SentenceTransformer("{model}", device="cpu")
+corpus = ["A man is eating food.", "A man is eating a piece of bread.", "The girl is carrying a baby.",
+          "A man is riding a horse.", "A woman is playing violin.", "Two men pushed carts through the woods.",
+          "A man is riding a white horse on an enclosed ground.", "A monkey is playing drums.",
+          "A cheetah is running behind its prey."]
+queries = ["A man is eating pasta.", "Someone in a gorilla costume is playing a set of drums."]
+corpus_embeddings = model.encode(corpus, convert_to_tensor=True)
+query_embeddings = model.encode(queries, convert_to_tensor=True)
+hits = util.semantic_search(query_embeddings, corpus_embeddings, top_k=3)
+scores = model.similarity(query_embeddings, corpus_embeddings)
+pairs = util.paraphrase_mining(model, corpus)
+clusters = util.community_detection(corpus_embeddings, min_community_size=2, threshold=0.5)
+binary = util.quantize_embeddings(model.encode(corpus), precision="ubinary")
+out = (hits, scores.tolist(), pairs, clusters, binary.tolist())
+"""
+
+
+def test_sentence_transformers_examples_run_with_only_the_import_changed():
+    model = str(SentenceEncoder.load().source_dir)
+    results = {}
+    for lib in ("sentence_transformers", "sbert"):
+        scope: dict[str, Any] = {}
+        exec(textwrap.dedent(EXAMPLE.format(lib=lib, model=model)), scope)
+        results[lib] = scope["out"]
+    (hits, scores, pairs, clusters, binary), reference = results["sbert"], results["sentence_transformers"]
+    assert [[h["corpus_id"] for h in q] for q in hits] == [[h["corpus_id"] for h in q] for q in reference[0]]
+    np.testing.assert_allclose(scores, reference[1], atol=1e-5)
+    assert [p[1:] for p in pairs] == [p[1:] for p in reference[2]]
+    assert clusters == reference[3] and binary == reference[4]

@@ -1,0 +1,121 @@
+"""`from sbert import util` against `from sentence_transformers import util`: each call in both, same inputs,
+same Python types, dtypes, shapes and values (1e-5; quantized codes and index lists exact).
+
+The calls are those of sentence-transformers 6.2's documented util functions, on the default model's
+real vectors of real STS benchmark sentences (clusters and paraphrases exist there) and on random rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+from sbert import util as ours
+
+theirs = pytest.importorskip("sentence_transformers.util")
+
+
+@pytest.fixture(scope="module")
+def vectors(sts_test_path) -> np.ndarray:
+    lines = sts_test_path.read_text(encoding="utf-8").splitlines()[:120]
+    sentences = list(dict.fromkeys(s for line in lines for s in line.split("\t")[5:7]))
+    rows = SentenceEncoder.load(device="cpu").encode(sentences)
+    _, first = np.unique(rows.round(4), axis=0, return_index=True)  # an uncased model maps some lines to one vector:
+    return rows[np.sort(first)]  # without exact ties, the order of equal scores cannot differ
+
+
+def same(a: Any, b: Any) -> None:
+    """Same type, and for tensors / arrays the same dtype, shape and values within 1e-5."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.device == b.device
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    else:
+        assert a == pytest.approx(b, abs=1e-5) if isinstance(a, float) else a == b
+
+
+SCORES = ["cos_sim", "dot_score", "pairwise_cos_sim", "pairwise_dot_score", "manhattan_sim", "euclidean_sim"]
+
+
+@pytest.mark.parametrize("name", SCORES)
+@pytest.mark.parametrize("kind", ["numpy", "tensor", "list", "one row"])
+def test_score_functions(vectors, name, kind):
+    a, b = vectors[:7], vectors[7:14]
+    if kind == "tensor":
+        a, b = torch.from_numpy(a), torch.from_numpy(b)
+    elif kind == "list":
+        a, b = list(torch.from_numpy(a)), list(torch.from_numpy(b))
+    elif kind == "one row":
+        a, b = a[0], b[0]
+    same(getattr(ours, name)(a, b), getattr(theirs, name)(a, b))
+
+
+def test_normalize_embeddings(vectors):
+    rows = torch.from_numpy(vectors[:5] * 3)
+    same(ours.normalize_embeddings(rows), theirs.normalize_embeddings(rows))
+
+
+@pytest.mark.parametrize("options", [{}, {"top_k": 3}, {"top_k": 5, "corpus_chunk_size": 7, "query_chunk_size": 2},
+                                     {"score_function": "dot_score"}])  # fmt: skip
+def test_semantic_search(vectors, options):
+    if "score_function" in options:
+        options = {**options, "score_function": getattr(ours, options["score_function"])}
+        other = {**options, "score_function": theirs.dot_score}
+    else:
+        other = options
+    queries, corpus = torch.from_numpy(vectors[:6]), torch.from_numpy(vectors[6:])
+    mine, reference = ours.semantic_search(queries, corpus, **options), theirs.semantic_search(queries, corpus, **other)
+    assert [[h["corpus_id"] for h in hits] for hits in mine] == [[h["corpus_id"] for h in hits] for hits in reference]
+    for a, b in zip(mine, reference, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert type(x["corpus_id"]) is type(y["corpus_id"]) and type(x["score"]) is type(y["score"])
+            assert x["score"] == pytest.approx(y["score"], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"top_k": 2, "max_pairs": 10}, {"query_chunk_size": 9, "corpus_chunk_size": 13}]
+)
+def test_paraphrase_mining(vectors, options):
+    mine, reference = ours.paraphrase_mining_embeddings(vectors, **options), theirs.paraphrase_mining_embeddings(
+        torch.from_numpy(vectors), **options)  # fmt: skip
+    assert_same_pairs(mine, reference)
+
+
+def assert_same_pairs(mine: list, reference: list) -> None:
+    """The same [score, i, j] lists, best first; pairs of exactly equal score (real float ties) in either order."""
+    assert np.allclose([p[0] for p in mine], [p[0] for p in reference], atol=1e-5)
+    assert sorted((p[1], p[2]) for p in mine) == sorted((p[1], p[2]) for p in reference)
+    assert all(isinstance(p[0], float) and isinstance(p[1], int) and p[1] < p[2] for p in mine)
+
+
+def test_paraphrase_mining_with_the_model():
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceEncoder.load(device="cpu")
+    sentences = ["A man eats food.", "Someone is eating a meal.", "A cat sits on a mat.", "The kitten is on the rug.",
+                 "Stocks fell today.", "The market dropped."]  # fmt: skip
+    reference = theirs.paraphrase_mining(SentenceTransformer(str(model.source_dir), device="cpu"), sentences)
+    assert_same_pairs(ours.paraphrase_mining(model, sentences), reference)
+
+
+@pytest.mark.parametrize(("threshold", "size"), [(0.75, 2), (0.6, 3), (0.5, 5), (0.95, 1)])
+def test_community_detection(vectors, threshold, size):
+    for rows in (vectors, torch.from_numpy(vectors)):
+        mine = ours.community_detection(rows, threshold=threshold, min_community_size=size)
+        assert mine == theirs.community_detection(rows, threshold=threshold, min_community_size=size)
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8", "uint8", "binary", "ubinary"])
+def test_quantize_embeddings(vectors, precision):
+    rows = vectors[:20]
+    same(ours.quantize_embeddings(rows, precision), theirs.quantize_embeddings(rows, precision))
+    calibration = vectors[20:]
+    if precision in ("int8", "uint8"):
+        got = ours.quantize_embeddings(rows, precision, calibration_embeddings=calibration)
+        assert np.array_equal(got, theirs.quantize_embeddings(rows, precision, calibration_embeddings=calibration))
