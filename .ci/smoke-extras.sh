@@ -31,13 +31,7 @@ layered_venv() {  # layered_venv EXTRA: a venv holding the run install and EXTRA
 
 cd "$work"
 printf 'A man is eating food.\nA man is riding a horse.\nSomeone is eating a meal.\nA cat sits on the mat.\n' > sentences.txt
-cat > pairs.csv <<'CSV'
-sentence1,sentence2,score
-A man is eating food.,Someone eats a meal.,4.6
-A man is riding a horse.,A woman plays the violin.,0.4
-A cat sits on the mat.,A cat is on a rug.,3.8
-The stock market fell.,Children play in the park.,0.0
-CSV
+cp "$ROOT/.ci/pairs.csv" pairs.csv  # scored pairs (0-5), shared with smoke-run-install.sh
 
 quick_start_3() {  # the README's Quick start 3, as written, with the serve extra alone
     local sbert=$1 port

@@ -3,6 +3,7 @@
 # README's first steps in it, each checked. Usage: .ci/smoke-run-install.sh VENV (created when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 VENV=${1:-.venv-run}
 make run VENV="$VENV" >/dev/null  # the README's first command: builds the venv, then runs the demo
 SBERT="$PWD/$VENV/bin/sbert"
@@ -29,13 +30,7 @@ printf 'A man is eating food.\nA man is riding a horse.\nSomeone eats.\n' > sent
 "$PY" -c "import numpy as np; e = np.load('emb.npy'); assert e.shape == (3, 384), e.shape"
 
 step "sbert train on a CSV (scores 0-5) and on a JSON lines file"
-cat > pairs.csv <<'CSV'
-sentence1,sentence2,score
-A man is eating food.,Someone eats a meal.,4.6
-A man is riding a horse.,A woman plays the violin.,0.4
-A cat sits on the mat.,A cat is on a rug.,3.8
-The stock market fell.,Children play in the park.,0.0
-CSV
+cp "$ROOT/.ci/pairs.csv" pairs.csv  # scored pairs (0-5), shared with smoke-extras.sh
 cat > pairs.jsonl <<'JSONL'
 {"query": "how do cats sleep", "document": "Cats sleep up to sixteen hours a day."}
 {"query": "capital of france", "document": "Paris is the capital of France."}
