@@ -106,7 +106,7 @@ def test_serve_on_a_port_in_use_is_one_line_before_any_url(tiny_dirs):
     assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in result.stderr
 
 
-@pytest.mark.parametrize("spec", ["ir:MISSING", "ir:MISSING:dev", "stsb:missing.csv"])
+@pytest.mark.parametrize("spec", ["ir:MISSING", "ir:MISSING:dev", "stsb:missing.csv", "nli:MISSING:dev,test"])
 def test_eval_with_a_missing_task_fails_before_the_model_loads(spec, monkeypatch):
     import sbert.cli.evaluate as evaluate
 
@@ -114,6 +114,15 @@ def test_eval_with_a_missing_task_fails_before_the_model_loads(spec, monkeypatch
     result = run_cli("eval", "--task", spec)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert f"--task {spec}: " in result.stderr and "no such file or folder" in result.stderr
+    named = "missing.csv" if spec.startswith("stsb") else "MISSING"  # the folder, not FOLDER:SPLIT
+    assert result.stderr.rstrip().endswith(f": {named}: no such file or folder")
+
+
+def test_eval_task_paths_with_a_split_pass_the_early_check(tmp_path):
+    from sbert.cli.evaluate import check_task_paths
+
+    (tmp_path / "snli").mkdir()
+    check_task_paths([f"nli:{tmp_path / 'snli'}:dev", f"hf:{tmp_path / 'snli'}:train", f"ir:{tmp_path / 'snli'}"])
 
 
 def test_train_cross_encoder_reads_query_keys_and_says_what_it_trained_on(tiny_dirs, tmp_path):

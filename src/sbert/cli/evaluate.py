@@ -61,11 +61,10 @@ def check_task_paths(specs: list[str]) -> None:
         fmt, sep, path = spec.partition(":")
         if not sep or not path or fmt not in known:  # malformed, unknown or with [options]: load_tasks says
             continue
-        target = Path(path.rpartition(":")[0] if fmt == "ir" and ":" in path else path).expanduser()
-        if fmt == "ir" and Path(path).expanduser().exists():
-            target = Path(path).expanduser()
-        if not target.exists():
-            raise SbertError(f"--task {spec}: {target}: no such file or folder")
+        # DIR:SPLIT (ir:, nli:, hf:) names a split after the folder
+        candidates = [Path(p).expanduser() for p in (path, path.rpartition(":")[0]) if p]
+        if not any(c.exists() for c in candidates):
+            raise SbertError(f"--task {spec}: {candidates[-1]}: no such file or folder")
 
 
 def run(args: argparse.Namespace) -> int:
