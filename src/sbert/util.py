@@ -23,8 +23,8 @@ from sbert.search.quantize import quantize_embeddings as _quantize
 Scores = Callable[[Tensor, Tensor], Tensor]
 
 
-def _tensor(x: Any) -> Tensor:
-    """A float tensor: lists of tensors or arrays are stacked, half floats widened."""
+def float_tensor(x: Any) -> Tensor:
+    """A float tensor: lists of tensors or arrays are stacked, half floats widened (compat's classes use it too)."""
     if isinstance(x, list) and x and isinstance(x[0], Tensor):
         x = torch.stack(x)
     elif not isinstance(x, Tensor):
@@ -33,8 +33,8 @@ def _tensor(x: Any) -> Tensor:
 
 
 def _batch(x: Any) -> Tensor:
-    """`_tensor` with a batch dimension (one row becomes a batch of one)."""
-    x = _tensor(x)
+    """`float_tensor` with a batch dimension (one row becomes a batch of one)."""
+    x = float_tensor(x)
     return x.unsqueeze(0) if x.dim() == 1 else x
 
 
@@ -55,13 +55,13 @@ def dot_score(a: Any, b: Any) -> Tensor:
 
 def pairwise_cos_sim(a: Any, b: Any) -> Tensor:
     """(n,): the cosine of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
-    unit = [torch.nn.functional.normalize(_tensor(x), p=2, dim=-1) for x in (a, b)]
+    unit = [torch.nn.functional.normalize(float_tensor(x), p=2, dim=-1) for x in (a, b)]
     return (unit[0] * unit[1]).sum(dim=-1)
 
 
 def pairwise_dot_score(a: Any, b: Any) -> Tensor:
     """(n,): the dot product of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
-    return (_tensor(a) * _tensor(b)).sum(dim=-1)
+    return (float_tensor(a) * float_tensor(b)).sum(dim=-1)
 
 
 def manhattan_sim(a: Any, b: Any) -> Tensor:

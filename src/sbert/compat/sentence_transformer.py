@@ -22,11 +22,13 @@ import torch
 
 from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
+from sbert.formats.aliases import DEFAULT_MODEL
+from sbert.formats.model_config import check_truncate_dim
 from sbert.modules import Module
+from sbert.search.quantize import PRECISIONS as QUANTIZED
 from sbert.search.quantize import quantize_embeddings
 from sbert.similarity import pairwise_similarity
-
-QUANTIZED = ("float32", "int8", "uint8", "binary", "ubinary")
+from sbert.util import float_tensor
 
 
 class SentenceTransformer(SentenceEncoder):
@@ -51,7 +53,7 @@ class SentenceTransformer(SentenceEncoder):
             self._apply_settings(prompts, default_prompt_name, similarity_fn_name, truncate_dim)
             return
         dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
-        loaded = SentenceEncoder.load(cast(str, model_name_or_path or "all-MiniLM-L6-v2"), device=device,
+        loaded = SentenceEncoder.load(cast(str, model_name_or_path or DEFAULT_MODEL), device=device,
                                       trust_remote_code=trust_remote_code, dtype=dtype,
                                       truncate_dim=truncate_dim)  # fmt: skip
         super().__init__(loaded.chain(), device=loaded.device)  # the loaded modules themselves: nothing copied
@@ -73,7 +75,7 @@ class SentenceTransformer(SentenceEncoder):
         if similarity is not None:
             self.similarity_fn_name = similarity
         if truncate_dim is not None:
-            self.settings.truncate_dim = truncate_dim
+            self.settings.truncate_dim = check_truncate_dim(truncate_dim, self.chain_dimension)
 
     def encode(  # type: ignore[override]
         self,
@@ -174,11 +176,7 @@ def _with_task(options: dict[str, Any], task: str) -> dict[str, Any]:
 
 
 def _numpy(x: Any) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        return x.detach().float().cpu().numpy()
-    if isinstance(x, list) and x and isinstance(x[0], torch.Tensor):
-        return torch.stack(x).detach().float().cpu().numpy()
-    return np.asarray(x, dtype=np.float32)
+    return float_tensor(x).detach().cpu().numpy()
 
 
 def _as_returned(vectors: np.ndarray, precision: str, to_numpy: bool, to_tensor: bool, device: torch.device) -> Any:
