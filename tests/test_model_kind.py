@@ -6,7 +6,9 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 import sbert
-from sbert import CrossEncoder, SentenceEncoder, SparseEncoder, StaticEncoder
+from sbert import SentenceEncoder, StaticEncoder
+from sbert.cross_encoder import CrossEncoder
+from sbert.sparse import SparseEncoder
 from tests.test_cross_encoder import _st_saved
 from tests.test_router import st_static
 from tests.test_sparse import build_mlm, st_splade

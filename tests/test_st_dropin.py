@@ -70,6 +70,22 @@ def test_encode_one_string(pair, call):
     same(ours.encode(SENTENCES[0], **call), theirs.encode(SENTENCES[0], **call))
 
 
+@pytest.mark.parametrize("call", [{}, {"batch_size": 2}, {"prompt": "Represent this: "}], ids=str)
+def test_token_embeddings(pair, call):
+    ours, theirs = pair
+    same(ours.encode(SENTENCES, output_value="token_embeddings", **call),
+         theirs.encode(SENTENCES, output_value="token_embeddings", **call))  # fmt: skip
+    same(ours.encode(SENTENCES[1], output_value="token_embeddings"),
+         theirs.encode(SENTENCES[1], output_value="token_embeddings"))  # fmt: skip
+
+
+def test_every_output(pair):
+    ours, theirs = pair
+    mine, reference = ours.encode(SENTENCES, output_value=None), theirs.encode(SENTENCES, output_value=None)
+    assert type(mine) is type(reference) is list and all(type(row) is dict for row in mine)
+    same([row["sentence_embedding"] for row in mine], [row["sentence_embedding"] for row in reference])
+
+
 @pytest.mark.parametrize("method", ["encode", "encode_query", "encode_document"])
 @pytest.mark.parametrize("call", [{}, {"prompt_name": "clf"}, {"prompt": "x: "}, {"convert_to_tensor": True}], ids=str)
 def test_prompts(prompted, method, call):
@@ -106,6 +122,7 @@ def test_constructor_arguments_and_save_both_ways(tmp_path):
          theirs.encode_query(SENTENCES))  # fmt: skip
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_multi_process_pool(pair):
     ours, theirs = pair
     pool = ours.start_multi_process_pool(["cpu", "cpu"])

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING, Any
 from sbert.version import __version__
 
 if TYPE_CHECKING:
-    from sbert.compat import SentenceTransformer
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
-    from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
     from sbert.training.api import train
 
@@ -37,16 +35,16 @@ def __getattr__(name: str) -> Any:
         from sbert.model_kind import load
 
         return load
-    if name == "CrossEncoder":
-        from sbert.cross_encoder import CrossEncoder
+    if name == "CrossEncoder":  # sentence-transformers' conventions on sbert's class (sbert/compat)
+        from sbert.compat import CrossEncoder
 
         return CrossEncoder
     if name == "train":
         from sbert.training.api import train
 
         return train
-    if name == "SparseEncoder":
-        from sbert.sparse import SparseEncoder
+    if name == "SparseEncoder":  # sentence-transformers' conventions on sbert's class (sbert/compat)
+        from sbert.compat import SparseEncoder
 
         return SparseEncoder
     if name == "MultiVectorEncoder":

@@ -1,9 +1,13 @@
 """sentence-transformers' names on sbert's own classes: code written for it runs with only the import changed.
 
-`from sbert import SentenceTransformer, util` (docs/migrating.md). Above the kinds and search: these
-classes are thin subclasses that take sentence-transformers' arguments and return its types.
+`from sbert import SentenceTransformer, CrossEncoder, SparseEncoder, util` (docs/migrating.md). Above
+the kinds and search: these classes are thin subclasses that take sentence-transformers' arguments and
+return its types; the native classes (`sbert.SentenceEncoder`, `sbert.cross_encoder.CrossEncoder`,
+`sbert.sparse.SparseEncoder`) are what `sbert.load`, the server, the index and the CLI use.
 """
 
+from sbert.compat.cross_encoder import CrossEncoder
 from sbert.compat.sentence_transformer import SentenceTransformer
+from sbert.compat.sparse_encoder import SparseEncoder
 
-__all__ = ["SentenceTransformer"]
+__all__ = ["CrossEncoder", "SentenceTransformer", "SparseEncoder"]

@@ -96,13 +96,16 @@ class SentenceTransformer(SentenceEncoder):
         **kwargs: Any,
     ) -> Any:
         """Embeddings as sentence-transformers 6.2 returns them (see the module docstring for the types)."""
+        if "task_metadata" in kwargs:  # mteb's call: the native entry answers it (sbert/mteb_protocol.py)
+            return super().encode(
+                cast(Any, inputs), **{"batch_size": batch_size, "show_progress_bar": show_progress_bar, **kwargs}
+            )
         if inputs is None:
             inputs = kwargs.pop("sentences")  # sentence-transformers' older name
         if "show_progress" in kwargs:  # sbert's name for it
             show_progress_bar = kwargs.pop("show_progress")
         if output_value != "sentence_embedding":
-            raise SbertError(f"output_value={output_value!r}: sbert's dense encoder returns sentence embeddings "
-                             "only (docs/migrating.md)")  # fmt: skip
+            return self._outputs(inputs, output_value, prompt_name, prompt, batch_size, kwargs.get("task"))
         if precision not in QUANTIZED:
             raise SbertError(f"precision={precision!r}: use one of {', '.join(QUANTIZED)} (the compute dtype is "
                              "compute_precision=)")  # fmt: skip
@@ -116,6 +119,28 @@ class SentenceTransformer(SentenceEncoder):
                                  devices=devices, prompt_name=prompt_name, prompt=prompt, truncate_dim=truncate_dim,
                                  **options)  # fmt: skip
         return _as_returned(np.asarray(vectors), precision, convert_to_numpy, convert_to_tensor, self.device)
+
+    def _outputs(
+        self, inputs: str | Sequence[str], name: str | None, prompt_name: str | None, prompt: str | None,
+        batch_size: int, task: str | None,
+    ) -> Any:  # fmt: skip
+        """`output_value="token_embeddings"`: each text's token vectors (its padding cut), or None: every output.
+
+        The chain's forward on padded batches, as sentence-transformers computes them: a (tokens, dim) tensor
+        per text on the model's device, or a dict of that text's features per text.
+        """
+        if name not in ("token_embeddings", None):
+            raise SbertError(f"output_value={name!r}: use sentence_embedding, token_embeddings or None")
+        single = isinstance(inputs, str)
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
+        rows: list[Any] = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                batch = [text + t for t in texts[start : start + batch_size]]
+                features = self(self.tokenize(batch))
+                rows.extend(_per_text(features, len(batch), name))
+        return rows[0] if single else rows
 
     def encode_query(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
         """`encode` with the model's "query" prompt (none when it has none), unless a prompt is given."""
@@ -168,6 +193,18 @@ class SentenceTransformer(SentenceEncoder):
     def save_pretrained(self, path: str | os.PathLike[str], **options: Any) -> None:
         """`save`, under the Hugging Face name."""
         self.save(path, **options)
+
+
+def _per_text(features: dict[str, Any], n: int, name: str | None) -> list[Any]:
+    """One batch's outputs split by text: token vectors up to the last attended position, or each text's features."""
+    if name == "token_embeddings":
+        out = []
+        for tokens, mask in zip(features["token_embeddings"], features["attention_mask"], strict=True):
+            attended = torch.nonzero(mask).flatten()
+            out.append(tokens[: int(attended[-1]) + 1 if len(attended) else 1])
+        return out
+    return [{k: v[i] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == n else v
+             for k, v in features.items()} for i in range(n)]  # fmt: skip
 
 
 def _with_task(options: dict[str, Any], task: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError
 from sbert.formats import layout
-from sbert.formats.model_config import read_settings
+from sbert.formats.model_config import EncoderSettings, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
@@ -51,6 +51,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         self.classifier = classifier
         self.activation = activation or (SIGMOID if classifier.num_labels == 1 else IDENTITY)
         check_activation(self.activation)
+        self.settings = EncoderSettings(model_type="CrossEncoder")  # prompts, as config_sentence_transformers.json
         self.source_dir: Path | None = None
         self.to(resolve_device(device))
         self.eval()
@@ -84,6 +85,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         if max_seq_length is not None:
             classifier.max_seq_length = max_seq_length
         model = cls(classifier, saved_activation(root, config), device=device)
+        model.settings = read_settings(root, model_type="CrossEncoder")
         model.source_dir = root
         return model
 
@@ -115,13 +117,18 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
     def predict(
         self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None, batch_tokens: int | None = None,
         backend: str = "torch", precision: str = "auto", activation: bool = True, show_progress: bool | None = None,
+        prompt_name: str | None = None, prompt: str | None = None,
     ) -> np.ndarray:  # fmt: skip
         """Scores in input order: (n,) for one label, (n, num_labels) otherwise.
 
         The activation (sigmoid for one label) applies unless `activation=False` (raw logits).
         Pairs are batched by joint length within a token budget, as encode batches sentences.
+        A prompt (`prompt`, else the saved one named `prompt_name`, else the default) goes before each
+        pair's first text, as sentence-transformers puts it.
         """
         rows = check_pairs(pairs)
+        text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
+        rows = [(text + a, b) for a, b in rows] if text else rows
         check_batch_sizes(batch_size, batch_tokens)
         ids = self.classifier.pair_ids(rows)
         engine = self.backend(backend, precision)
@@ -182,7 +189,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
             layout.write_json(tmp / layout.MODEL_CONFIG_FILE, {
                 "__version__": {"sbert": _version(), "pytorch": torch.__version__},
                 "activation_fn": self.activation, "model_type": "CrossEncoder",
-                "prompts": {}, "default_prompt_name": None,
+                "prompts": dict(self.settings.prompts), "default_prompt_name": self.settings.default_prompt_name,
             })  # fmt: skip
             layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", self.classifier.module_type)])
 
