@@ -18,7 +18,7 @@ from sbert.dense.loading import load_held, new_chain
 from sbert.dense.runtime import DenseRuntime
 from sbert.device import resolve_device
 from sbert.encoding import long_text as long_text_policy
-from sbert.encoding.engine import check_batch_sizes, embed_rows
+from sbert.encoding.engine import check_batch_sizes, embed_rows, embed_streamed
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import ModelFormatError, SbertError
@@ -43,6 +43,7 @@ from sbert.modules.normalize import l2_normalize
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
+from sbert.vectors.token_stream import STREAM_MIN_TEXTS
 from sbert.weights_state import TracksWeights, WeightsKey
 
 log = logging.getLogger(__name__)
@@ -367,13 +368,33 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         self, texts: list[str], plan: PromptPlan, batch_size: int | None, batch_tokens: int | None,
         show_progress: bool | None, on_truncation: OnTruncation, long_text: LongText, backend: str, precision: str,
     ) -> torch.Tensor:  # fmt: skip
-        """The chain's vectors (n, chain_dimension) for `texts` under the prompt plan, in input order."""
+        """The chain's vectors (n, chain_dimension) for `texts` under the prompt plan, in input order.
+
+        A large call whose rows are the inputs themselves (truncated, not split; truncation not an error)
+        streams: tokenizer threads work ahead while the engine embeds the windows already tokenized.
+        """
         engine = self.backend(backend, precision)
-        ids, owners = self._token_rows(texts, plan, on_truncation, long_text)
+        streamed = long_text == "truncate" and on_truncation != "error" and len(texts) >= STREAM_MIN_TEXTS
+        ids, owners = ([], list(range(len(texts)))) if streamed else self._token_rows(texts, plan, on_truncation,
+                                                                                        long_text)  # fmt: skip
         was_training = self.training
         self.eval()
         try:
-            buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress, plan.skip)
+            if streamed:
+                buffer, cut = embed_streamed(
+                    engine,
+                    self.input_module.token_ids,
+                    plan.apply(texts),
+                    self.chain_dimension,
+                    batch_size,
+                    batch_tokens,
+                    show_progress,
+                    plan.skip,
+                )
+                report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
+            else:
+                buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress,
+                                    plan.skip)  # fmt: skip
         finally:
             self.train(was_training)
         return long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())

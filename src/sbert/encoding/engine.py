@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from sbert.backends.base import Backend
 from sbert.vectors.batching import fixed_batches, length_order, packed_batches, token_batches
+from sbert.vectors.token_stream import Tokenize, Window, token_windows
 
 # Progress bars appear by default only for inputs long enough to take a while.
 PROGRESS_MIN_SENTENCES = 2048
@@ -61,3 +62,54 @@ def embed_rows(
             buffer[rows] = vectors
             bar.update(len(rows))
     return buffer
+
+
+def embed_windows(
+    backend: Backend,
+    windows: Iterable[Window],
+    n_rows: int,
+    dimension: int,
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
+    show_progress: bool | None = None,
+    skip: int = 0,
+) -> np.ndarray:
+    """float32 (n_rows, dimension) from streamed windows (vectors/token_stream.py): row i embeds corpus row i.
+
+    Each window is ordered and batched as `embed_rows` batches a whole corpus, and runs while the
+    tokenizer threads work on the next windows; a row's vector does not depend on its batch.
+    """
+    buffer = np.empty((n_rows, dimension), dtype=np.float32)
+    show = n_rows >= PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
+    with tqdm(total=n_rows, unit="sent", disable=not show) as bar:
+        for window in windows:
+            batches = plan_batches(backend, [len(row) for row in window.ids], batch_size, batch_tokens)
+            for rows, vectors in backend.run(window.ids, batches, skip):
+                buffer[np.asarray(rows, dtype=np.int64) + window.start] = vectors
+                bar.update(len(rows))
+    return buffer
+
+
+def embed_streamed(
+    backend: Backend,
+    tokenize: Tokenize,
+    texts: Sequence[str],
+    dimension: int,
+    batch_size: int | None = None,
+    batch_tokens: int | None = None,
+    show_progress: bool | None = None,
+    skip: int = 0,
+) -> tuple[np.ndarray, list[int]]:
+    """`embed_rows` for texts not yet tokenized: float32 (len(texts), dimension) and the indices `tokenize` cut.
+
+    Tokenizer threads work ahead (vectors/token_stream.py) while the backend embeds the windows already done.
+    """
+    cut: list[int] = []
+
+    def noted(windows: Iterable[Window]) -> Iterator[Window]:
+        for window in windows:
+            cut.extend(window.cut)
+            yield window
+
+    windows = noted(token_windows(tokenize, texts))
+    return embed_windows(backend, windows, len(texts), dimension, batch_size, batch_tokens, show_progress, skip), cut
