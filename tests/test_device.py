@@ -131,6 +131,7 @@ def test_half_precision_on_a_cpu_without_the_instructions_is_one_line_naming_the
     assert encode_dtype(half, torch.device("cpu")) == dtype
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_workers_run_the_model_as_it_is_in_memory(tiny_dirs, tmp_path):
     """Two CPU workers give one output in input order, from the model as it is in memory: settings changed after
     loading hold there too (the workers used to reload the folder)."""
@@ -149,6 +150,7 @@ def test_workers_run_the_model_as_it_is_in_memory(tiny_dirs, tmp_path):
     assert np.abs(got - expected).max() <= 1e-5
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_cli_encode_with_precision_and_devices(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     (tmp_path / "in.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")

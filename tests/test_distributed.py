@@ -41,6 +41,7 @@ def read_parquet_folder(folder) -> tuple[np.ndarray, list[str], np.ndarray]:
     return table.column("id").to_numpy(), table.column("text").to_pylist(), vectors
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_ray_output_equals_local_encode(local_ray, tiny_dirs, sentences, tmp_path):
     rows = [{"id": 1000 + i, "text": s} for i, s in enumerate(sentences[:400])]
     (tmp_path / "in.jsonl").write_text("\n".join(json.dumps(r) for r in rows[::-1]) + "\n", encoding="utf-8")
@@ -63,6 +64,7 @@ def test_ray_output_equals_local_encode(local_ray, tiny_dirs, sentences, tmp_pat
     assert np.abs(read_parquet_folder(tmp_path / "held")[2] - want).max() <= 1e-5 < np.abs(want - local).max()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_cli_encodes_a_text_file_on_ray_with_line_numbers_as_ids(local_ray, tiny_dirs, sentences, tmp_path):
     lines = [*sentences[:50], "", *sentences[50:80]]  # a blank line keeps its number
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

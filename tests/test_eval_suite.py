@@ -74,6 +74,7 @@ def separable_glove(n: int) -> GloveEncoder:
     return GloveEncoder(words, vectors)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_binary_task_cross_validation_and_mrpc_pairs(tmp_path):
     mr = tmp_path / "MR"
     mr.mkdir()
@@ -105,6 +106,7 @@ def test_warm_started_c_path_equals_independent_fits():
         assert (fitted.predict(x) == cold.predict(x)).mean() > 0.99
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_senteval_protocol_is_the_default_and_edges_warn(tmp_path, caplog):
     assert PROTOCOLS["senteval"] == Protocol((0.25, 0.5, 1.0, 2.0, 4.0, 8.0), 10, False)
     mr = tmp_path / "MR"

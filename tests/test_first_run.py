@@ -67,6 +67,7 @@ def test_an_unknown_hub_model_gets_a_whole_reason(monkeypatch):
     )
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_reader_that_leaves_early_ends_the_command_quietly():
     # stdout is a pipe whose reader is gone (`sbert similarity ... | head` after head exits): no traceback, no
     # "error: Broken pipe", the shell's code for a SIGPIPE'd tool

@@ -109,6 +109,7 @@ def test_cli_export_calibrates(tiny_dirs, tmp_path, capsys):
     assert (tmp_path / "m" / "onnx" / "model_int8.onnx").is_file()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 @pytest.mark.reference
 def test_smoothing_cuts_the_int8_error_on_the_real_model(real_model_dir, data_dir, tmp_path):
     model = SentenceEncoder.load(real_model_dir, device="cpu")

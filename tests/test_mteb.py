@@ -36,6 +36,7 @@ def assert_same_scores(ours: dict[str, float], theirs: dict[str, float], main: s
         assert ours[name] == pytest.approx(value, abs=1e-4, nan_ok=True), name
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_dense_model_as_it_is(real_model_dir, tasks):
     from sentence_transformers import SentenceTransformer
 

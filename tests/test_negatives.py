@@ -29,6 +29,7 @@ def test_guard_drops_the_pair_itself_and_candidates_too_close_to_the_positive():
     assert pick_negatives("anchor", "the positive", candidates, 0.9, capped) == ["other"]
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_mining_resumes_after_a_kill_and_writes_triplet_rows(pairs, tmp_path, monkeypatch):
     model = SentenceEncoder.load(device="cpu")
     settings = MiningSettings(rank_max=20, negatives=2, block=100)

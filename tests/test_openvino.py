@@ -84,6 +84,7 @@ def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     assert graph.stat().st_size > 1000
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_stale_graph_that_loads_is_caught_by_the_check_and_rebuilt(tiny_dirs, tmp_path):
     # Another model's graph under this model's manifest: it compiles, so only the torch check can
     # catch it, and the check after the rebuild must run the new model, not the first one again.

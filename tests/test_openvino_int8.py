@@ -74,6 +74,7 @@ def test_linear_inputs_quantized_with_zero_at_level_128_are_moved_off_the_legacy
     assert keep_inputs_unsigned(quantized_linear(-1.0, 1.2)) == 0  # zero elsewhere: left alone
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_new_calibration_and_a_damaged_model_are_quantized_again(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     model = SentenceEncoder.load(tmp_path / "m", device="cpu")
@@ -95,6 +96,7 @@ def test_it_runs_in_fp32_only(tiny_dirs, monkeypatch):
         model.encode(CORPUS, backend="openvino-int8", precision="fp16")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_cli_export_encode_and_a_real_server(tiny_dirs, tmp_path, capsys):
     from sbert.cli.main import main
 

@@ -158,6 +158,7 @@ def test_out_of_memory_recovery_starts_after_the_failed_forward_is_freed(tiny_di
     assert np.abs(got - model.encode(SENTENCES, on_truncation="ignore")).max() <= 1e-5
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_after_out_of_memory_later_batches_are_cut_ahead_and_planned_smaller(tiny_dirs, monkeypatch):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     engine = packed_engine(model)
@@ -254,6 +255,7 @@ def pairs_attend_together(q, k, v, cu, max_len, min_len, scale, causal=False):
     return varlen.nested_sdpa(q, k, v, merged.to(cu.dtype), int(lengths.max()), int(lengths.min()), scale)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_packed_bf16_row_ignores_its_neighbours_within_the_measured_noise_floor():
     # The cuda test's yardstick, on the CPU: the bound is 2x rounding noise measured in this run,
     # and a kernel that lets neighbours leak into each other lands far outside it.

@@ -36,6 +36,7 @@ def read_sts(path):
     return [r[5] for r in rows], [r[6] for r in rows], np.array([float(r[4]) for r in rows])
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_default_model_matches_reference_on_sts_benchmark_test(sts_test_path):
     s1, s2, gold = read_sts(sts_test_path)
     sentences = s1 + s2

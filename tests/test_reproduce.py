@@ -30,6 +30,7 @@ def scores(path) -> dict[str, float]:
     return {r["key"]: r["score"] for r in json.loads(path.read_text())["runs"].values()}
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_table1_and_table5_score_every_row_and_resume(tiny_dirs, small_data, tmp_path, capsys):
     common = ["--model", str(tiny_dirs["bert"]), "--data", str(small_data), "--nli-pairs", "160", "-o", str(tmp_path)]
     assert main(["reproduce", "table1", *common]) == 0
@@ -56,6 +57,7 @@ def test_table1_and_table5_score_every_row_and_resume(tiny_dirs, small_data, tmp
     assert "other settings" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_table2_trains_bi_and_cross_encoders(tiny_dirs, small_data, tmp_path):
     args = ["reproduce", "table2", "--model", str(tiny_dirs["bert"]), "--data", str(small_data), "--seeds", "0",
             "--nli-pairs", "160", "--sts-pairs", "80", "-o", str(tmp_path)]  # fmt: skip

@@ -60,6 +60,7 @@ def test_semantic_search_reranks_the_cosine_top(reranker_dir, tiny_dirs):
         semantic_search(q, c, top_k=3, reranker=reranker, query_texts=queries, corpus_texts=texts[:5])
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_ir_evaluator_scores_the_reranked_order(reranker_dir, snli_small):
     encoder = SentenceEncoder.load("all-MiniLM-L6-v2", device="cpu")
     reranker = CrossEncoder.load(reranker_dir)
@@ -86,6 +87,7 @@ def test_ir_evaluator_scores_the_reranked_order(reranker_dir, snli_small):
     assert np.median(spreads) > 1e-4
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_cli_search_and_eval_with_a_reranker(reranker_dir, tiny_dirs, snli_small, tmp_path, capsys):
     model_dir = tmp_path / "model"
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(model_dir)

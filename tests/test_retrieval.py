@@ -31,6 +31,7 @@ def snli_ir(tmp_path_factory: pytest.TempPathFactory):
     return folder
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_metrics_equal_sentence_transformers_evaluator(snli_ir):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -140,6 +141,7 @@ def test_data_command_writes_a_collection_eval_scores(tmp_path):
     assert scores["dims"]["384"] == scores["headline"] and scores["dims"]["32"] < scores["headline"]
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_training_keeps_the_best_model_by_ndcg(tiny_dirs, tmp_path, snli_ir):
     stage = Stage((Objective("mnrl", f"{SNLI_TEST}"),), dev=f"ir:{snli_ir}", batch_size=16, max_steps=6, eval_steps=3)
     Trainer(TrainConfig(model=str(tiny_dirs["bert"]), output=str(tmp_path / "m"), stages=(stage,)), False).run()

@@ -190,6 +190,7 @@ def wait_for_queue(url: str, texts: int, timeout: float = 60.0) -> None:
     raise AssertionError(f"the queue never held {texts} texts")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_full_queue_gives_503_with_retry_after(tmp_path):
     srv = serve_in_thread("--model", MODEL, "--max-queue", "4", "--max-wait-ms", "10000")
     try:
@@ -205,6 +206,7 @@ def test_full_queue_gives_503_with_retry_after(tmp_path):
         assert srv.stop()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_sigterm_drains_in_flight_requests(tmp_path):
     # A separate process: what a supervisor sees (exit status on SIGTERM, no traceback in the log).
     srv = start_server(tmp_path, "--model", MODEL, "--max-wait-ms", "1500")
@@ -220,6 +222,7 @@ def test_sigterm_drains_in_flight_requests(tmp_path):
     assert "Traceback" not in srv.log.read_text()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_serve_refuses_bad_flags(tmp_path):
     # Separate processes: were a bad flag accepted, the server would serve on instead of exiting.
     from tests.cli_runner import run_subprocess
@@ -232,6 +235,7 @@ def test_serve_refuses_bad_flags(tmp_path):
         assert done.returncode == 2 and fragment in done.stderr
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_malloc_arenas_are_capped_unless_the_user_set_them():
     import os
     import subprocess

@@ -160,6 +160,7 @@ def strict_server(tmp_path_factory):
     assert srv.stop()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_huge_headers_and_silent_sockets_cost_little_and_the_server_answers(strict_server):
     import socket
 
@@ -212,6 +213,7 @@ def test_a_slow_but_steady_client_is_not_cut(strict_server):
     assert answer.startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_small_request_is_not_stuck_behind_a_large_one(server):
     big = ["漢字仮名交じり文" * 32] * 300  # 255 CJK characters each: ~256 tokens, ~77k tokens in all
     timings: dict[str, float] = {}

@@ -60,6 +60,7 @@ def test_int8_codes_describe_the_vectors_their_ranges_came_from(raw_model, sente
         assert server.stop()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_binary_index_without_rescoring_vectors_serves_hamming_ranked_hits(raw_model, sentences, tmp_path):
     folder, _ = raw_model
     docs = sentences[0]

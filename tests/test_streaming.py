@@ -60,6 +60,7 @@ def test_unfinished_folder_is_not_loaded(model, tmp_path):
         load_shards(tmp_path / "out")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_kill_mid_run_then_resume_gives_every_row_once(saved, model, tmp_path):
     corpus = tmp_path / "corpus.txt"
     texts = TEXTS * 20
@@ -80,11 +81,13 @@ def test_kill_mid_run_then_resume_gives_every_row_once(saved, model, tmp_path):
     np.testing.assert_allclose(load_shards(out), model.encode(texts), atol=1e-5)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_two_processes_write_the_same_rows(model, tmp_path):
     encode_to_disk(model, TEXTS, tmp_path / "out", shard_size=40, processes=2, show_progress=False)
     np.testing.assert_allclose(load_shards(tmp_path / "out"), model.encode(TEXTS), atol=1e-5)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_workers_hold_the_weights_as_the_model_was_loaded(saved, model, tmp_path):
     # dtype="bf16" rounds every Transformer weight: a worker that reloads the folder in fp32 holds another model.
     held = SentenceEncoder.load(saved, device="cpu", dtype="bf16")

@@ -119,6 +119,7 @@ def streamed_config(model: Path, table: Path, out: Path, **settings) -> TrainCon
     return TrainConfig(model=str(model), output=str(out), stages=(stage,), device="cpu", **settings)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_streamed_table_trains_and_resumes_where_it_stopped(tiny_dirs, tables, tmp_path):
     config = streamed_config(tiny_dirs["bert"], tables["parquet"], tmp_path / "a", checkpoint_steps=7,
                              keep_checkpoints=50)  # fmt: skip

@@ -208,6 +208,7 @@ def test_an_int8_held_model_refuses_the_graph_backends(saved_decoder):
         held.encode(TEXTS, backend="onnx")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_torch_and_torch_int8_encode_without_any_graph_runtime(saved_decoder):
     """A run-only install has no onnx: encode (auto's width check imports torch_int8) once crashed `sbert demo`."""
     import subprocess

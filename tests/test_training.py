@@ -284,6 +284,7 @@ def test_pooling_override_builds_a_new_head(tiny_dirs, data, tmp_path):
     assert SentenceEncoder.load(tmp_path / "m", device="cpu")[1].modes == ["max"]
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_token_budget_with_accumulation_counts_steps_and_resumes_exactly(tiny_dirs, data, tmp_path):
     import shutil
 
