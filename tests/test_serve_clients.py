@@ -5,6 +5,8 @@ body."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import numpy as np
 import pytest
@@ -193,3 +195,75 @@ def test_ollama_client_embed_and_the_older_embeddings_route(served):
     assert too_long.status_code == 413 and set(too_long.json()) == {"error"}
     bad = post(server, "/api/embed", {"model": "m", "input": []})
     assert bad.status_code == 400 and "input" in bad.json()["error"]
+
+
+def bpe_table(name: str) -> Any:
+    """A byte-level BPE table for tiktoken: every byte, and each word of TEXTS merged up from its prefixes.
+
+    tiktoken downloads its real tables (cl100k_base, ...) at first use, which these machines cannot; this one
+    stands in under that name in tiktoken's own registry. The client (LangChain), tiktoken's Encoding and
+    the server are the real ones: the client tokenizes with it, the server reads the ids back with it.
+    """
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    for word in {w for text in TEXTS for w in text.replace(".", " ").split()}:
+        for piece in (word.encode(), b" " + word.encode()):
+            for end in range(2, len(piece) + 1):
+                ranks.setdefault(piece[:end], len(ranks))
+    pattern = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 10**5})
+
+
+@pytest.fixture
+def cl100k(monkeypatch):
+    """tiktoken's cl100k_base (what LangChain's OpenAIEmbeddings uses for a model tiktoken does not know)."""
+    import tiktoken.registry
+
+    encoding = bpe_table("cl100k_base")
+    monkeypatch.setitem(tiktoken.registry.ENCODINGS, "cl100k_base", encoding)
+    return encoding
+
+
+def test_langchain_openai_embeddings_defaults_send_token_ids_and_get_the_texts_vectors(served, cl100k):
+    from langchain_openai import OpenAIEmbeddings
+
+    server, model, _, _ = served
+    client = OpenAIEmbeddings(model="m", base_url=server.url + "/v1", api_key=KEY)  # defaults: tiktoken token ids
+    assert client.tiktoken_enabled and client.check_embedding_ctx_length
+    assert len(cl100k.encode_ordinary(TEXTS[0])) < len(TEXTS[0])  # ids, not bytes: the merges apply
+    want = model.encode(TEXTS)  # one chunk per text: LangChain hands on the server's vector as it is
+    assert np.abs(np.asarray(client.embed_documents(TEXTS)) - want).max() <= 1e-5
+    assert np.abs(np.asarray(client.embed_query(TEXTS[1])) - want[1]).max() <= 1e-5
+    info = httpx.get(server.url + "/info", headers={"Authorization": f"Bearer {KEY}"}).json()["token_id_input"]
+    assert info["source"] == "tiktoken" and info["served_model_encoding"] == "cl100k_base"
+
+
+def test_token_ids_are_read_back_in_one_place_and_bad_ids_are_one_line_errors(served, cl100k):
+    from sbert.serve.token_input import decode_rows
+
+    server, model, _, _ = served
+    ids = [cl100k.encode_ordinary(t) for t in TEXTS]
+    answer = post(server, "/v1/embeddings", {"model": "m", "input": ids, "encoding_format": "float"})
+    assert answer.status_code == 200, answer.text
+    got = np.asarray([row["embedding"] for row in answer.json()["data"]])
+    assert np.abs(got - model.encode(TEXTS)).max() <= 1e-5  # the texts' own vectors
+    flat = post(server, "/v1/embeddings", {"model": "m", "input": ids[0], "encoding_format": "float"}).json()
+    assert len(flat["data"]) == 1 and np.abs(np.asarray(flat["data"][0]["embedding"]) - got[0]).max() <= 1e-6
+    bad = post(server, "/v1/embeddings", {"model": "m", "input": [[5, 10**9]]})
+    assert bad.status_code == 400 and "outside tiktoken's cl100k_base vocabulary" in bad.json()["error"]["message"]
+    mixed = post(server, "/v1/embeddings", {"model": "m", "input": [[5, "a"]]})
+    assert mixed.status_code in (400, 422)
+    tokenizer = model.input_module.tokenizer  # --token-ids model: the served model's own ids
+    own = [tokenizer.encode(t, add_special_tokens=False) for t in TEXTS]
+    np.testing.assert_allclose(model.encode(decode_rows(own, "m", "model", tokenizer)), model.encode(TEXTS), atol=1e-5)
+
+
+def test_llama_index_openai_embedding_gets_the_library_vectors(served):
+    from llama_index.embeddings.openai import OpenAIEmbedding
+
+    server, model, _, _ = served
+    client = OpenAIEmbedding(model_name="m", api_base=server.url + "/v1", api_key=KEY)
+    got = np.asarray(client.get_text_embedding_batch(TEXTS))
+    assert np.abs(got - model.encode(TEXTS)).max() <= 1e-5
+    assert np.abs(np.asarray(client.get_query_embedding(TEXTS[2])) - model.encode(TEXTS[2:3])[0]).max() <= 1e-5

@@ -54,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also answer requests whose Host header names NAME (repeatable; loopback names always pass on loopback)",
     )  # fmt: skip
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
+    p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
+                   help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
+                   "sends them (default), or the served model's tokenizer's")  # fmt: skip
     p.add_argument("--max-inputs", type=int, default=2048, help="texts per request (413 beyond)")
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
     p.add_argument("--max-body-bytes", type=int, default=2_000_000, help="request body size (413 beyond)")
@@ -89,6 +92,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
         max_request_tokens=args.max_request_tokens,
         read_timeout=args.read_timeout, max_connections=args.max_connections, calibration=args.calibration,
+        token_ids=args.token_ids,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

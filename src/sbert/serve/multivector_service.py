@@ -24,10 +24,11 @@ from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
-from sbert.serve.schemas import EmbeddingsRequest, as_list
+from sbert.serve.schemas import EmbeddingsRequest
 from sbert.serve.service import prompt_key
 from sbert.serve.settings import ServeSettings
 from sbert.serve.state import ApiError, FastJSON, ServerState, check_texts, queued, state, too_long
+from sbert.serve.token_input import input_texts
 
 if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
@@ -78,7 +79,7 @@ async def openai_embeddings(body: EmbeddingsRequest, request: Request) -> FastJS
                        "'base64', and no dimensions", "invalid_request")  # fmt: skip
     st = state(request)
     key = (body.input_type or "document", None)
-    mats, tokens = await embed_tokens(st, as_list(body.input), request, "input", key, body.truncate)
+    mats, tokens = await embed_tokens(st, input_texts(body, st), request, "input", key, body.truncate)
     rows: list[Any] = mats
     if body.encoding_format == "base64":
         rows = [base64.b64encode(np.ascontiguousarray(m, dtype="<f4").tobytes()).decode("ascii") for m in mats]

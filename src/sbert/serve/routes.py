@@ -24,6 +24,7 @@ from sbert.serve.schemas import (
 )
 from sbert.serve.service import EmbedAsk, check_model_name
 from sbert.serve.state import ApiError, FastJSON, check_texts, state
+from sbert.serve.token_input import input_texts
 from sbert.similarity import pairwise_similarity, similarity_of
 
 router = APIRouter()
@@ -75,7 +76,7 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
         from sbert.serve.multivector_service import openai_embeddings
 
         return await openai_embeddings(body, request)
-    ask = EmbedAsk(as_list(body.input), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
+    ask = EmbedAsk(input_texts(body, st), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
                    formats=(body.encoding_format,))  # fmt: skip
     done = await service.embed(st, request, ask)
     data = [

@@ -7,13 +7,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 Texts = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
+TokenRow = Annotated[list[StrictInt], Field(min_length=1)]
+# OpenAI's token-id inputs: one row of ids, or a row per input (serve/token_input.py reads them back to text).
+TokenIds = TokenRow | Annotated[list[TokenRow], Field(min_length=1)]
 
 
 class EmbeddingsRequest(BaseModel):
-    """POST /v1/embeddings, as OpenAI defines it (token-id inputs are not accepted)."""
+    """POST /v1/embeddings, as OpenAI defines it: texts, or token ids (LangChain's OpenAIEmbeddings sends ids)."""
 
     model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields such as `user`
-    input: Texts
+    input: Texts | TokenIds
     model: StrictStr
     # OpenAI's float and base64 (of float32), plus quantized rows as Cohere's API returns them.
     encoding_format: Literal["float", "base64", "int8", "uint8", "binary", "ubinary"] = "float"

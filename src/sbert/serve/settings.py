@@ -33,6 +33,9 @@ class ServeSettings:
     read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
     max_connections: int = 1024  # open connections (or running requests) before 503
     calibration: str | None = None  # ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)
+    token_ids: str = (
+        "tiktoken"  # whose ids /v1/embeddings' token inputs are: tiktoken's (as clients send) or the model's
+    )
 
     def host_allow_list(self) -> frozenset[str] | None:
         """Host header names the server answers; None: any (bound beyond loopback, no list given).
@@ -62,6 +65,8 @@ class ServeSettings:
         for flag, value in positive.items():
             if value < 1:
                 raise ValueError(f"{flag} must be positive, got {value}")
+        if self.token_ids not in ("tiktoken", "model"):
+            raise ValueError(f"--token-ids must be tiktoken or model, got {self.token_ids!r}")
         if self.max_wait_ms < 0:
             raise ValueError(f"--max-wait-ms must be >= 0, got {self.max_wait_ms}")
         if not 0 <= self.port <= 65535:

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from sbert.serve import service
+from sbert.serve import service, token_input
 from sbert.serve.routes import Protected, similarity_scores
 from sbert.serve.schemas import TeiEmbedRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest, as_list
 from sbert.serve.service import EmbedAsk, prompt_key
@@ -73,6 +73,7 @@ async def info(request: Request) -> FastJSON:
         "max_batch_tokens": st.group_tokens(), "max_batch_requests": None,
         "max_client_batch_size": settings.max_inputs, "auto_truncate": True, "tokenization_workers": 1,
         "version": __version__, "sha": None, "docker_label": None, "int8_calibration": st.calibration_source,
+        "token_id_input": token_input.describe(settings.token_ids, st.model_id),
     })  # fmt: skip
 
 
