@@ -6,21 +6,21 @@
 # On the lent GPU (from here: `bash ../shared/gpu/pack.sh && bash benchmarks/gpu/gpu_wheels.sh`, then
 # carry [".device", ".whl"]); one device command may run 10 minutes, so two commands:
 #     bash benchmarks/gpu/gpu_check.sh $OUT tests encode
-#     bash benchmarks/gpu/gpu_check.sh $OUT train
+#     GPU_CHECK_TRAIN_S=400 bash benchmarks/gpu/gpu_check.sh $OUT profile train   # profile: gpu_profile.py's table
 #     bash benchmarks/gpu/gpu_check.sh $OUT sparse      # SPLADE's packed engine against sentence-transformers
 #     bash benchmarks/gpu/gpu_check.sh $OUT multivector # ColBERT's packed engine against sentence-transformers
 # On the CPU, the same script end to end on tiny sizes (what CI runs; it measures nothing):
 #     bash benchmarks/gpu/gpu_check.sh --smoke /tmp/gpu-check
-# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_TRAIN_S, GPU_CHECK_SPARSE_S,
-# GPU_CHECK_MULTIVECTOR_S.
+# Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_PROFILE_S, GPU_CHECK_TRAIN_S,
+# GPU_CHECK_SPARSE_S, GPU_CHECK_MULTIVECTOR_S.
 set -uo pipefail
 cd "$(dirname "$0")/../.."  # the project root (this script is in benchmarks/gpu/)
 smoke=0
 if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
-out=${1:?usage: gpu_check.sh [--smoke] OUT_DIR [tests] [encode] [train]}
+out=${1:?usage: gpu_check.sh [--smoke] OUT_DIR [tests] [encode] [profile] [train]}
 shift
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(tests encode train)
+[ ${#steps[@]} -gt 0 ] || steps=(tests encode profile train)
 mkdir -p "$out"
 : > "$out/steps.tsv"
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
@@ -60,9 +60,11 @@ if [ $smoke -eq 1 ]; then
     export SBERT_CPU_BF16=emulate
     encode_args=(--device cpu --limit 200 --skip-bert-base --repeats 1)
     train_args=(--device cpu --smoke)
+    profile_args=(--device cpu --smoke)
 else
     encode_args=()
     train_args=()
+    profile_args=()
 fi
 for step in "${steps[@]}"; do
     case $step in
@@ -72,6 +74,8 @@ for step in "${steps[@]}"; do
                run_step tests "${GPU_CHECK_TESTS_S:-170}" "$py" -m pytest -m cuda -q -rA -p no:cacheprovider "${files[@]}" ;;
         encode) run_step encode "${GPU_CHECK_ENCODE_S:-360}" "$py" benchmarks/gpu/gpu_encode.py --data "$data" \
                     --model "$model" --out "$out/gpu_encode.json" "${encode_args[@]}" ;;
+        profile) run_step profile "${GPU_CHECK_PROFILE_S:-150}" "$py" benchmarks/gpu/gpu_profile.py --data "$data" \
+                     --model "$model" --out "$out/gpu_profile.json" "${profile_args[@]}" ;;
         train) run_step train "${GPU_CHECK_TRAIN_S:-540}" "$py" benchmarks/gpu/gpu_train.py --data "$data" \
                    --model "$model" --out "$out/gpu_train.json" "${train_args[@]}" ;;
         sparse) [ $smoke -eq 1 ] && sparse_device=cpu || sparse_device=cuda
@@ -81,7 +85,7 @@ for step in "${steps[@]}"; do
                      else mv_args=(--device cuda --rounds 2 --engines sbert,sbert-fp16); fi
                      run_step multivector "${GPU_CHECK_MULTIVECTOR_S:-300}" "$py" benchmarks/speed/multivector_encode.py \
                          --workdir "$out/colbert" "${mv_args[@]}" ;;
-        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, train, sparse, multivector)" >&2; exit 2 ;;
+        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, profile, train, sparse, multivector)" >&2; exit 2 ;;
     esac
 done
 "$py" benchmarks/gpu/gpu_summary.py "$out"

@@ -1,7 +1,7 @@
 """One table from what benchmarks/gpu/gpu_check.sh left in its output folder.
 
 Each step's outcome, the cuda tests' count, the encode checks and speed rows, the training rows,
-and the tables (with their vector checks and ratios) the sparse and multivector steps print.
+and the tables the profile, sparse and multivector steps print (with their vector checks and ratios).
 Reads the logs line by line, so a step killed by its timeout still shows every row it finished.
 Writes OUT/summary.md and prints it.
 
@@ -56,7 +56,7 @@ def detail(log: Path, name: str) -> str:
 
 
 # Steps whose scripts print a markdown table and check lines rather than JSON rows.
-TABLE_STEPS = ("sparse", "multivector")
+TABLE_STEPS = ("profile", "sparse", "multivector")
 _CHECK = re.compile(r"max abs diff|DIFFER| / sentence-transformers:")
 
 
@@ -109,13 +109,93 @@ def train_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+# Issue 55's targets: (label, target, how the figure is read from the encode / train rows). Higher is better.
+TARGETS: tuple[tuple[str, float, str], ...] = (
+    ("BERT-base passages bf16, % of the bf16 linear ceiling", 35.0, "bert_ceiling"),
+    ("BERT-base passages bf16, x sentence-transformers fp16 bs256", 3.0, "bert_x_half"),
+    ("MiniLM passages bf16, sentences/s", 25_000.0, "minilm_passages"),
+    ("MiniLM STS sentences bf16, x sentence-transformers' default", 20.0, "minilm_sts_x"),
+    ("training BERT-base b16 (best sbert), x fit fp32", 4.0, "train_x_fit"),
+    ("training BERT-base b16, bf16 / fp32 pairs/s", 1.3, "bf16_x_fp32"),
+    ("cached MNRL / plain MNRL pairs/s at 1,024", 0.4, "cached_x_plain"),
+)
+
+
+def target_figures(encode: list[dict], train: list[dict]) -> dict[str, float | None]:
+    """Each target's figure from the rows a run left (None where its rows are missing)."""
+
+    def speed(model: str, corpus: str, run: str) -> dict:
+        return next((r for r in encode if r.get("model", "").startswith(model) and r.get("corpus") == corpus
+                     and r.get("run") == run), {})  # fmt: skip
+
+    def pairs(row: str, setting: str) -> float | None:
+        return next((r.get("pairs_per_s") for r in train if r.get("row") == row and r.get("setting") == setting), None)
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return a / b if a and b else None
+
+    bert = speed("BERT-base", "passages", "sbert bf16")
+    bert_half = speed("BERT-base", "passages", "sentence-transformers fp16 bs256")
+    bf16, fp32 = pairs("b16", "sbert bf16"), pairs("b16", "sbert fp32")
+    best = max((v for v in (bf16, fp32) if v), default=None)
+    cached = next(
+        (r.get("pairs_per_s") for r in train if r.get("row") == "c" and "cached" in r.get("setting", "")), None
+    )
+    plain = next((r.get("pairs_per_s") for r in train if r.get("row") == "c" and "cached" not in r.get("setting", "")),
+                 None)  # fmt: skip
+    return {
+        "bert_ceiling": bert.get("ceiling_pct"), "bert_x_half": ratio(bert.get("sent_s"), bert_half.get("sent_s")),
+        "minilm_passages": speed("MiniLM", "passages", "sbert bf16").get("sent_s"),
+        "minilm_sts_x": speed("MiniLM", "sts", "sbert bf16").get("x_st"),
+        "train_x_fit": ratio(best, pairs("b16", "fit fp32")), "bf16_x_fp32": ratio(bf16, fp32),
+        "cached_x_plain": ratio(cached, plain),
+    }  # fmt: skip
+
+
+def target_lines(encode: list[dict], train: list[dict]) -> list[str]:
+    """Every target row: the figure, the target and the figure's share of it ('not measured' where missing)."""
+    figures = target_figures(encode, train)
+    lines = ["| target | measured | target | measured / target |", "|---|---:|---:|---:|"]
+    for label, target, key in TARGETS:
+        value = figures[key]
+        shown = "not measured" if value is None else fmt(value, 0 if target >= 100 else 2)
+        share = "-" if value is None else f"{value / target:.2f}"
+        lines.append(f"| {label} | {shown} | {fmt(target, 0 if target >= 100 else 2)} | {share} |")
+    return lines
+
+
+def run_facts() -> str:
+    """The commit, the GPU and the peer library versions this table came from."""
+    import importlib.metadata as md
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    try:
+        import torch
+
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    except ImportError:
+        gpu = "torch missing"
+    versions = []
+    for name in ("torch", "transformers", "sentence-transformers"):
+        try:
+            versions.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{name} missing")
+    return f"commit {commit or 'unknown'}, {gpu}, " + ", ".join(versions)
+
+
 def summary(out: Path) -> str:
     """The whole summary as markdown."""
-    parts = ["## GPU check", "", *step_lines(out)]
-    encode = encode_lines(json_lines(out / "encode.log"))
+    parts = ["## GPU check", "", f"- {run_facts()}", "", *step_lines(out)]
+    encode_rows = json_lines(out / "encode.log")
+    train_rows = [r for r in json_lines(out / "train.log") if "row" in r and "setting" in r]
+    if encode_rows or train_rows:
+        parts += ["", "### Targets (issue 55)", "", *target_lines(encode_rows, train_rows)]
+    encode = encode_lines(encode_rows)
     if encode:
         parts += ["", "### Encode", "", *encode]
-    train = train_lines([r for r in json_lines(out / "train.log") if "row" in r and "setting" in r])
+    train = train_lines(train_rows)
     if train:
         parts += ["", "### Training", "", *train]
     for step in TABLE_STEPS:

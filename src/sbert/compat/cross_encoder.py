@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from sbert.compat.conventions import apply_prompts
 from sbert.cross_encoder.model import CrossEncoder as NativeCrossEncoder
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
@@ -61,10 +62,7 @@ class CrossEncoder(NativeCrossEncoder):
         self._activation_override: Callable[..., Any] | None = activation_fn
         if max_length is not None:
             self.classifier.max_seq_length = max_length
-        if prompts:
-            self.settings.prompts = {**self.settings.prompts, **prompts}
-        if default_prompt_name is not None:
-            self.settings.default_prompt_name = default_prompt_name
+        apply_prompts(self.settings, prompts, default_prompt_name)
 
     @property
     def activation_fn(self) -> Callable[..., Any]:

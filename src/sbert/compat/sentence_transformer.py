@@ -20,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from sbert.compat.conventions import TaskEncodes, apply_prompts
 from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
@@ -31,7 +32,7 @@ from sbert.similarity import pairwise_similarity
 from sbert.util import float_tensor
 
 
-class SentenceTransformer(SentenceEncoder):
+class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     """`SentenceTransformer("all-MiniLM-L6-v2")` loads; `encode` answers as sentence-transformers' does."""
 
     def __init__(
@@ -64,14 +65,7 @@ class SentenceTransformer(SentenceEncoder):
     def _apply_settings(
         self, prompts: dict[str, str] | None, default: str | None, similarity: str | None, truncate_dim: int | None
     ) -> None:
-        if prompts:
-            self.settings.prompts = {**self.settings.prompts, **prompts}
-        if default is not None:
-            if default not in self.settings.prompts:
-                raise SbertError(
-                    f"default_prompt_name {default!r} is not among the prompts {list(self.settings.prompts)}"
-                )
-            self.settings.default_prompt_name = default
+        apply_prompts(self.settings, prompts, default)
         if similarity is not None:
             self.similarity_fn_name = similarity
         if truncate_dim is not None:
@@ -142,14 +136,6 @@ class SentenceTransformer(SentenceEncoder):
                 rows.extend(_per_text(features, len(batch), name))
         return rows[0] if single else rows
 
-    def encode_query(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
-        """`encode` with the model's "query" prompt (none when it has none), unless a prompt is given."""
-        return self.encode(inputs, **_with_task(options, "query"))
-
-    def encode_document(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
-        """`encode` with the model's "document" prompt (none when it has none), unless a prompt is given."""
-        return self.encode(inputs, **_with_task(options, "document"))
-
     def similarity(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
         """(n, m) torch tensor: the model's similarity function of every pair of rows."""
         return torch.from_numpy(np.asarray(super().similarity(_numpy(a), _numpy(b)), dtype=np.float32))
@@ -205,11 +191,6 @@ def _per_text(features: dict[str, Any], n: int, name: str | None) -> list[Any]:
         return out
     return [{k: v[i] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == n else v
              for k, v in features.items()} for i in range(n)]  # fmt: skip
-
-
-def _with_task(options: dict[str, Any], task: str) -> dict[str, Any]:
-    return options if options.get("prompt") is not None or options.get("prompt_name") is not None else {
-        **options, "task": task}  # fmt: skip
 
 
 def _numpy(x: Any) -> np.ndarray:

@@ -19,11 +19,12 @@ import numpy as np
 import scipy.sparse
 import torch
 
+from sbert.compat.conventions import TaskEncodes, apply_prompts
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 
 
-class SparseEncoder(NativeSparseEncoder):
+class SparseEncoder(TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
     """`SparseEncoder("path/to/splade")` loads; `encode` answers as sentence-transformers' does."""
 
     def __init__(
@@ -49,10 +50,7 @@ class SparseEncoder(NativeSparseEncoder):
             self.settings, self.source_dir = loaded.settings, loaded.source_dir
             self.max_active_dims = loaded.max_active_dims
         # cache_folder, revision, token, model_kwargs, ...: nothing to do offline or locally
-        if prompts:
-            self.settings.prompts = {**self.settings.prompts, **prompts}
-        if default_prompt_name is not None:
-            self.settings.default_prompt_name = default_prompt_name
+        apply_prompts(self.settings, prompts, default_prompt_name)
         if similarity_fn_name is not None:
             self.similarity_fn_name = similarity_fn_name
 
@@ -114,14 +112,6 @@ class SparseEncoder(NativeSparseEncoder):
             out = list(out)
         return out[0] if single else out
 
-    def encode_query(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
-        """`encode` with the query prompt (inference-free models: the query table), unless a prompt is given."""
-        return self.encode(inputs, **_with_task(options, "query"))
-
-    def encode_document(self, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:  # type: ignore[override]
-        """`encode` with the document prompt, unless a prompt is given."""
-        return self.encode(inputs, **_with_task(options, "document"))
-
     def similarity(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
         """(n, m) torch tensor: the model's similarity function of every pair of rows."""
         left, right = as_csr(a), as_csr(b)
@@ -154,11 +144,6 @@ class SparseEncoder(NativeSparseEncoder):
     def save_pretrained(self, path: str | os.PathLike[str]) -> None:
         """`save`, under the Hugging Face name."""
         self.save(path)
-
-
-def _with_task(options: dict[str, Any], task: str) -> dict[str, Any]:
-    return options if options.get("prompt") is not None or options.get("prompt_name") is not None else {
-        **options, "task": task}  # fmt: skip
 
 
 def _tensor(rows: scipy.sparse.csr_matrix, sparse: bool) -> torch.Tensor:

@@ -52,16 +52,9 @@ def embed_rows(
 
     `skip` > 0: the first `skip` positions of every row (its prompt) stay out of pooling.
     """
-    batches = plan_batches(backend, [len(row) for row in ids], batch_size, batch_tokens)
-    # A NumPy buffer: filling it runs no torch op, whose OpenMP threads would otherwise
-    # spin against ONNX Runtime's (measured: 13% of the int8 backend's time).
-    buffer = np.empty((len(ids), dimension), dtype=np.float32)
-    show = len(ids) >= PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
-    with tqdm(total=len(ids), unit="sent", disable=not show) as bar:
-        for rows, vectors in backend.run(ids, batches, skip):
-            buffer[rows] = vectors
-            bar.update(len(rows))
-    return buffer
+    return embed_windows(
+        backend, [Window(0, ids, [])], len(ids), dimension, batch_size, batch_tokens, show_progress, skip
+    )
 
 
 def embed_windows(
@@ -79,6 +72,8 @@ def embed_windows(
     Each window is ordered and batched as `embed_rows` batches a whole corpus, and runs while the
     tokenizer threads work on the next windows; a row's vector does not depend on its batch.
     """
+    # A NumPy buffer: filling it runs no torch op, whose OpenMP threads would otherwise
+    # spin against ONNX Runtime's (measured: 13% of the int8 backend's time).
     buffer = np.empty((n_rows, dimension), dtype=np.float32)
     show = n_rows >= PROGRESS_MIN_SENTENCES if show_progress is None else show_progress
     with tqdm(total=n_rows, unit="sent", disable=not show) as bar:

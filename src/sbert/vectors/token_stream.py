@@ -31,7 +31,7 @@ class Window:
     """Consecutive corpus rows [start, start + len(ids)) with their token ids; `cut` indexes the corpus."""
 
     start: int
-    ids: list[list[int]]
+    ids: Sequence[Sequence[int]]
     cut: list[int]
 
 
@@ -78,14 +78,14 @@ def token_windows(
                 pending.append((start, pool.submit(tokenize, list(texts[start : start + chunk]))))
 
         top_up()
-        out = Window(0, [], [])
+        first, rows, cut = 0, [], []  # the window being filled: its first corpus row, its ids, its cut rows
         while pending:
             start, future = pending.popleft()
-            ids, cut = future.result()
+            ids, cut_here = future.result()
             top_up()
-            out.ids.extend(ids)
-            out.cut.extend(start + i for i in cut)
+            rows.extend(ids)
+            cut.extend(start + i for i in cut_here)
             # The first window is one chunk, so the device starts at once; later ones are full windows.
-            if len(out.ids) >= (window if out.start else min(chunk, window)) or not pending:
-                yield out
-                out = Window(start + len(ids), [], [])
+            if len(rows) >= (window if first else min(chunk, window)) or not pending:
+                yield Window(first, rows, cut)
+                first, rows, cut = start + len(ids), [], []
