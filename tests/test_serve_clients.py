@@ -267,3 +267,17 @@ def test_llama_index_openai_embedding_gets_the_library_vectors(served):
     got = np.asarray(client.get_text_embedding_batch(TEXTS))
     assert np.abs(got - model.encode(TEXTS)).max() <= 1e-5
     assert np.abs(np.asarray(client.get_query_embedding(TEXTS[2])) - model.encode(TEXTS[2:3])[0]).max() <= 1e-5
+
+
+def test_late_chunks_over_http_are_the_librarys(served):
+    server, model, _, _ = served
+    text = "A man is playing a guitar. A woman slices an onion. The quarterly report shows growth."
+    spans = [[0, 26], [27, 51], [52, len(text)]]
+    answer = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [spans]})
+    assert answer.status_code == 200, answer.text
+    rows = answer.json()["data"]
+    assert [(r["index"], r["span"]) for r in rows] == [(0, s) for s in spans]
+    want = model.encode_document([text], chunks=[[tuple(s) for s in spans]])[0]  # the document prompt, as served
+    assert np.abs(np.asarray([r["embedding"] for r in rows]) - want).max() <= 1e-5
+    bad = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [[[26, 27]]]})
+    assert bad.status_code == 400 and "chunks[0][0] = (26, 27) holds no token" in bad.json()["error"]["message"]

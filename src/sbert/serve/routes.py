@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from sbert.errors import SbertError
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
 from sbert.serve.schemas import (
@@ -76,6 +77,8 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
         from sbert.serve.multivector_service import openai_embeddings
 
         return await openai_embeddings(body, request)
+    if body.chunks is not None:
+        return await late_chunked(body, request)
     ask = EmbedAsk(input_texts(body, st), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
                    formats=(body.encoding_format,))  # fmt: skip
     done = await service.embed(st, request, ask)
@@ -87,6 +90,30 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
     if done.cut:  # beyond OpenAI's shape; its clients ignore fields they do not know
         answer["truncated"] = done.cut
     return FastJSON(answer)
+
+
+async def late_chunked(body: EmbeddingsRequest, request: Request) -> FastJSON:
+    """`chunks` given: one vector per span of each input, from one pass over the whole input (late chunking).
+
+    Run beside the dynamic batcher (each input is one pass of its own), under the same limits and key.
+    """
+    st = state(request)
+    texts = input_texts(body, st)
+    st.check_limits(texts)
+    if not hasattr(st.dense, "transformer"):
+        raise ApiError(400, "chunks: late chunking needs a transformer model; this one is static", "invalid_chunks")
+    spans = [[(a, b) for a, b in row] for row in body.chunks or []]
+    task = body.input_type or "document"
+    try:
+        vectors = await run_in_threadpool(lambda: st.dense.encode_document(texts, chunks=spans, task=task))
+    except SbertError as why:
+        raise ApiError(400, str(why), "invalid_chunks") from why
+    data = [{"object": "embedding", "index": i, "span": list(span), "embedding": row.tolist()}
+            for i, (rows, text_spans) in enumerate(zip(vectors, spans, strict=True))
+            for row, span in zip(rows, text_spans, strict=True)]  # fmt: skip
+    tokens = sum(st.count_tokens(texts, task)[0])
+    return FastJSON({"object": "list", "data": data, "model": st.model_id,
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})  # fmt: skip
 
 
 @router.post("/v1/rerank", dependencies=Protected)

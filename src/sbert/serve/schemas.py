@@ -25,6 +25,8 @@ class EmbeddingsRequest(BaseModel):
     truncate: StrictBool = True
     # Not OpenAI's (as Cohere's, Voyage's): the model's query or document prompt goes in front of each input.
     input_type: Literal["query", "document"] | None = None
+    # Not OpenAI's: late chunking, per input a list of [start_char, end_char] spans; one vector per span.
+    chunks: list[list[Annotated[list[StrictInt], Field(min_length=2, max_length=2)]]] | None = None
 
 
 class RerankRequest(BaseModel):
