@@ -19,7 +19,7 @@ from sbert.dense.runtime import DenseRuntime
 from sbert.device import resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows, embed_streamed
-from sbert.encoding.late_chunking import late_chunks
+from sbert.encoding.late_chunking import chunked_documents
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import ModelFormatError, SbertError
@@ -338,14 +338,9 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         array of its chunks' vectors from one pass over the whole text (encoding/late_chunking.py).
         """
         options.setdefault("task", "document")
-        chunks = options.pop("chunks", None)
-        if chunks is not None:
-            texts, _ = check_sentences(sentences)
-            plan = self.prompt_plan(task=options.pop("task"), prompt_name=options.pop("prompt_name", None),
-                                    prompt=options.pop("prompt", None))  # fmt: skip
-            if options:
-                raise SbertError(f"late chunking (chunks=) takes no {', '.join(sorted(options))}")
-            return late_chunks(self, texts, chunks, plan.text)
+        if options.get("chunks") is not None:
+            return chunked_documents(self, sentences, options)
+        options.pop("chunks", None)
         return self.encode(sentences, **options)
 
     @property

@@ -12,7 +12,7 @@ chunk alone) gives each chunk only its own words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import torch
 
 from sbert.errors import SbertError
 from sbert.modules.pooling import Pooling
+from sbert.vectors.batching import check_sentences
 
 Span = tuple[int, int]
 WINDOW_BATCH = 16  # windows per forward pass
@@ -43,6 +44,17 @@ def check_spans(texts: Sequence[str], chunks: Sequence[Sequence[Span]]) -> list[
             raise SbertError(f"chunks[{i}] is empty: give text {i} at least one span")
         out.append(row)
     return out
+
+
+def chunked_documents(model: Any, sentences: str | Iterable[str], options: dict[str, Any]) -> list[np.ndarray]:
+    """`encode_document(texts, chunks=...)`: the prompt its task, prompt_name or prompt picks, then `late_chunks`."""
+    texts, _ = check_sentences(sentences)
+    chunks = options.pop("chunks")
+    plan = model.prompt_plan(task=options.pop("task", "document"), prompt_name=options.pop("prompt_name", None),
+                             prompt=options.pop("prompt", None))  # fmt: skip
+    if options:
+        raise SbertError(f"late chunking (chunks=) takes no {', '.join(sorted(options))}")
+    return late_chunks(model, texts, chunks, plan.text)
 
 
 def late_chunks(model: Any, texts: Sequence[str], chunks: Sequence[Sequence[Span]], prompt: str) -> list[np.ndarray]:
