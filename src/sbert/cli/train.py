@@ -127,6 +127,8 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--gradient-checkpointing", action="store_true", help="recompute activations in backward (less "
                    "memory for long inputs, ~30%% slower)")  # fmt: skip
+    p.add_argument("--no-gather-across-ranks", action="store_true", help="under torchrun, score each rank's share "
+                   "of the batch alone (default: in-batch negatives and pairs from every rank)")  # fmt: skip
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -154,6 +156,8 @@ def build_config(args: argparse.Namespace) -> Any:
     flags["skip_bad"] = args.skip_bad
     if args.gradient_checkpointing:
         flags["gradient_checkpointing"] = True
+    if args.no_gather_across_ranks:
+        flags["gather_across_ranks"] = False
     if "dense" in flags:
         flags["dense"] = tuple(flags["dense"])
     if args.config is not None:

@@ -13,6 +13,7 @@ from torch import Tensor
 from torch.nn import functional
 
 from sbert.losses.base import Loss
+from sbert.losses.gather import gather_rows
 
 
 def cosent(cosines: Tensor, labels: Tensor, scale: float) -> Tensor:
@@ -38,4 +39,7 @@ class CoSENTLoss(Loss):
         """CoSENT over all ordered pairs of the batch."""
         assert labels is not None
         cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
-        return cosent(cosines, labels.to(cosines.dtype), self.scale)
+        # Under torchrun, every pair of the global batch against every other (losses/gather.py).
+        cosines, _ = gather_rows(cosines, self.gather_across_ranks)
+        labels, _ = gather_rows(labels.to(cosines.dtype), self.gather_across_ranks)
+        return cosent(cosines, labels, self.scale)

@@ -14,6 +14,7 @@ from torch import Tensor
 from torch.nn import functional
 
 from sbert.losses.base import Loss
+from sbert.losses.gather import gather_rows
 
 
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
@@ -33,7 +34,10 @@ class MultipleNegativesRankingLoss(Loss):
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Cross-entropy over the scaled similarity matrix; pair labels are not used."""
-        anchors, candidates = embeddings[0], torch.cat(embeddings[1:], dim=0)
-        scores = self.scale * cosine_matrix(anchors, candidates)  # (B, B * (columns - 1))
-        target = torch.arange(len(anchors), device=anchors.device)
+        anchors = embeddings[0]
+        # Under torchrun every rank's candidates (losses/gather.py): this rank's anchors against the global batch.
+        columns = [gather_rows(c, self.gather_across_ranks) for c in embeddings[1:]]
+        candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
+        scores = self.scale * cosine_matrix(anchors, candidates)  # (B, B_global * (columns - 1))
+        target = torch.arange(len(anchors), device=anchors.device) + offset
         return functional.cross_entropy(scores, target)

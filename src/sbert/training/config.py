@@ -97,6 +97,7 @@ class TrainConfig:
     log_steps: int = 10
     lora: str | dict[str, Any] | None = None  # "r=16,alpha=32,..." or a TOML table: train a LoRA adapter only
     gradient_checkpointing: bool = False  # recompute activations in backward: less memory for long inputs
+    gather_across_ranks: bool = True  # under torchrun, batch-level losses see every rank's rows (losses/gather.py)
 
     def validate(self) -> None:
         """Check every stage and the run-level settings."""

@@ -24,7 +24,7 @@ from sbert.data import Dataset
 from sbert.dense.model import SentenceEncoder
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
-from sbert.losses import is_token_level
+from sbert.losses import Loss, is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
@@ -155,6 +155,10 @@ class Trainer:
     ) -> StageState:
         torch.manual_seed(self.config.seed * 1000 + index)  # heads start the same whatever came before
         prepared = prepare_objectives(model, stage, data.train, self.config.seed, index)
+        for p in prepared:  # the one switch for every batch-level loss (and a Matryoshka wrapper's inner one)
+            for loss in p.loss.modules():
+                if isinstance(loss, Loss):
+                    loss.gather_across_ranks = self.config.gather_across_ranks
         if self.world.size > 1 and any(p.loss.needs_model for p in prepared):
             raise SbertError("cached-mnrl trains in one process: its replayed backward is not wired to DDP yet")
         module = TrainModule(model, [p.loss for p in prepared]).to(self.device)
@@ -221,6 +225,8 @@ class Trainer:
             plan_lengths, stage.batch_size, self.config.seed, index, epoch, stage.length_groups, stage.batch_tokens,
             self._plan_texts, stage.sampling,
         )  # fmt: skip
+        if self.world.size > 1:  # a batch with fewer rows than processes cannot be shared (a rank would get none)
+            plan = [item for item in plan if len(item[1]) >= self.world.size]
         return [plan[i : i + stage.grad_accum] for i in range(0, len(plan), stage.grad_accum)]
 
     def _runner(self, state: StageState) -> StepRunner:
