@@ -1,9 +1,12 @@
 """Under torchrun, batch-level losses see the global batch (losses/gather.py): two gloo processes with --batch-size 8
-take the same steps as one process with batch 8, for MNRL and CoSENT, within 1% of the update; with the gather
-turned off they do not. The noise floor is measured the same way: one process, another thread count."""
+take the same steps as one process with batch 8, for MNRL, CoSENT and ColBERT's contrastive loss, within 1% of the
+update; with the gather turned off they do not. The noise floor is measured the same way: one process, another
+thread count."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +18,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+from tests.colbert_fixtures import tiny_colbert
 from tests.conftest import SHARED_DATA
 
 ENV = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
@@ -36,11 +40,23 @@ def setup(tiny_dirs, tmp_path_factory) -> tuple[Path, Path]:
             kept.append(line)
             seen |= texts
     (base / "train.csv").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    with (base / "pairs.csv").open("w", encoding="utf-8", newline="") as f:  # the same pairs, for a ColBERT model
+        writer = csv.writer(f)
+        writer.writerow(["question", "answer"])
+        writer.writerows([line.split("\t")[5:7] for line in kept])
+    colbert = tiny_colbert(base / "mv", query_length=16, document_length=32)
+    config = json.loads((colbert / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (colbert / "config.json").write_text(json.dumps(config))
     return base / "model", base / "train.csv"
 
 
 def train(setup, objective: str, out: Path, processes: int, *extra: str, env: dict[str, str] = ENV) -> Path:
     model, table = setup
+    data = ["--train", f"stsb:{table}"]
+    if objective == "colbert":  # the multi-vector contrastive loss: a ColBERT model on the same pairs
+        model = table.parent / "mv" / "colbert"
+        data = ["--train", f"csv:{table.parent / 'pairs.csv'}", "--columns", "anchor=question,positive=answer"]
     torchrun = [
         sys.executable,
         "-m",
@@ -51,8 +67,8 @@ def train(setup, objective: str, out: Path, processes: int, *extra: str, env: di
         "29541",
     ]
     launcher = [sys.executable] if processes == 1 else torchrun
-    args = ["-m", "sbert.cli.main", "train", "--model", str(model), "--objective", objective, "--train",
-            f"stsb:{table}", "--output", str(out), "--batch-size", "8", "--epochs", "1", "--lr", "1e-4",
+    args = ["-m", "sbert.cli.main", "train", "--model", str(model), "--objective", objective, *data,
+            "--output", str(out), "--batch-size", "8", "--epochs", "1", "--lr", "1e-4",
             "--warmup", "0", "--device", "cpu", "--no-progress", "--seed", "0", *extra]  # fmt: skip
     proc = subprocess.run([*launcher, *args], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -77,9 +93,9 @@ def relative(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.mark.e2e  # ten new processes, each importing torch
-@pytest.mark.parametrize("objective", ["mnrl", "cosent"])
+@pytest.mark.parametrize("objective", ["mnrl", "cosent", "colbert"])
 def test_two_processes_take_the_one_process_step(setup, objective, tmp_path):
-    model, _ = setup
+    model = setup[0] if objective != "colbert" else setup[1].parent / "mv" / "colbert"
     one = update(model, train(setup, objective, tmp_path / "one", 1))
     floor = relative(update(model, train(setup, objective, tmp_path / "threads", 1,
                                          env={**ENV, "OMP_NUM_THREADS": "2"})), one)  # fmt: skip

@@ -21,6 +21,7 @@ from torch.nn import functional
 
 from sbert.losses.base import Loss
 from sbert.losses.cached_mnrl import gradient_cached
+from sbert.losses.gather import gather_rows
 from sbert.multivector.tokens import SCORED
 from sbert.vectors.maxsim import EMPTY_DOCUMENT_SCORE
 
@@ -89,9 +90,12 @@ class MultiVectorContrastiveLoss(Loss):
         """Cross-entropy over the (B, B * N) MaxSim matrix, query-major as sentence-transformers lays it out."""
         q, q_mask = _tokens(features[0])
         docs, masks = _stack_columns(features[1:])  # (B, N, T, dim)
+        # Under torchrun, every rank's documents (losses/gather.py): this rank's queries against the global batch.
+        docs, offset = gather_rows(docs, self.gather_across_ranks)
+        masks, _ = gather_rows(masks.to(docs.dtype), self.gather_across_ranks)
         b, n = docs.shape[0], docs.shape[1]
         flat = maxsim_scores(q, q_mask, docs.flatten(0, 1), masks.flatten(0, 1))  # column j * N + n: row j, column n
-        target = torch.arange(b, device=q.device) * n
+        target = (torch.arange(q.shape[0], device=q.device) + offset) * n
         return functional.cross_entropy(flat.reshape(q.shape[0], b * n) * self.scale, target)
 
 
