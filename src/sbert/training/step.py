@@ -60,9 +60,12 @@ class StepRunner:
         """
         total = sum(b.examples for b in batches)
         loss = torch.zeros((), device=self.device)
+        # A cached loss replays the encoder once per mini-batch inside backward: DDP's reducer would see each
+        # parameter ready several times. Its gradients stay local and are averaged here after the backward.
+        replayed = self.world.size > 1 and any(self.module.losses[b.objective].needs_model for b in batches)
         for i, batch in enumerate(batches):
             try:
-                with self._no_sync(i < len(batches) - 1):
+                with self._no_sync(replayed or i < len(batches) - 1):
                     with autocast(self.dtype, self.device):
                         part = self.wrapped(batch.objective, batch.columns, batch.labels, batch.splits)
                         part = part * (batch.examples / total)
@@ -73,8 +76,18 @@ class StepRunner:
                     f"{batch.shape} tokens; lower --batch-size (or --batch-tokens), or raise --grad-accum"
                 ) from None
             loss = loss + part.detach().float()
+        if replayed:
+            self._average_gradients()
         self._update(loss, number, "/".join(dict.fromkeys(self.names[b.objective] for b in batches)))
         return loss
+
+    def _average_gradients(self) -> None:
+        """What DDP's reducer does, by hand: every rank's gradients summed and divided by the process count."""
+        for param in self.params:
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)  # every rank must join every all-reduce
+            dist.all_reduce(param.grad)
+            param.grad.div_(self.world.size)
 
     def check(self) -> None:
         """Raise if a step since the start was not finite (a host sync: call at log/eval/save steps)."""

@@ -159,8 +159,6 @@ class Trainer:
             for loss in p.loss.modules():
                 if isinstance(loss, Loss):
                     loss.gather_across_ranks = self.config.gather_across_ranks
-        if self.world.size > 1 and any(p.loss.needs_model for p in prepared):
-            raise SbertError("cached-mnrl trains in one process: its replayed backward is not wired to DDP yet")
         module = TrainModule(model, [p.loss for p in prepared]).to(self.device)
         module.train()  # a loaded encoder is in eval mode: without this, training would run without dropout
         # A batch's padded cost counts every text column, so a token budget means the same for pairs and triplets.
