@@ -21,6 +21,7 @@ def manifest(folder) -> dict:
     return json.loads((folder / "export.json").read_text())
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_openvino_int8_stays_close_and_does_not_depend_on_the_batch(saved_tiny):
     expected = saved_tiny.encode(EDGE_SENTENCES, on_truncation="ignore")
     got = saved_tiny.encode(EDGE_SENTENCES, backend="openvino-int8", on_truncation="ignore", batch_size=3)

@@ -51,6 +51,7 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_typing_a_query_lists_the_hits(server, browser):
     srv, corpus = server
     browser.get(srv.url + "/")
