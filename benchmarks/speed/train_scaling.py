@@ -43,10 +43,13 @@ def run(processes: int, table: Path, args: argparse.Namespace, out: Path) -> flo
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
                 "--master_port", "29561"]  # fmt: skip
     launcher = [sys.executable] if processes == 1 else torchrun
-    cmd = [*launcher, "-m", "sbert.cli.main", "train", "--objective", args.objective, "--train", f"stsb:{table}",
+    cmd = [*launcher, "-m", "sbert.cli.main", "train", "--model", "all-MiniLM-L6-v2", "--objective", args.objective,
+           "--train", f"stsb:{table}",
            "--output", str(out), "--batch-size", str(args.batch), "--max-steps", str(args.steps), "--device", "cpu",
            "--no-progress", "--seed", "0"]  # fmt: skip
-    subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"train_scaling: {processes} process(es) failed: {done.stderr.strip().splitlines()[-1:]}")
     return rate(out / "train_log.jsonl", args.batch)
 
 
