@@ -70,7 +70,11 @@ def test_summary_shows_the_tables_of_the_sparse_and_multivector_steps(tmp_path):
 def test_profile_counts_device_busy_time_once_where_kernels_overlap():
     from types import SimpleNamespace
 
-    from gpu_profile import busy_seconds
+    path = list(sys.path)
+    try:
+        from gpu_profile import busy_seconds  # its gpu_encode import puts src/ first on sys.path: undone below
+    finally:
+        sys.path[:] = path
 
     def kernel(start: float, end: float, device: str = "DeviceType.CUDA") -> SimpleNamespace:
         return SimpleNamespace(time_range=SimpleNamespace(start=start, end=end), device_type=device)

@@ -17,17 +17,17 @@ from urllib.parse import unquote, urlparse
 @functools.cache
 def editable_root() -> str | None:
     """The source folder of an editable install of sbert (pip's direct_url.json), else None."""
-    try:
-        text = metadata.distribution("sbert").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    try:
-        info = json.loads(text or "{}")
-    except ValueError:
-        return None
-    url = urlparse(str(info.get("url", "")))
-    editable = bool(info.get("dir_info", {}).get("editable"))
-    return unquote(url.path) if editable and url.scheme == "file" else None
+    # Every sbert distribution on the path, not the first: a clone's src/sbert.egg-info (no direct_url.json)
+    # comes first when src/ is ahead of site-packages on sys.path.
+    for dist in metadata.distributions(name="sbert"):
+        try:
+            info = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = urlparse(str(info.get("url", "")))
+        if info.get("dir_info", {}).get("editable") and url.scheme == "file":
+            return unquote(url.path)
+    return None
 
 
 def install_hint(extra: str) -> str:
