@@ -34,6 +34,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import cpu_facts, median, sts_sentences
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))  # gpu_encode: the passages
+from gpu_encode import passages
+
 from sbert import SentenceEncoder
 from sbert.backends.packing import pack
 from sbert.vectors.batching import packed_batches
@@ -43,17 +47,10 @@ BATCH_TOKENS = 65_536  # the CUDA engine's order of magnitude for a packed batch
 TARGET = 0.8
 
 
-def build_passages(fast: object, count: int, target: int = 128) -> list[str]:
-    """Consecutive real sentences joined until each passage holds about `target` tokens, repeated to `count`."""
+def build_passages(fast: object, count: int) -> list[str]:
+    """gpu_encode's ~128-token passages of consecutive real sentences, repeated to `count`."""
     sentences = sts_sentences("train") + sts_sentences("dev") + sts_sentences("test")
-    lengths = [len(e.ids) for e in fast.encode_batch_fast(sentences)]  # type: ignore[attr-defined]
-    out, current, tokens = [], [], 0
-    for sentence, n in zip(sentences, lengths, strict=True):
-        current.append(sentence)
-        tokens += n - 2
-        if tokens >= target - 2:
-            out.append(" ".join(current))
-            current, tokens = [], 0
+    out = passages(sentences, lambda texts: [len(e.ids) for e in fast.encode_batch_fast(texts)])  # type: ignore[attr-defined]
     return [out[i % len(out)] for i in range(count)]
 
 

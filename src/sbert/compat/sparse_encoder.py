@@ -21,6 +21,7 @@ import torch
 
 from sbert.compat.conventions import TaskEncodes, apply_prompts
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
+from sbert.sparse.engine import csr_to_torch
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 
 
@@ -150,10 +151,7 @@ def _tensor(rows: scipy.sparse.csr_matrix, sparse: bool) -> torch.Tensor:
     """float32 rows as a coalesced torch sparse COO tensor, or dense."""
     if not sparse:
         return torch.from_numpy(np.asarray(rows.toarray(), dtype=np.float32))
-    coo = rows.tocoo()
-    index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-    values = torch.from_numpy(coo.data.astype(np.float32))
-    return torch.sparse_coo_tensor(index, values, coo.shape).coalesce()
+    return csr_to_torch(rows)
 
 
 def as_csr(x: Any) -> scipy.sparse.csr_matrix:

@@ -66,7 +66,7 @@ def late_chunks(model: Any, texts: Sequence[str], chunks: Sequence[Sequence[Span
     if cut is None:
         raise SbertError("late chunking needs a model with a Pooling module (it pools token vectors)")
     layout = Specials(transformer.tokenizer)
-    prompt_ids = prompt_tokens(transformer.tokenizer, prompt)
+    prompt_ids = prompt_ids_of(transformer.tokenizer, prompt)
     capacity = transformer.max_seq_length - layout.count - len(prompt_ids)
     if capacity < 1:
         raise SbertError(f"the prompt fills the model's {transformer.max_seq_length} tokens: no room for the text")
@@ -98,7 +98,7 @@ class Specials:
         return [*self.prefix, *ids, *self.suffix]
 
 
-def prompt_tokens(tokenizer: Any, prompt: str) -> list[int]:
+def prompt_ids_of(tokenizer: Any, prompt: str) -> list[int]:
     """The prompt's own token ids (no special tokens)."""
     return list(tokenizer(prompt, add_special_tokens=False)["input_ids"]) if prompt else []
 

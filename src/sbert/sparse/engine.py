@@ -55,3 +55,11 @@ def to_csr(vectors: Tensor) -> scipy.sparse.csr_matrix:
     rows, cols = dense.nonzero(as_tuple=True)
     values = dense[rows, cols].numpy()
     return scipy.sparse.csr_matrix((values, (rows.numpy(), cols.numpy())), shape=tuple(dense.shape), dtype=np.float32)
+
+
+def csr_to_torch(rows: scipy.sparse.csr_matrix) -> Tensor:
+    """CSR rows as a coalesced float32 torch sparse COO tensor of the same shape."""
+    coo = rows.tocoo()
+    index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+    values = torch.from_numpy(coo.data.astype(np.float32, copy=False))
+    return torch.sparse_coo_tensor(index, values, coo.shape).coalesce()

@@ -24,7 +24,7 @@ from sbert.formats.model_dirs import resolve_model_dir
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.names import SPARSE_BACKEND_NAMES
 from sbert.sparse.csr import SparseAutoEncoder
-from sbert.sparse.engine import splade_batch, to_csr, top_k
+from sbert.sparse.engine import csr_to_torch, splade_batch, to_csr, top_k
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.packed import PACKED_TOKENS, PackedSplade
@@ -314,8 +314,6 @@ def _top_k_csr(rows: scipy.sparse.csr_matrix, k: int | None) -> scipy.sparse.csr
 def _convert(rows: scipy.sparse.csr_matrix, convert_to: str, single: bool) -> Any:
     """A CSR matrix (or a torch sparse COO tensor), one row alone for a single input."""
     if convert_to == "torch":
-        coo = rows.tocoo()
-        index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-        tensor = torch.sparse_coo_tensor(index, torch.from_numpy(coo.data), coo.shape).coalesce()
+        tensor = csr_to_torch(rows)
         return tensor[0] if single else tensor
     return rows[0] if single else rows
