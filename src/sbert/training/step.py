@@ -82,12 +82,19 @@ class StepRunner:
         return loss
 
     def _average_gradients(self) -> None:
-        """What DDP's reducer does, by hand: every rank's gradients summed and divided by the process count."""
+        """What DDP's reducer does, by hand: every rank's gradients summed and divided by the process count.
+
+        One all-reduce of all gradients flattened together, not one per parameter (a collective each).
+        """
         for param in self.params:
             if param.grad is None:
-                param.grad = torch.zeros_like(param)  # every rank must join every all-reduce
-            dist.all_reduce(param.grad)
-            param.grad.div_(self.world.size)
+                param.grad = torch.zeros_like(param)  # every rank sends the same layout
+        grads = [param.grad for param in self.params if param.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        flat.div_(self.world.size)
+        for grad, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+            grad.copy_(part.view_as(grad))
 
     def check(self) -> None:
         """Raise if a step since the start was not finite (a host sync: call at log/eval/save steps)."""
