@@ -6,7 +6,8 @@ Runs, each after a warm-up, under the profiler:
   train MiniLM bf16 / fp32 regression (batch 16) and MNRL (batch 64): a few optimizer steps each
 Per run: batches (or steps), wall ms per batch, the device's busy and idle shares of that wall time
 (the union of its kernels' intervals), CPU op time per batch (the host side), kernel launches per
-batch, then the top kernels by device time. On the CPU (--device cpu --smoke) the same code runs;
+batch, reads of device memory by the host per batch (each a wait for the GPU's queue: sbert/host_reads.py, counted
+on a separate batch or step), then the top kernels by device time. On the CPU (--device cpu --smoke) the same code runs;
 device shares are then blank and the top rows are CPU ops. Each change to the engine names the row
 of this table it moves (issue 55).
 
@@ -30,6 +31,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from sbert import SentenceEncoder
 from sbert.data import load_dataset
 from sbert.encoding.engine import plan_batches
+from sbert.host_reads import HostReads
 from sbert.training import Objective, Stage, TrainConfig, Trainer
 from sbert.training.step import StepRunner
 
@@ -95,7 +97,9 @@ def profile_encode(model: SentenceEncoder, texts: list[str], precision: str, run
         model.encode(texts, precision=precision)
         sync()
         wall = time.perf_counter() - start
-    return summarize(prof, wall, batches, run, device)
+    with HostReads() as reads:  # apart from the profiled run: the counting mode slows each op
+        model.encode(texts, precision=precision)
+    return {**summarize(prof, wall, batches, run, device), "host_reads_per_batch": reads.total / batches}
 
 
 def profile_training(model: Path, data: Any, objective: str, batch: int, precision: str, device: str,
@@ -106,9 +110,12 @@ def profile_training(model: Path, data: Any, objective: str, batch: int, precisi
     stage = Stage((Objective(objective, "bench"),), batch_size=batch, max_steps=warm + active + 1)
     config = TrainConfig(model=str(model), output=str(out), stages=(stage,), precision=precision, device=device,
                          log_steps=1000)  # fmt: skip
-    original, marks = StepRunner.step, []
+    original, marks, reads = StepRunner.step, [], HostReads()
 
     def stepped(self: StepRunner, batches: Any, number: int) -> torch.Tensor:
+        if number == warm + active + 1:  # counted after the profiled steps: the counting mode slows each op
+            with reads:
+                return original(self, batches, number)
         loss = original(self, batches, number)
         if number == warm:
             sync()
@@ -126,7 +133,7 @@ def profile_training(model: Path, data: Any, objective: str, batch: int, precisi
             Trainer(config, show_progress=False, datasets={"bench": data}).run()
         finally:
             StepRunner.step = original  # type: ignore[method-assign]
-    return summarize(prof, marks[1] - marks[0], active, run, device)
+    return {**summarize(prof, marks[1] - marks[0], active, run, device), "host_reads_per_batch": reads.total}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -135,11 +142,12 @@ def table(rows: list[dict[str, Any]]) -> str:
     def cell(v: Any, d: int = 1) -> str:
         return "-" if v is None else f"{v:,.{d}f}"
 
-    lines = ["| run | batches | wall ms/batch | device busy % | device idle % | host CPU ms/batch | launches/batch |",
-             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = ["| run | batches | wall ms/batch | device busy % | device idle % | host CPU ms/batch | launches/batch "
+             "| host reads/batch |", "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     lines += [f"| {r['run']} | {r['batches']} | {cell(r['wall_ms_per_batch'], 2)} | {cell(r['device_busy_pct'])} "
               f"| {cell(r['device_idle_pct'])} | {cell(r['host_cpu_ms_per_batch'], 2)} "
-              f"| {cell(r['launches_per_batch'], 0)} |" for r in rows]  # fmt: skip
+              f"| {cell(r['launches_per_batch'], 0)} | {cell(r.get('host_reads_per_batch'), 1)} |"
+              for r in rows]  # fmt: skip
     for r in rows:
         lines += ["", f"| top of {r['run']} | calls | ms | share |", "|---|---:|---:|---:|"]
         lines += [f"| {t['name']} | {t['calls']} | {t['ms']:,.2f} | {100 * t['share']:.1f}% |" for t in r["top"]]

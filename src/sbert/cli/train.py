@@ -17,7 +17,7 @@ _STAGE_FLAGS = (
     "matryoshka", "sampling", "select",
 )  # fmt: skip
 _RUN_FLAGS = ("model", "output", "seed", "pooling", "dense", "max_seq_length", "checkpoint_steps", "precision",
-              "device", "lora")  # fmt: skip
+              "device", "lora", "log_steps")  # fmt: skip
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -102,6 +102,7 @@ def _schedule_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-steps", type=int, help="evaluate every N steps (0: each epoch end)")
     p.add_argument("--checkpoint-steps", type=int, help="checkpoint every N steps (0: never)")
     p.add_argument("--max-steps", type=int, help="stop a stage after N steps")
+    p.add_argument("--log-steps", type=int, help="log the loss every N steps (10): a host sync each time")
 
 
 def _model_flags(p: argparse.ArgumentParser) -> None:

@@ -24,6 +24,7 @@ from torch.nn import functional
 
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
+from sbert.losses.gather import gather_rows
 from sbert.modules import Features, Pooling
 
 _LOG2 = math.log(2.0)
@@ -66,4 +67,9 @@ class InfomaxLoss(Loss):
     def forward_features(self, features: list[Features], labels: Tensor | None) -> Tensor:
         """The loss from the one text column's features (local vectors, mask, sentence vector)."""
         (column,) = features
-        return jsd_mi_loss(column["token_embeddings"], column["attention_mask"], column["sentence_embedding"])
+        # Under torchrun the other ranks' sentences are negatives too (losses/gather.py): the loss over the global
+        # batch, equal on every rank; a mask gathered the same way keeps the token axis's padding out.
+        local, _ = gather_rows(column["token_embeddings"], self.gather_across_ranks)
+        mask, _ = gather_rows(column["attention_mask"].to(local.dtype), self.gather_across_ranks)
+        sentence, _ = gather_rows(column["sentence_embedding"], self.gather_across_ranks)
+        return jsd_mi_loss(local, mask, sentence)

@@ -21,6 +21,7 @@ from torch.nn import functional
 
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
+from sbert.losses.gather import gather_rows
 
 
 def flops(x: Tensor) -> Tensor:
@@ -52,14 +53,19 @@ class SpladeLoss(Loss):
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Ranking cross-entropy over dot products, plus both FLOPS terms (at the ramp's current share)."""
-        anchors, candidates = embeddings[0], torch.cat(embeddings[1:], dim=0)
-        scores = anchors @ candidates.T  # (B, B * (columns - 1))
-        target = torch.arange(len(anchors), device=anchors.device)
+        anchors = embeddings[0]
+        # Under torchrun (losses/gather.py): this rank's anchors against every rank's candidates, as MNRL; FLOPS
+        # takes its means over the global batch, a term equal on every rank.
+        columns = [gather_rows(c, self.gather_across_ranks) for c in embeddings[1:]]
+        candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
+        scores = anchors @ candidates.T  # (B, B_global * (columns - 1))
+        target = torch.arange(len(anchors), device=anchors.device) + offset
         ranking = functional.cross_entropy(scores, target)
         share = self.ramp()
         if self.training:
             self.batches_seen += 1
-        regular = self.query_weight * flops(anchors) + self.document_weight * flops(candidates)
+        every_anchor, _ = gather_rows(anchors, self.gather_across_ranks)
+        regular = self.query_weight * flops(every_anchor) + self.document_weight * flops(candidates)
         return ranking + share * regular
 
     def check_model(self, modules: list[nn.Module]) -> None:

@@ -35,6 +35,10 @@ _CHARS_PER_TOKEN_BOUND = 32
 
 # A features key holding the attention masks the backbone gets instead of the 2-D padding mask.
 BACKBONE_MASK = "backbone_attention_mask"
+# Bidirectional encoders whose transformers mask builder passes a ready 4-D mask through unchanged and whose SDPA
+# attention takes a boolean key mask (the same outputs: tests/test_train_step.py). Built on the host, it spares each
+# forward transformers' own `mask.all()`, a read of the device that makes the host wait for the GPU's queue.
+READY_MASK_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra", "albert"})
 
 
 class Transformer(Module):
@@ -285,12 +289,33 @@ class Transformer(Module):
         """Token ids, padded and ready for `forward` (the path training uses)."""
         return self.pad(self.token_ids(texts)[0])
 
+    def backbone_inputs(self, features: Features) -> dict[str, Any]:
+        """The backbone's keyword inputs; a ready mask (BACKBONE_MASK: ONNX export, training) replaces the 2-D one.
+
+        Pooling keeps reading the 2-D mask from `features`.
+        """
+        inputs: dict[str, Any] = {k: features[k] for k in self._inputs if k in features}
+        if BACKBONE_MASK in features:
+            inputs["attention_mask"] = features[BACKBONE_MASK]
+        return inputs
+
+    def key_mask(self, mask: torch.Tensor) -> torch.Tensor | None:
+        """A ready (B, 1, 1, T) boolean key mask for a padded host 2-D `mask`; None where the backbone needs its own.
+
+        Only for READY_MASK_FAMILIES under SDPA, and only for a batch with padding: an unpadded one is left to
+        transformers, which then drops the mask (and SDPA may pick its flash kernel).
+        """
+        config = self.auto_model.config
+        if config.model_type not in READY_MASK_FAMILIES or getattr(config, "is_decoder", False):
+            return None
+        if getattr(config, "_attn_implementation", None) != "sdpa" or mask.device.type != "cpu" or bool(mask.all()):
+            return None
+        ready = mask.bool()[:, None, None, :]
+        return ready.pin_memory() if mask.is_pinned() else ready
+
     def forward(self, features: Features) -> Features:
         """Add `token_embeddings` (B, T, H) from the encoder's last hidden state."""
-        inputs = {k: features[k] for k in self._inputs if k in features}
-        if BACKBONE_MASK in features:  # ready-made masks for the backbone (ONNX export); pooling keeps the 2-D one
-            inputs["attention_mask"] = features[BACKBONE_MASK]
-        output = self.auto_model(**inputs, return_dict=True)
+        output = self.auto_model(**self.backbone_inputs(features), return_dict=True)
         features["token_embeddings"] = output.last_hidden_state
         return features
 

@@ -61,8 +61,7 @@ class MLMTransformer(Transformer):
 
     def forward(self, features: Features) -> Features:
         """`token_embeddings` = the MLM logits of every position (padded; the training path)."""
-        inputs = {k: features[k] for k in self.model_inputs if k in features}
-        features["token_embeddings"] = self.auto_model(**inputs, return_dict=True).logits
+        features["token_embeddings"] = self.auto_model(**self.backbone_inputs(features), return_dict=True).logits
         return features
 
 

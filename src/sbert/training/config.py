@@ -122,6 +122,8 @@ class TrainConfig:
             raise SbertError(f"precision={self.precision!r}: use auto, fp32, bf16 or fp16")
         if self.checkpoint_steps < 0 or self.keep_checkpoints < 1:
             raise SbertError("checkpoint_steps must be >= 0 and keep_checkpoints >= 1")
+        if self.log_steps < 1:
+            raise SbertError(f"log_steps={self.log_steps}: log every N >= 1 steps")
 
 
 def dev_specs(dev: str | tuple[str, ...] | None) -> tuple[str, ...]:

@@ -50,6 +50,18 @@ def barrier(world: World) -> None:
         dist.barrier()
 
 
+def mean_over_ranks(value: torch.Tensor, world: World) -> torch.Tensor:
+    """The ranks' values averaged (every rank must call it): each rank's loss is a mean over its equal share.
+
+    A loss computed on the gathered global batch is the same on every rank, and stays so.
+    """
+    if world.size == 1:
+        return value
+    total = value.detach().float().clone()
+    dist.all_reduce(total)
+    return total / world.size
+
+
 def close(world: World) -> None:
     """Leave the process group."""
     if world.size > 1 and dist.is_initialized():

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from sbert.modules import Features
+from sbert.modules.transformer import BACKBONE_MASK
 
 Rows = Sequence[Sequence[int]]
 Item = TypeVar("Item")
@@ -82,6 +83,21 @@ def make_batch(
         padded = [{k: v.pin_memory() for k, v in f.items()} for f in padded]
         chosen = chosen.pin_memory() if chosen is not None else None
     return StepBatch(objective, padded, chosen, len(indices), splits)
+
+
+def with_key_masks(batch: StepBatch, backbone: object) -> StepBatch:
+    """Each padded column with its backbone's ready key mask (Transformer.key_mask), built here on the host.
+
+    Made in the prefetch thread, the mask travels with the batch: the forward then reads nothing back from the device.
+    """
+    key_mask = getattr(backbone, "key_mask", None)
+    if key_mask is None:
+        return batch
+    for features in batch.columns:
+        ready = key_mask(features["attention_mask"])
+        if ready is not None:
+            features[BACKBONE_MASK] = ready
+    return batch
 
 
 def split_features(features: Features, splits: list[int]) -> list[Features]:

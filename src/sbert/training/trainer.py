@@ -28,14 +28,15 @@ from sbert.losses import Loss, is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
+from sbert.training.agreement import check_agreement
 from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
 from sbert.training.config import Stage, TrainConfig
-from sbert.training.ddp import World, barrier, close, init_world, shard
+from sbert.training.ddp import World, barrier, close, init_world, mean_over_ranks, shard
 from sbert.training.dev_sets import score_devs
 from sbert.training.epoch_plan import InOrder, epoch_plan
 from sbert.training.loop_state import StageState
 from sbert.training.lora import add_lora, enable_checkpointing
-from sbert.training.prefetch import Prefetcher, StepBatch, make_batch
+from sbert.training.prefetch import Prefetcher, StepBatch, make_batch, with_key_masks
 from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
 from sbert.training.schedule import warmup_linear, warmup_steps
 from sbert.training.setup import (
@@ -155,6 +156,7 @@ class Trainer:
     ) -> StageState:
         torch.manual_seed(self.config.seed * 1000 + index)  # heads start the same whatever came before
         prepared = prepare_objectives(model, stage, data.train, self.config.seed, index)
+        check_agreement(self.world, self.config, stage, model, prepared)  # before any collective could hang
         for p in prepared:  # the one switch for every batch-level loss (and a Matryoshka wrapper's inner one)
             for loss in p.loss.modules():
                 if isinstance(loss, Loss):
@@ -288,7 +290,8 @@ class Trainer:
         # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
         model = state.module.model
         pads = [model.column_pad(c) for c in range(len(columns))]
-        return make_batch(pads, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
+        made = make_batch(pads, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
+        return with_key_masks(made, model.input_module)
 
     def _last_good(self) -> str:
         found = checkpoint_dirs(self.run_dir)
@@ -300,7 +303,8 @@ class Trainer:
         step, stage = self.global_step, state.stage
         if step % self.config.log_steps == 0 or state.progress.stage_step == state.total:
             runner.check()
-            value = float(loss)  # the only per-step read of the loss: a host sync every log_steps
+            # The only per-step read of the loss: a host sync every log_steps; the global batch's loss under torchrun.
+            value = float(mean_over_ranks(loss, self.world))
             bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{rate:.0f}")
             self.log.write(
                 event="train",
