@@ -8,7 +8,8 @@ split between the processes (OMP_NUM_THREADS = cores / processes). Rate: example
 after the first fifth (start-up and warm-up out), from the run's own log; each setting twice,
 alternated, medians. Under torchrun every rank sees the global batch (losses/gather.py), so both
 rows take the same steps; the ratio says what a second process buys on this machine.
-The communication share of a step is not split out here.
+Then one profiled 2-process run (train_comm.py) gives the communication share of a step: the time a
+collective was in flight, over the step's wall time.
 """
 
 from __future__ import annotations
@@ -53,6 +54,19 @@ def run(processes: int, table: Path, args: argparse.Namespace, out: Path) -> flo
     return rate(out / "train_log.jsonl", args.batch)
 
 
+def communication(table: Path, args: argparse.Namespace, out: Path) -> dict[str, float]:
+    """One profiled 2-process run (benchmarks/speed/train_comm.py): rank 0's step time and time in collectives."""
+    cores = len(os.sched_getaffinity(0))
+    env = {**os.environ, "OMP_NUM_THREADS": str(max(cores // 2, 1)), "TOKENIZERS_PARALLELISM": "false"}
+    driver = Path(__file__).with_name("train_comm.py")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29562",
+           str(driver), str(table), str(args.batch), args.objective, str(out)]  # fmt: skip
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"train_scaling: the profiled run failed: {done.stderr.strip().splitlines()[-1:]}")
+    return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1024)
@@ -73,6 +87,7 @@ def main() -> None:
     report = {"objective": args.objective, "global_batch": args.batch, "steps": args.steps,
               "examples_per_s": {str(p): round(r, 1) for p, r in rates.items()},
               "two_over_one": round(rates[2] / rates[1], 3), "runs": runs,
+              "two_processes_profiled": communication(table, args, work / "comm.json"),
               **{k: v for k, v in cpu_facts().items() if k != "cpu_flags"}}  # fmt: skip
     print(json.dumps(report, indent=2))
     if args.json:

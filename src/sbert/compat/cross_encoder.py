@@ -24,6 +24,7 @@ from sbert.cross_encoder.model import CrossEncoder as NativeCrossEncoder
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
+from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
 from sbert.similarity import rank_order
 
 # The activations sbert records by dotted name, as the torch modules sentence-transformers hands out.
@@ -39,7 +40,7 @@ class CrossEncoder(NativeCrossEncoder):
 
     def __init__(
         self,
-        model_name_or_path: str | os.PathLike[str] | PairClassifier | None = None,
+        model_name_or_path: str | os.PathLike[str] | PairClassifier | LogitPairScorer | None = None,
         activation: str | None = None,  # sbert's own (load / new): the activation's dotted name
         device: Any = None,
         *,
@@ -51,7 +52,7 @@ class CrossEncoder(NativeCrossEncoder):
         model_kwargs: dict[str, Any] | None = None,
         **unused: Any,  # cache_folder, revision, token, trust_remote_code, ...: nothing to do offline or locally
     ) -> None:
-        if isinstance(model_name_or_path, PairClassifier):  # sbert's own constructors (load, new)
+        if isinstance(model_name_or_path, PairClassifier | LogitPairScorer):  # sbert's own constructors (load, new)
             super().__init__(model_name_or_path, activation, device)
         else:
             if model_name_or_path is None:
@@ -195,10 +196,12 @@ def _is_single_pair(inputs: Any) -> bool:
 def _load_or_new(
     path: str | os.PathLike[str], num_labels: int | None, device: Any, model_kwargs: dict[str, Any] | None
 ) -> NativeCrossEncoder:
-    """A saved cross-encoder loaded, or a fresh head on a plain encoder (sentence-transformers' fallback)."""
+    """A saved cross-encoder (or a causal LM) loaded, or a fresh head on a plain encoder (sentence-transformers')."""
     root = resolve_model_dir(path)
     config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
-    if any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or []):
+    architectures = config.get("architectures") or []
+    # A causal LM loads as an LLM reranker (LogitScore over yes / no), saved or not, as in sentence-transformers.
+    if is_causal_lm(architectures) or any(str(a).endswith("ForSequenceClassification") for a in architectures):
         dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
         return NativeCrossEncoder.load(root, device=device, dtype=dtype)
     return NativeCrossEncoder.new(root, num_labels=num_labels or 1, device=device)

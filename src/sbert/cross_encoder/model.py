@@ -29,6 +29,7 @@ from sbert.formats import layout
 from sbert.formats.model_config import EncoderSettings, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
+from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
 from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
 from sbert.similarity import rank_order
 from sbert.weights_state import TracksWeights
@@ -46,7 +47,9 @@ LEGACY_HEAD_FILE = "cross_encoder_head.safetensors"  # sbert's pre-0.2 baseline 
 class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
     """A sequence-classification transformer over text pairs, with predict and rank."""
 
-    def __init__(self, classifier: PairClassifier, activation: str | None = None, device: Any = None) -> None:
+    def __init__(
+        self, classifier: PairClassifier | LogitPairScorer, activation: str | None = None, device: Any = None
+    ) -> None:
         super().__init__()
         self.classifier = classifier
         self.activation = activation or (SIGMOID if classifier.num_labels == 1 else IDENTITY)
@@ -76,12 +79,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         if (root / LEGACY_HEAD_FILE).is_file():
             raise ModelFormatError(f"{root}: an sbert 0.1 cross-encoder baseline; retrain it (train-cross-encoder)")
         config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
-        if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or []):
-            raise ModelFormatError(
-                f"{root}: not a cross-encoder (config.json names no *ForSequenceClassification model); "
-                "start one from an encoder with CrossEncoder.new or `sbert train-cross-encoder`"
-            )
-        classifier = PairClassifier.load(root, dtype=dtype)
+        classifier = _scorer(root, config.get("architectures") or [], dtype)
         if max_seq_length is not None:
             classifier.max_seq_length = max_seq_length
         model = cls(classifier, saved_activation(root, config), device=device)
@@ -123,14 +121,13 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
 
         The activation (sigmoid for one label) applies unless `activation=False` (raw logits).
         Pairs are batched by joint length within a token budget, as encode batches sentences.
-        A prompt (`prompt`, else the saved one named `prompt_name`, else the default) goes before each
-        pair's first text, as sentence-transformers puts it.
+        A prompt (`prompt`, else the saved one named `prompt_name`, else the default) goes where
+        sentence-transformers puts it: before each pair's first text, or an LLM reranker's system turn.
         """
         rows = check_pairs(pairs)
         text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
-        rows = [(text + a, b) for a, b in rows] if text else rows
         check_batch_sizes(batch_size, batch_tokens)
-        ids = self.classifier.pair_ids(rows)
+        ids = self.classifier.prompted_pair_ids(rows, text)
         engine = self.backend(backend, precision)
         logits = embed_rows(engine, ids, self.num_labels, batch_size, batch_tokens, show_progress)
         scores = ACTIVATIONS[self.activation](logits) if activation else logits
@@ -191,7 +188,21 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
                 "activation_fn": self.activation, "model_type": "CrossEncoder",
                 "prompts": dict(self.settings.prompts), "default_prompt_name": self.settings.default_prompt_name,
             })  # fmt: skip
-            layout.write_modules(tmp, [layout.ModuleEntry(0, "0", "", self.classifier.module_type)])
+            layout.write_modules(tmp, self.classifier.module_entries())
+
+
+def _scorer(root: Path, architectures: list[str], dtype: str | torch.dtype | None) -> PairClassifier | LogitPairScorer:
+    """The folder's pair scorer: a sequence classifier, or a causal LM read by LogitScore (an LLM reranker)."""
+    if is_causal_lm(architectures):
+        scorer = LogitPairScorer.load(root, dtype=dtype)
+        scorer.read_score_config(root)
+        return scorer
+    if not any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        raise ModelFormatError(
+            f"{root}: not a cross-encoder (config.json names no *ForSequenceClassification or *ForCausalLM model); "
+            "start one from an encoder with CrossEncoder.new or `sbert train-cross-encoder`"
+        )
+    return PairClassifier.load(root, dtype=dtype)
 
 
 def check_activation(name: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from transformers import AutoModelForSequenceClassification
 
+from sbert.formats import layout
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer
 
@@ -44,6 +45,14 @@ class PairClassifier(Transformer):
         which is what sentence-transformers' CrossEncoder feeds its model.
         """
         return self._pair_ids(pairs, self.max_seq_length)
+
+    def prompted_pair_ids(self, pairs: Sequence[tuple[str, str]], prompt: str) -> list[list[int]]:
+        """`pair_ids` with the prompt before each pair's first text, where sentence-transformers puts it."""
+        return self.pair_ids([(prompt + a, b) for a, b in pairs] if prompt else pairs)
+
+    def module_entries(self) -> list[layout.ModuleEntry]:
+        """modules.json: the one module, at the folder's root."""
+        return [layout.ModuleEntry(0, "0", "", self.module_type)]
 
     def over_limit(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         """The indices of the pairs longer than max_seq_length, which `pair_ids` cuts."""

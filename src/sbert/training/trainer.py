@@ -349,8 +349,10 @@ class Trainer:
         if self.world.size == 1:
             return module
         ids = [self.device.index] if self.device.type == "cuda" else None
-        # Only objectives taking turns with their own heads leave parameters without gradients in a step.
-        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=module.needs_unused_parameters())
+        # Only objectives taking turns with their own heads leave parameters without gradients in a step. The buffers
+        # (position ids, SPLADE's batch count) are equal on every rank: no broadcast of them before each forward.
+        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=module.needs_unused_parameters(),
+                                       broadcast_buffers=False)  # fmt: skip
 
     def _finish(self, model: SentenceEncoder, state: StageState, seconds: float) -> None:
         if not self.world.main:
