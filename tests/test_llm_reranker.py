@@ -99,6 +99,7 @@ def test_the_cpu_engines_run_it(folders, emulated_cpu_bf16):
     full = model.predict(PAIRS, activation=False)
     bf16 = model.predict(PAIRS, activation=False, precision="bf16")
     int8 = model.predict(PAIRS, activation=False, backend="torch-int8")
+    np.testing.assert_allclose(model.predict(PAIRS, activation=False, backend="onnx"), full, atol=1e-4)
     # The tiny model's widened yes / no rows make each score a difference of two large logits, so rounding shows:
     # the engines are held to the fp32 scores' spread, and to their order.
     for other in (bf16, int8):
