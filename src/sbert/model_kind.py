@@ -1,4 +1,4 @@
-"""Which kind of model a folder holds: dense, sparse, multi-vector, cross-encoder or static. Decided here, once.
+"""Which kind of model a folder holds: dense, sparse, multi-vector, cross-encoder, static or BGE-M3. Decided here.
 
 `sbert.load` and `sbert serve --model` ask this function; each kind's own `load` still refuses a
 folder of another kind with a one-line error.
@@ -18,11 +18,12 @@ from sbert.formats.model_dirs import resolve_model_dir
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.dense.model import SentenceEncoder
+    from sbert.m3 import M3Encoder
     from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
-Kind = Literal["dense", "sparse", "multi-vector", "cross-encoder", "static"]
+Kind = Literal["dense", "sparse", "multi-vector", "cross-encoder", "static", "m3"]
 # sentence-transformers' `model_type` in config_sentence_transformers.json (written by its 5.x and 6.x saves).
 _SAVED_TYPES: dict[str, Kind] = {
     "SentenceTransformer": "dense",
@@ -33,9 +34,12 @@ _SAVED_TYPES: dict[str, Kind] = {
 
 def kind_of(root: Path) -> Kind:
     """The kind of the model in folder `root`: its saved model_type, else its modules, else its config.json."""
+    from sbert.m3 import is_m3_dir
     from sbert.multivector.layout import is_multivector_dir
     from sbert.static import is_static_dir
 
+    if is_m3_dir(root):  # FlagEmbedding's heads beside the encoder, whatever sentence-transformers' files say
+        return "m3"
     if is_static_dir(root):
         return "static"
     if is_multivector_dir(root):  # PyLate's folders say "ColBERT" or carry its keys
@@ -51,7 +55,7 @@ def kind_of(root: Path) -> Kind:
 
 def load(
     name_or_path: str | os.PathLike[str] = DEFAULT_MODEL, device: str | None = None, **options: Any
-) -> SentenceEncoder | SparseEncoder | MultiVectorEncoder | CrossEncoder | StaticEncoder:
+) -> SentenceEncoder | SparseEncoder | MultiVectorEncoder | CrossEncoder | StaticEncoder | M3Encoder:
     """Load any kind of model (alias, folder or Hub id) with the class its folder calls for.
 
     `options` go to that class's `load` (e.g. `trust_remote_code`, `dtype`, `max_active_dims`); a static
@@ -65,6 +69,10 @@ def load(
         if device not in (None, "cpu"):
             raise ValueError(f"device={device!r}: a static model runs on the CPU (numpy)")
         return StaticEncoder.load(root, **options)
+    if kind == "m3":
+        from sbert.m3 import M3Encoder
+
+        return M3Encoder.load(root, device=device, **options)
     if kind == "sparse":
         from sbert.sparse import SparseEncoder
 

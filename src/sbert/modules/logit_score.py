@@ -69,10 +69,9 @@ class LogitPairScorer(Transformer):
 
     def read_score_config(self, root: Path) -> None:
         """The true / false token ids of the folder's LogitScore module (1_LogitScore/config.json), if it has one."""
-        entries = layout.read_modules(root) if (root / layout.MODULES_FILE).is_file() else []
-        entry = next((e for e in entries if e.class_name == "LogitScore"), None)
-        if entry is not None:
-            config = layout.read_json(root / entry.path / "config.json")
+        folder = _logit_score_dir(root)
+        if folder is not None:
+            config = layout.read_json(folder / "config.json")
             self.true_token_id, self.false_token_id = int(config["true_token_id"]), config.get("false_token_id")
         if self.true_token_id < 0:
             raise ModelFormatError(f"{root}: no 'yes' token in the vocabulary and no LogitScore config naming one")
@@ -150,6 +149,12 @@ class LogitPairScorer(Transformer):
             score = score - last[:, self.false_token_id]
         features["sentence_embedding"] = score.unsqueeze(-1)
         return features
+
+
+def _logit_score_dir(root: Path) -> Path | None:
+    """The folder modules.json gives sentence-transformers' LogitScore module, if it lists one."""
+    entries = layout.read_modules(root) if (root / layout.MODULES_FILE).is_file() else []
+    return next((root / e.path for e in entries if e.class_name == "LogitScore"), None)
 
 
 def is_causal_lm(architectures: Sequence[str]) -> bool:

@@ -1,0 +1,188 @@
+"""BGE-M3 as a model kind: one XLM-R forward gives a dense vector, lexical weights and ColBERT vectors.
+
+As FlagEmbedding's BGEM3FlagModel computes them (Chen et al. 2024, "BGE M3-Embedding"):
+    dense       the first token's ([CLS]) last hidden state, unit length
+    lexical     relu(sparse_linear(h_t)) per token; per token id the largest weight, only weights above 0,
+                the CLS, EOS, PAD and UNK ids left out: {"token id": weight}
+    colbert     colbert_linear(h_t) for every token after [CLS] (the closing </s> included), each unit length
+The folder is FlagEmbedding's: the encoder and tokenizer, `colbert_linear.pt` and `sparse_linear.pt` beside
+them (torch state dicts of the two Linear heads). The published BGE-M3 also carries sentence-transformers'
+files; the heads are found either way. Texts are cut at the folder's maximum length (`max_length=` overrides
+it, as in FlagEmbedding), ordered by length and batched; each batch is one forward for all three outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from sbert.device import autocast, encode_dtype, resolve_device
+from sbert.errors import ModelFormatError
+from sbert.formats.model_dirs import resolve_model_dir
+from sbert.modules.transformer import Transformer
+from sbert.vectors.batching import check_sentences, fixed_batches, length_order, token_batches
+
+COLBERT_HEAD, SPARSE_HEAD = "colbert_linear.pt", "sparse_linear.pt"
+OUTPUTS = ("dense_vecs", "lexical_weights", "colbert_vecs")
+
+
+def is_m3_dir(root: Path) -> bool:
+    """Whether a folder holds BGE-M3's two extra heads (FlagEmbedding's layout)."""
+    return (root / COLBERT_HEAD).is_file() and (root / SPARSE_HEAD).is_file()
+
+
+def _head(root: Path, name: str, width: int) -> nn.Linear:
+    """One saved Linear head (weights only: the file is never unpickled into objects)."""
+    try:
+        state = torch.load(root / name, map_location="cpu", weights_only=True)
+        weight = state["weight"]
+        head = nn.Linear(weight.shape[1], weight.shape[0])
+        head.load_state_dict(state)
+    except (OSError, RuntimeError, KeyError, IndexError) as e:
+        raise ModelFormatError(f"{root / name}: not a Linear head's state dict ({e})") from None
+    if head.in_features != width:
+        raise ModelFormatError(f"{root / name}: takes width {head.in_features}, the encoder gives {width}")
+    return head
+
+
+class M3Encoder(nn.Module):
+    """The encoder and BGE-M3's sparse and ColBERT heads; `encode` returns FlagEmbedding's dict."""
+
+    def __init__(self, transformer: Transformer, colbert: nn.Linear, sparse: nn.Linear, device: Any = None) -> None:
+        super().__init__()
+        self.transformer, self.colbert_linear, self.sparse_linear = transformer, colbert, sparse
+        tokenizer = transformer.tokenizer
+        tokenizer.padding_side = "right"  # [CLS] at position 0 of every row, as the dense and ColBERT outputs read it
+        names = ("cls_token", "eos_token", "pad_token", "unk_token")  # FlagEmbedding's list of ids never weighted
+        self.unused_ids = {tokenizer.convert_tokens_to_ids(tokenizer.special_tokens_map[n])
+                           for n in names if n in tokenizer.special_tokens_map}  # fmt: skip
+        self.source_dir: Path | None = None
+        self.to(resolve_device(device))
+        self.eval()
+
+    @classmethod
+    def load(cls, name_or_path: str | os.PathLike[str], device: Any = None, max_length: int | None = None) -> Self:
+        """Load FlagEmbedding's BGE-M3 folder (with or without sentence-transformers' files beside it)."""
+        root = resolve_model_dir(name_or_path)
+        if not is_m3_dir(root):
+            raise ModelFormatError(f"{root}: not a BGE-M3 folder (no {COLBERT_HEAD} and {SPARSE_HEAD})")
+        transformer = Transformer.from_pretrained(root, max_length)
+        width = transformer.embedding_dimension
+        model = cls(transformer, _head(root, COLBERT_HEAD, width), _head(root, SPARSE_HEAD, width), device)
+        model.source_dir = root
+        return model
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live."""
+        return next(self.parameters()).device
+
+    @property
+    def max_seq_length(self) -> int:
+        """Texts are cut at this many tokens (special tokens included)."""
+        return self.transformer.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        self.transformer.max_seq_length = value
+
+    def encode(
+        self, sentences: str | Iterable[str], batch_size: int = 32, max_length: int | None = None,
+        return_dense: bool = True, return_sparse: bool = False, return_colbert_vecs: bool = False,
+        batch_tokens: int | None = None, precision: str = "fp32",
+    ) -> dict[str, Any]:  # fmt: skip
+        """FlagEmbedding's dict of the outputs asked for, from one forward per batch (None for the others).
+
+        `dense_vecs` (n, d) float32, `lexical_weights` ({token id: weight} per text), `colbert_vecs`
+        ((tokens after CLS, d) float32 per text). One string gives one row / dict / matrix instead of lists.
+        `batch_tokens` caps each batch's padded tokens instead of `batch_size` rows; `precision` "fp32"
+        (FlagEmbedding's use_fp16=False), "bf16" or "fp16".
+        """
+        texts, single = check_sentences(sentences)
+        ids, _ = self.transformer.token_ids(texts, max_length or self.max_seq_length)
+        want = {"dense_vecs": return_dense, "lexical_weights": return_sparse, "colbert_vecs": return_colbert_vecs}
+        out: dict[str, list[Any]] = {k: [None] * len(texts) for k, wanted in want.items() if wanted}
+        dtype = encode_dtype(precision, self.device)
+        for batch in self._batches(ids, batch_size, batch_tokens):
+            for key, rows in self._batch_outputs([ids[i] for i in batch], set(out), dtype).items():
+                for i, row in zip(batch, rows, strict=True):
+                    out[key][i] = row
+        result: dict[str, Any] = dict.fromkeys(OUTPUTS)
+        for key, rows in out.items():
+            result[key] = rows[0] if single else (np.stack(rows) if key == "dense_vecs" and rows else rows)
+        if return_dense and not texts:
+            result["dense_vecs"] = np.zeros((0, self.transformer.embedding_dimension), dtype=np.float32)
+        return result
+
+    def _batches(self, ids: list[list[int]], batch_size: int, batch_tokens: int | None) -> list[list[int]]:
+        lengths = [len(row) for row in ids]
+        order = length_order(lengths)
+        if batch_tokens:
+            return token_batches(order, lengths, batch_tokens, max(batch_size, 1))
+        return fixed_batches(order, batch_size)
+
+    @torch.inference_mode()
+    def _batch_outputs(self, rows: list[list[int]], wanted: set[str], dtype: torch.dtype) -> dict[str, list[Any]]:
+        """The three outputs of one batch, from one forward."""
+        features = {k: v.to(self.device) for k, v in self.transformer.pad(rows).items()}
+        with autocast(None if dtype == torch.float32 else dtype, self.device):
+            hidden = self.transformer(features)["token_embeddings"]
+        hidden = hidden.float()
+        out: dict[str, list[Any]] = {}
+        if "dense_vecs" in wanted:
+            out["dense_vecs"] = list(functional.normalize(hidden[:, 0], dim=-1).cpu().numpy())
+        if "lexical_weights" in wanted:
+            weights = torch.relu(self.sparse_linear(hidden)).squeeze(-1).cpu().numpy()
+            out["lexical_weights"] = [self._lexical(w, row) for w, row in zip(weights, rows, strict=True)]
+        if "colbert_vecs" in wanted:
+            vectors = functional.normalize(self.colbert_linear(hidden[:, 1:]), dim=-1).cpu().numpy()
+            out["colbert_vecs"] = [v[: len(row) - 1] for v, row in zip(vectors, rows, strict=True)]
+        return out
+
+    def _lexical(self, weights: np.ndarray, row: Sequence[int]) -> dict[str, float]:
+        """Per token id the largest weight above 0, the special ids left out (right padding: row[i] is position i)."""
+        result: dict[str, float] = {}
+        for token, weight in zip(row, weights[: len(row)], strict=True):
+            if token in self.unused_ids or weight <= 0:
+                continue
+            key = str(token)
+            if weight > result.get(key, 0.0):
+                result[key] = float(weight)
+        return result
+
+
+def lexical_matching_score(a: dict[str, float], b: dict[str, float]) -> float:
+    """FlagEmbedding's sparse score: the sum over shared token ids of the product of their weights."""
+    return float(sum(weight * b[token] for token, weight in a.items() if token in b))
+
+
+def colbert_score(query: np.ndarray, document: np.ndarray) -> float:
+    """FlagEmbedding's ColBERT score: each query vector's best dot product in the document, averaged."""
+    if len(query) == 0 or len(document) == 0:
+        return 0.0
+    return float((query @ document.T).max(axis=1).mean())
+
+
+def pair_scores(query: dict[str, Any], document: dict[str, Any], weights: Sequence[float] = (0.4, 0.2, 0.4)
+                ) -> dict[str, float]:  # fmt: skip
+    """FlagEmbedding's `compute_score` for one pair: dense, sparse, colbert, and the two weighted means.
+
+    `query` and `document` are single-text `encode` results with all three outputs; `weights` are the dense,
+    sparse and ColBERT weights (FlagEmbedding's default), each mean divided by the sum of its weights.
+    """
+    dense = float(np.dot(query["dense_vecs"], document["dense_vecs"]))
+    sparse = lexical_matching_score(query["lexical_weights"], document["lexical_weights"])
+    late = colbert_score(query["colbert_vecs"], document["colbert_vecs"])
+    w_dense, w_sparse, w_colbert = weights
+    return {
+        "dense": dense, "sparse": sparse, "colbert": late,
+        "sparse+dense": (w_sparse * sparse + w_dense * dense) / (w_sparse + w_dense),
+        "colbert+sparse+dense": (w_colbert * late + w_sparse * sparse + w_dense * dense) / sum(weights),
+    }  # fmt: skip
