@@ -6,8 +6,9 @@ Runs, each after a warm-up, under the profiler:
   train MiniLM bf16 / fp32 regression (batch 16) and MNRL (batch 64): a few optimizer steps each
 Per run: batches (or steps), wall ms per batch, the device's busy and idle shares of that wall time
 (the union of its kernels' intervals), CPU op time per batch (the host side), kernel launches per
-batch, reads of device memory by the host per batch (each a wait for the GPU's queue: sbert/host_reads.py, counted
-on a separate batch or step), then the top kernels by device time. On the CPU (--device cpu --smoke) the same code runs;
+batch, reads of device memory by the host per batch (each a wait for the GPU's queue: sbert/host_reads.py), aten
+ops and dtype casts per batch (those three counted on a separate batch or step), then the top kernels by device
+time. On the CPU (--device cpu --smoke) the same code runs;
 device shares are then blank and the top rows are CPU ops. Each change to the engine names the row
 of this table it moves (issue 55).
 
@@ -99,7 +100,13 @@ def profile_encode(model: SentenceEncoder, texts: list[str], precision: str, run
         wall = time.perf_counter() - start
     with HostReads() as reads:  # apart from the profiled run: the counting mode slows each op
         model.encode(texts, precision=precision)
-    return {**summarize(prof, wall, batches, run, device), "host_reads_per_batch": reads.total / batches}
+    return {**summarize(prof, wall, batches, run, device), **counted(reads, batches)}
+
+
+def counted(reads: HostReads, batches: int) -> dict[str, float]:
+    """Per batch: host reads of device memory, aten ops (about one launch each on a GPU), dtype casts among them."""
+    return {"host_reads_per_batch": reads.total / batches, "ops_per_batch": reads.ops / batches,
+            "casts_per_batch": reads.casts / batches}  # fmt: skip
 
 
 def profile_training(model: Path, data: Any, objective: str, batch: int, precision: str, device: str,
@@ -133,7 +140,7 @@ def profile_training(model: Path, data: Any, objective: str, batch: int, precisi
             Trainer(config, show_progress=False, datasets={"bench": data}).run()
         finally:
             StepRunner.step = original  # type: ignore[method-assign]
-    return {**summarize(prof, marks[1] - marks[0], active, run, device), "host_reads_per_batch": reads.total}
+    return {**summarize(prof, marks[1] - marks[0], active, run, device), **counted(reads, 1)}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -142,12 +149,15 @@ def table(rows: list[dict[str, Any]]) -> str:
     def cell(v: Any, d: int = 1) -> str:
         return "-" if v is None else f"{v:,.{d}f}"
 
-    lines = ["| run | batches | wall ms/batch | device busy % | device idle % | host CPU ms/batch | launches/batch "
-             "| host reads/batch |", "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| run | batches | wall ms/batch | device busy % | device idle % | host CPU ms/batch | launches/batch "
+        "| host reads/batch | aten ops/batch | casts/batch |",
+        "|---|" + "---:|" * 9,
+    ]
     lines += [f"| {r['run']} | {r['batches']} | {cell(r['wall_ms_per_batch'], 2)} | {cell(r['device_busy_pct'])} "
               f"| {cell(r['device_idle_pct'])} | {cell(r['host_cpu_ms_per_batch'], 2)} "
-              f"| {cell(r['launches_per_batch'], 0)} | {cell(r.get('host_reads_per_batch'), 1)} |"
-              for r in rows]  # fmt: skip
+              f"| {cell(r['launches_per_batch'], 0)} | {cell(r.get('host_reads_per_batch'), 1)} "
+              f"| {cell(r.get('ops_per_batch'), 0)} | {cell(r.get('casts_per_batch'), 0)} |" for r in rows]  # fmt: skip
     for r in rows:
         lines += ["", f"| top of {r['run']} | calls | ms | share |", "|---|---:|---:|---:|"]
         lines += [f"| {t['name']} | {t['calls']} | {t['ms']:,.2f} | {100 * t['share']:.1f}% |" for t in r["top"]]

@@ -22,11 +22,16 @@ _DATA_SIZED = {aten._local_scalar_dense.default, aten.nonzero.default, aten.mask
 
 
 class HostReads(TorchDispatchMode):
-    """`with HostReads() as reads: ...` then `reads.total` and `reads.where` (op and the Python line that asked)."""
+    """`with HostReads() as reads: ...` then `reads.total` and `reads.where` (op and the Python line that asked).
+
+    `ops` and `casts` count every aten op and the dtype conversions among them, for the same block.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.where: collections.Counter[str] = collections.Counter()
+        self.ops = 0  # every aten op the block ran (on a GPU, about one kernel launch each)
+        self.casts = 0  # dtype conversions among them (mixed precision's casts of weights and activations)
 
     @property
     def total(self) -> int:
@@ -34,6 +39,9 @@ class HostReads(TorchDispatchMode):
         return sum(self.where.values())
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops += 1
+        if func is aten._to_copy.default and (kwargs or {}).get("dtype", args[0].dtype) != args[0].dtype:
+            self.casts += 1
         if self._reads(func, args, kwargs or {}):
             frames = [f for f in traceback.extract_stack()[:-2] if "torch/utils/_python_dispatch" not in f.filename]
             caller = next((f for f in reversed(frames) if "/torch/" not in f.filename), frames[-1])
