@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from sbert.formats.layout import atomic_directory, write_json
 log = logging.getLogger(__name__)
 STATE_FILE = "state.pt"
 PROGRESS_FILE = "progress.json"
+SCRATCH_PREFIX = "sbert-run-"
 
 
 @dataclass(frozen=True)
@@ -79,3 +81,22 @@ def restore_cuda_rng(saved: list[torch.Tensor] | None, path: Path) -> None:
 
 def _cuda_rng() -> list[torch.Tensor] | None:
     return torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+
+
+def run_dir(output: str, checkpoint_steps: int) -> Path:
+    """OUTPUT.run/ where checkpoints are on (or an earlier run left one to resume), else a scratch folder.
+
+    The run's log and dev curves end up in the model folder either way; a run without checkpoints
+    leaves nothing else behind.
+    """
+    kept = Path(f"{output}.run")
+    if checkpoint_steps > 0 or kept.exists():
+        return kept
+    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+
+
+def stage_of(checkpoint: Path | None) -> int:
+    """The stage a checkpoint was taken in (0 without one)."""
+    if checkpoint is None:
+        return 0
+    return int(json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))["stage"])

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -29,7 +27,15 @@ from sbert.multivector.trainable import multi_vector_for_training
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
 from sbert.training.agreement import check_agreement
-from sbert.training.checkpoint import Progress, checkpoint_dirs, load_checkpoint, save_checkpoint
+from sbert.training.checkpoint import (
+    SCRATCH_PREFIX,
+    Progress,
+    checkpoint_dirs,
+    load_checkpoint,
+    run_dir,
+    save_checkpoint,
+    stage_of,
+)
 from sbert.training.config import Stage, TrainConfig
 from sbert.training.ddp import World, barrier, close, init_world, mean_over_ranks, shard
 from sbert.training.dev_sets import score_devs
@@ -79,7 +85,7 @@ class Trainer:
         self.datasets = datasets  # specs served from memory instead of read from disk
         self.given_model = model  # trained in place instead of loading config.model
         self.output = Path(config.output)
-        self.run_dir = _run_dir(config)
+        self.run_dir = run_dir(config.output, config.checkpoint_steps)
         self.device = resolve_device(config.device, local_rank=True)
         self.world: World = init_world(self.device)
         self.log = RunLog(self.run_dir / "train_log.jsonl", enabled=self.world.main)
@@ -91,7 +97,7 @@ class Trainer:
     def run(self, resume: bool = False) -> TrainResult:
         """Train every stage; with `resume`, continue from the newest checkpoint."""
         checkpoint = self._resume_point(resume)
-        start_stage = _stage_of(checkpoint)
+        start_stage = stage_of(checkpoint)
         data = preflight(self.config.stages, self.config.skip_bad, self.datasets)
         stages, choices = choose_objectives(self.config.stages, data)
         self.config = replace(self.config, stages=stages)
@@ -110,7 +116,7 @@ class Trainer:
             self._finish(model, state, self.elapsed())
         finally:
             close(self.world)
-            if self.run_dir.name.startswith(_SCRATCH_PREFIX):
+            if self.run_dir.name.startswith(SCRATCH_PREFIX):
                 shutil.rmtree(self.run_dir, ignore_errors=True)
         return TrainResult(self.output, self.global_step, self.elapsed(), state.progress.best_score)
 
@@ -370,9 +376,6 @@ class Trainer:
             write_curves_csv(curves, self.output / "dev_curves.csv")
 
 
-_SCRATCH_PREFIX = "sbert-run-"
-
-
 def refuse_held_int8(model: torch.nn.Module) -> None:
     """A one-line error for a model whose Linears are held in int8 (loaded with dtype="int8"): no gradients there."""
     from sbert.backends.torch_int8 import holds_int8
@@ -382,25 +385,7 @@ def refuse_held_int8(model: torch.nn.Module) -> None:
                             "only: load it without dtype to train")  # fmt: skip
 
 
-def _run_dir(config: TrainConfig) -> Path:
-    """OUTPUT.run/ where checkpoints are on (or an earlier run left one to resume), else a scratch folder.
-
-    The run's log and dev curves end up in the model folder either way; a run without checkpoints
-    leaves nothing else behind.
-    """
-    kept = Path(f"{config.output}.run")
-    if config.checkpoint_steps > 0 or kept.exists():
-        return kept
-    return Path(tempfile.mkdtemp(prefix=_SCRATCH_PREFIX))
-
-
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def _stage_of(checkpoint: Path | None) -> int:
-    if checkpoint is None:
-        return 0
-    return int(json.loads((checkpoint / "progress.json").read_text())["stage"])
