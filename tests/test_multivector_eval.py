@@ -48,8 +48,11 @@ def test_metrics_equal_the_reference_evaluator(setup: tuple[Path, Path]) -> None
     )  # fmt: skip
     theirs = evaluator(Reference(str(colbert), device="cpu"))
     prefix = next(k for k in theirs if k.endswith("ndcg@10")).removesuffix("ndcg@10")
+    # Both rank the same MaxSim scores, computed apart (float sums in another order): two documents within ~1e-7
+    # of each other can swap places. Once in a full suite run that moved map@100 by 1.1e-4 (a thread-count-dependent
+    # order in the reference); a wrong metric moves it by far more.
     for name, value in ours.items():
-        assert abs(value / 100 - theirs[prefix + name]) <= 1e-6, name
+        assert abs(value / 100 - theirs[prefix + name]) <= 5e-4, name
     assert 0 < ours["ndcg@10"] < 100
 
 
