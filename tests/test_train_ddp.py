@@ -234,3 +234,46 @@ def test_a_rank_killed_mid_run_resumes_to_the_uninterrupted_weights(setup, tmp_p
     steps = [json.loads(line)["step"] for line in (cut / "train_log.jsonl").read_text().splitlines()
              if json.loads(line)["event"] == "train"]  # fmt: skip
     assert steps == list(range(1, 51))  # the log reads as one run: every step once
+
+
+READS_SCRIPT = """
+import json, os, sys
+import sbert
+from sbert.host_reads import HostReads
+from sbert.training.step import StepRunner
+
+model, table, objective, out = sys.argv[1:]
+lines = open(table, encoding="utf-8").read().splitlines()
+pairs = {"anchor": [l.split("\\t")[5] for l in lines], "positive": [l.split("\\t")[6] for l in lines],
+         "score": [float(l.split("\\t")[4]) / 5 for l in lines]}
+original, seen = StepRunner.step, {}
+
+def step(self, batches, number):
+    if number != 2:
+        return original(self, batches, number)
+    with HostReads() as reads:  # the second step, steady: which lines read the device
+        loss = original(self, batches, number)
+    seen.update(reads.where)
+    return loss
+
+StepRunner.step = step
+sbert.train(model, out, datasets={"sts": pairs}, objectives={"sts": objective}, batch_size=8, epochs=1, device="cpu",
+            show_progress=False)
+with open(f"{out}.reads-{os.environ['RANK']}.json", "w") as f:
+    json.dump(seen, f)
+"""
+
+
+@pytest.mark.e2e  # two torchrun launches
+@pytest.mark.parametrize("objective", ["mnrl", "cosent"])
+def test_the_gathered_batch_reads_no_shapes_back_from_the_device(setup, objective, tmp_path):
+    model, table = setup
+    (tmp_path / "script.py").write_text(READS_SCRIPT, encoding="utf-8")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29544",
+               str(tmp_path / "script.py"), str(model), str(table), objective, str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        reads = json.loads((tmp_path / f"out.reads-{rank}.json").read_text())
+        assert reads, "the step read nothing at all: on the CPU the optimizer does (the test would prove nothing)"
+        assert not [where for where in reads if "gather.py" in where], reads  # the row counts came from the plan

@@ -4,7 +4,8 @@ A dispatch mode sees every aten op, in the forward, the backward and the optimiz
 must bring a value back to the host before Python can go on: a scalar read (`.item()`, `bool(t)`,
 `float(t)`), an op whose output size depends on the data (nonzero, boolean-mask indexing, masked_select,
 unique), and a copy to the CPU. On the CPU they cost nothing, but they are the same calls that stall a
-GPU's queue, so the count measured here is the count there.
+GPU's queue, so the count measured here is the count there. One gap: `tolist()` and `numpy()` of a tensor
+already on the CPU run no aten op and are not seen (on a GPU tensor they copy to the CPU first, and are).
 """
 
 from __future__ import annotations

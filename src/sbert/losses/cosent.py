@@ -40,6 +40,6 @@ class CoSENTLoss(Loss):
         assert labels is not None
         cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
         # Under torchrun, every pair of the global batch against every other (losses/gather.py).
-        cosines, _ = gather_rows(cosines, self.gather_across_ranks)
-        labels, _ = gather_rows(labels.to(cosines.dtype), self.gather_across_ranks)
+        cosines, _ = gather_rows(cosines, self.gather_across_ranks, vectors=True)
+        labels, _ = gather_rows(labels.to(cosines.dtype), self.gather_across_ranks, vectors=True)
         return cosent(cosines, labels, self.scale)

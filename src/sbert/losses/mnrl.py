@@ -36,7 +36,7 @@ class MultipleNegativesRankingLoss(Loss):
         """Cross-entropy over the scaled similarity matrix; pair labels are not used."""
         anchors = embeddings[0]
         # Under torchrun every rank's candidates (losses/gather.py): this rank's anchors against the global batch.
-        columns = [gather_rows(c, self.gather_across_ranks) for c in embeddings[1:]]
+        columns = [gather_rows(c, self.gather_across_ranks, vectors=True) for c in embeddings[1:]]
         candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
         scores = self.scale * cosine_matrix(anchors, candidates)  # (B, B_global * (columns - 1))
         target = torch.arange(len(anchors), device=anchors.device) + offset

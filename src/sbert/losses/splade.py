@@ -56,7 +56,7 @@ class SpladeLoss(Loss):
         anchors = embeddings[0]
         # Under torchrun (losses/gather.py): this rank's anchors against every rank's candidates, as MNRL; FLOPS
         # takes its means over the global batch, a term equal on every rank.
-        columns = [gather_rows(c, self.gather_across_ranks) for c in embeddings[1:]]
+        columns = [gather_rows(c, self.gather_across_ranks, vectors=True) for c in embeddings[1:]]
         candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
         scores = anchors @ candidates.T  # (B, B_global * (columns - 1))
         target = torch.arange(len(anchors), device=anchors.device) + offset
@@ -64,7 +64,7 @@ class SpladeLoss(Loss):
         share = self.ramp()
         if self.training:
             self.batches_seen += 1
-        every_anchor, _ = gather_rows(anchors, self.gather_across_ranks)
+        every_anchor, _ = gather_rows(anchors, self.gather_across_ranks, vectors=True)
         regular = self.query_weight * flops(every_anchor) + self.document_weight * flops(candidates)
         return ranking + share * regular
 

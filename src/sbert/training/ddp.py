@@ -44,6 +44,11 @@ def shard(indices: list[int], world: World) -> list[int]:
     return indices[world.rank :: world.size]
 
 
+def shard_sizes(rows: int, world: World) -> list[int]:
+    """Each rank's row count of a batch of `rows` (what `shard` gives each), known on every rank without asking."""
+    return [len(range(rank, rows, world.size)) for rank in range(world.size)]
+
+
 def barrier(world: World) -> None:
     """Wait for every rank (no-op for one process)."""
     if world.size > 1:

@@ -36,6 +36,7 @@ class StepBatch:
     labels: Tensor | None
     examples: int
     splits: list[int] | None = None
+    rank_rows: list[int] | None = None  # under torchrun: every rank's row count of this batch (losses/gather.py)
 
     @property
     def shape(self) -> str:
@@ -47,7 +48,7 @@ class StepBatch:
         pinned = device.type == "cuda"
         columns = [{k: v.to(device, non_blocking=pinned) for k, v in f.items()} for f in self.columns]
         labels = self.labels.to(device, non_blocking=pinned) if self.labels is not None else None
-        return StepBatch(self.objective, columns, labels, self.examples, self.splits)
+        return StepBatch(self.objective, columns, labels, self.examples, self.splits, self.rank_rows)
 
 
 def make_batch(

@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from sbert.device import autocast
 from sbert.errors import SbertError
+from sbert.losses.gather import known_rows
 from sbert.training.ddp import World
 from sbert.training.prefetch import StepBatch
 from sbert.training.setup import TrainModule
@@ -65,7 +66,7 @@ class StepRunner:
         replayed = self.world.size > 1 and any(self.module.losses[b.objective].needs_model for b in batches)
         for i, batch in enumerate(batches):
             try:
-                with self._no_sync(replayed or i < len(batches) - 1):
+                with self._no_sync(replayed or i < len(batches) - 1), known_rows(batch.rank_rows):
                     with autocast(self.dtype, self.device):
                         part = self.wrapped(batch.objective, batch.columns, batch.labels, batch.splits)
                         part = part * (batch.examples / total)

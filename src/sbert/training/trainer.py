@@ -37,7 +37,7 @@ from sbert.training.checkpoint import (
     stage_of,
 )
 from sbert.training.config import Stage, TrainConfig
-from sbert.training.ddp import World, barrier, close, init_world, mean_over_ranks, shard
+from sbert.training.ddp import World, barrier, close, init_world, mean_over_ranks, shard, shard_sizes
 from sbert.training.dev_sets import score_devs
 from sbert.training.epoch_plan import InOrder, epoch_plan
 from sbert.training.loop_state import StageState
@@ -297,6 +297,7 @@ class Trainer:
         model = state.module.model
         pads = [model.column_pad(c) for c in range(len(columns))]
         made = make_batch(pads, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
+        made.rank_rows = shard_sizes(len(indices), self.world) if self.world.size > 1 else None
         return with_key_masks(made, model.input_module)
 
     def _last_good(self) -> str:
