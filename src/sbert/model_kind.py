@@ -34,7 +34,7 @@ _SAVED_TYPES: dict[str, Kind] = {
 
 def kind_of(root: Path) -> Kind:
     """The kind of the model in folder `root`: its saved model_type, else its modules, else its config.json."""
-    from sbert.m3 import is_m3_dir
+    from sbert.m3.layout import is_m3_dir
     from sbert.multivector.layout import is_multivector_dir
     from sbert.static import is_static_dir
 

@@ -26,16 +26,11 @@ from torch.nn import functional
 from sbert.device import autocast, encode_dtype, resolve_device
 from sbert.errors import ModelFormatError
 from sbert.formats.model_dirs import resolve_model_dir
+from sbert.m3.layout import COLBERT_HEAD, SPARSE_HEAD, is_m3_dir
 from sbert.modules.transformer import Transformer
 from sbert.vectors.batching import check_sentences, fixed_batches, length_order, token_batches
 
-COLBERT_HEAD, SPARSE_HEAD = "colbert_linear.pt", "sparse_linear.pt"
 OUTPUTS = ("dense_vecs", "lexical_weights", "colbert_vecs")
-
-
-def is_m3_dir(root: Path) -> bool:
-    """Whether a folder holds BGE-M3's two extra heads (FlagEmbedding's layout)."""
-    return (root / COLBERT_HEAD).is_file() and (root / SPARSE_HEAD).is_file()
 
 
 def _head(root: Path, name: str, width: int) -> nn.Linear:
