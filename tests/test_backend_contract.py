@@ -25,8 +25,11 @@ BACKENDS = [
     pytest.param("onnx", 1e-5, id="onnx"),
     pytest.param("onnx-int8", None, id="onnx-int8"),  # None: dynamic int8, compared by direction
     pytest.param("openvino", 1e-5, id="openvino", marks=pytest.mark.skipif(not OPENVINO, reason="openvino extra")),
-    pytest.param(
-        "openvino-int8", 1e-4, id="openvino-int8", marks=pytest.mark.skipif(not NNCF, reason="openvino extra (nncf)")
+    pytest.param(  # e2e: long (make test's 6-minute budget); CI runs it in the e2e step
+        "openvino-int8",
+        1e-4,
+        id="openvino-int8",
+        marks=[pytest.mark.skipif(not NNCF, reason="openvino extra (nncf)"), pytest.mark.e2e],
     ),
 ]
 

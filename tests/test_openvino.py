@@ -74,6 +74,7 @@ def test_large_models_compile_once(monkeypatch):
     assert short_width("openvino", TWO_COMPILES_MAX_BYTES + 1) == 48  # the setting still wins
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_damaged_graph_is_exported_again(tiny_dirs, tmp_path):
     SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu").save(tmp_path / "m")
     SentenceEncoder.load(tmp_path / "m", device="cpu").encode(CORPUS, backend="openvino")
@@ -102,6 +103,7 @@ def test_a_stale_graph_that_loads_is_caught_by_the_check_and_rebuilt(tiny_dirs, 
     np.testing.assert_allclose(model.encode(CORPUS, backend="openvino"), model.encode(CORPUS), atol=1e-5)
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_graph_exported_again_in_place_is_not_served_an_old_compile(tiny_dirs, tmp_path):
     # OpenVINO keys a compile by the graph's path alone: new weights exported to the same path (the
     # model's onnx/ folder) must not load the blob compiled from the old ones.

@@ -103,6 +103,7 @@ def test_matryoshka_equals_sentence_transformers_on_the_same_batch():
         parse_matryoshka("384,big")
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_serve_input_type_puts_the_prompt_first(st_with_prompts, tmp_path):
     """The served vectors equal the library's for each input type, with a pooling that leaves the prompt out."""
     import httpx

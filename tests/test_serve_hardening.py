@@ -196,6 +196,7 @@ def test_huge_headers_and_silent_sockets_cost_little_and_the_server_answers(stri
         s.close()
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_a_slow_but_steady_client_is_not_cut(strict_server):
     import socket
 

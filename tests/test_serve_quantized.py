@@ -39,6 +39,7 @@ def build(folder, kind, out, docs, *extra):
     assert main(["index", "build", str(corpus), "--out", str(out), "--model", str(folder), "--kind", kind, *extra]) == 0
 
 
+@pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_int8_codes_describe_the_vectors_their_ranges_came_from(raw_model, sentences, tmp_path):
     folder, model = raw_model
     docs, texts = sentences
