@@ -36,7 +36,7 @@ _CHARS_PER_TOKEN_BOUND = 32
 # A features key holding the attention masks the backbone gets instead of the 2-D padding mask.
 BACKBONE_MASK = "backbone_attention_mask"
 # Bidirectional encoders whose transformers mask builder passes a ready 4-D mask through unchanged and whose SDPA
-# attention takes a boolean key mask (the same outputs: tests/test_train_step.py). Built on the host, it spares each
+# attention takes a boolean key mask (the same gradients: tests/test_train_syncs.py). Built on the host, it spares each
 # forward transformers' own `mask.all()`, a read of the device that makes the host wait for the GPU's queue.
 READY_MASK_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra", "albert"})
 
