@@ -29,6 +29,7 @@ from sbert.formats.model_dirs import resolve_model_dir
 from sbert.m3.layout import COLBERT_HEAD, SPARSE_HEAD, is_m3_dir
 from sbert.modules.transformer import Transformer
 from sbert.vectors.batching import check_sentences, fixed_batches, length_order, token_batches
+from sbert.vectors.maxsim import maxsim_matrix
 
 OUTPUTS = ("dense_vecs", "lexical_weights", "colbert_vecs")
 
@@ -162,7 +163,7 @@ def colbert_score(query: np.ndarray, document: np.ndarray) -> float:
     """FlagEmbedding's ColBERT score: each query vector's best dot product in the document, averaged."""
     if len(query) == 0 or len(document) == 0:
         return 0.0
-    return float((query @ document.T).max(axis=1).mean())
+    return float(maxsim_matrix([query], [document], mean=True)[0, 0])  # the one MaxSim (vectors/maxsim.py)
 
 
 def pair_scores(query: dict[str, Any], document: dict[str, Any], weights: Sequence[float] = (0.4, 0.2, 0.4)
