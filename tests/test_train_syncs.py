@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sbert.host_reads import HostReads
 from sbert.modules.transformer import BACKBONE_MASK
@@ -61,3 +62,45 @@ def test_no_ready_mask_for_an_unpadded_batch_or_a_family_that_builds_its_own(tin
         assert backbone.key_mask(padded) is None
     finally:
         backbone.auto_model.config._attn_implementation = "sdpa"
+
+
+class WeightCasts(TorchDispatchMode):
+    """Counts the dtype casts whose source is one of `params` (autocast's low-precision weight copies)."""
+
+    # Autocast caches the casts of trainable leaf weights only; a frozen one (BERT's unused pooler) is cast
+    # at every forward by design, so it is not counted.
+
+    def __init__(self, params) -> None:
+        super().__init__()
+        self.pointers = {p.data_ptr() for p in params}
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._to_copy.default and args[0].data_ptr() in self.pointers:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def bf16_step_weight_casts(tiny_dir, objective, **options):
+    """Weight casts of one steady bf16-autocast step, and the gradients it left."""
+    model, prepared, module = setup(tiny_dir, objective, **options)
+    module.eval()  # no dropout: the cached and plain losses see the same network
+    step = runner(module, lr=0.0)
+    step.dtype = torch.bfloat16
+    ready = trainer_batch(model, prepared[0], range(8))
+    step.step([ready], 1)
+    module.zero_grad()
+    with WeightCasts([p for p in module.parameters() if p.requires_grad]) as casts:
+        step.step([ready], 2)
+    return casts.count, {n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None}
+
+
+def test_a_cached_mnrl_step_casts_each_weight_once_per_pass_however_many_mini_batches(tiny_dirs):
+    # The replay keeps one autocast region open over every mini-batch, so autocast's weight cache lives
+    # through it: 2 mini-batches per column cast no more than 1 does (before: one set of casts per mini-batch).
+    one, _ = bf16_step_weight_casts(tiny_dirs["bert"], "cached-mnrl", mini_batch=8)
+    four, cached = bf16_step_weight_casts(tiny_dirs["bert"], "cached-mnrl", mini_batch=2)
+    plain, plain_grads = bf16_step_weight_casts(tiny_dirs["bert"], "mnrl")
+    assert plain > 10 and one == four == 2 * plain  # the embedding pass and the replay: one set of casts each
+    for name, grad in plain_grads.items():  # backward with autocast paused inside the region: the same gradients
+        torch.testing.assert_close(cached[name], grad, rtol=0.05, atol=2e-3, msg=name)

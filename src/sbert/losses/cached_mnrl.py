@@ -70,6 +70,10 @@ class _Autocast:
     def context(self) -> torch.autocast:
         return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
 
+    def paused(self) -> torch.autocast:
+        """Autocast off inside `context()`: the outer region stays open, so its weight casts stay cached."""
+        return torch.autocast(self.device_type, enabled=False)
+
 
 class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     """MNRL with the encoder run in mini-batches and the embedding gradients cached between passes."""
@@ -124,15 +128,20 @@ def _replay(
     upstream: Tensor,
 ) -> None:
     # `upstream` carries whatever scaled the loss after it was returned (accumulation weight, fp16 scale).
-    for column, column_states, grads in zip(chunks, states, cached, strict=True):
-        start = 0
-        for chunk, state in zip(column, column_states, strict=True):
-            rows = len(chunk["input_ids"])
-            with state.replay(), amp.context(), torch.enable_grad():
-                vectors = model(dict(chunk))[output]
-            grad = grads[start : start + rows] * upstream
-            vectors.backward(grad.to(vectors.dtype))
-            start += rows
+    # One autocast region spans every mini-batch: autocast keeps its low-precision copy of each weight
+    # until its outermost region closes, so the weights are cast once per step, not once per mini-batch
+    # (tests/test_cached_mnrl.py counts them). Each backward runs with autocast paused inside it.
+    with amp.context():
+        for column, column_states, grads in zip(chunks, states, cached, strict=True):
+            start = 0
+            for chunk, state in zip(column, column_states, strict=True):
+                rows = len(chunk["input_ids"])
+                with state.replay(), torch.enable_grad():
+                    vectors = model(dict(chunk))[output]
+                grad = grads[start : start + rows] * upstream
+                with amp.paused():
+                    vectors.backward(grad.to(vectors.dtype))
+                start += rows
 
 
 def _chunks(features: Features, size: int) -> list[Features]:
