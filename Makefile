@@ -51,8 +51,18 @@ pytest: $(VENV)/.installed-dev
 
 test: lint typecheck pytest
 
-test-e2e: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -m e2e
+# FlagEmbedding, the BGE-M3 reference (tests/test_m3_flag.py), in its own venv: 1.4.2 needs transformers
+# <= 5.9 (it imports transformers.modeling_attn_mask_utils; sbert runs 5.24). torch is the CPU build, first.
+FLAG_VENV ?= .venv-flag
+$(FLAG_VENV)/.installed:
+	$(PYTHON) -m venv $(FLAG_VENV)
+	$(FLAG_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION)
+	$(FLAG_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION) transformers==5.9.0 FlagEmbedding==1.4.2 \
+		sentence-transformers==6.2.0
+	touch $@
+
+test-e2e: $(VENV)/.installed-dev $(FLAG_VENV)/.installed
+	SBERT_FLAG_PYTHON=$(FLAG_VENV)/bin/python $(PY) -m pytest -q -m e2e
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/speed/encode_speed.py
@@ -113,4 +123,4 @@ bench-multivector: $(VENV)/.installed-dev $(PYLATE_VENV)/.installed
 	$(PY) benchmarks/speed/multivector_search.py --pylate-python $(PYLATE_VENV)/bin/python $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) .venv-run .venv-extra-* build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) $(FLAG_VENV) .venv-run .venv-extra-* build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,7 +1,8 @@
 """BGE-M3 (issue 56, part 2): FlagEmbedding's layout loads as its own kind; one forward per batch gives the dense
-vector, the lexical weights and the ColBERT vectors. FlagEmbedding 1.4.2 cannot be imported beside transformers 5
-(its package imports transformers.modeling_attn_mask_utils, removed in 5), so each output is checked against
-FlagEmbedding's definition computed here text by text, unbatched, from transformers and torch directly."""
+vector, the lexical weights and the ColBERT vectors. FlagEmbedding 1.4.2 cannot be imported beside transformers
+5.24 (it imports transformers.modeling_attn_mask_utils), so here each output is checked against FlagEmbedding's
+definition computed text by text, unbatched, from transformers and torch directly; tests/test_m3_flag.py (e2e)
+checks them against FlagEmbedding itself in its own venv."""
 
 from __future__ import annotations
 
@@ -50,8 +51,10 @@ def test_one_pass_gives_flagembeddings_three_outputs(m3_dir):
     assert isinstance(model, M3Encoder)
     forwards: list[int] = []
     model.transformer.auto_model.register_forward_hook(lambda *_: forwards.append(1))
+    model.encode(TEXTS, batch_size=3)
+    dense_only, forwards[:] = len(forwards), []
     out = model.encode(TEXTS, batch_size=3, return_dense=True, return_sparse=True, return_colbert_vecs=True)
-    assert len(forwards) == -(-len(TEXTS) // 3)  # one encoder forward per batch gives all three outputs
+    assert len(forwards) == dense_only >= -(-len(TEXTS) // 3)  # all three outputs from the dense-only forwards
     assert out["dense_vecs"].shape == (len(TEXTS), 32) and out["dense_vecs"].dtype == np.float32
     for i, text in enumerate(TEXTS):
         want = definition(m3_dir, text, model.max_seq_length)
@@ -109,3 +112,20 @@ def test_a_bad_head_file_is_a_one_line_error(m3_dir, tmp_path):
     torch.save({"bias": torch.zeros(3)}, broken / "sparse_linear.pt")
     with pytest.raises(ModelFormatError, match=r"sparse_linear\.pt: not a Linear head's state dict"):
         M3Encoder.load(broken)
+
+
+def test_the_views_are_the_m3_models_own_weights(m3_dir):
+    from sbert.m3.views import LexicalView, colbert_view, dense_view
+
+    model = M3Encoder.load(m3_dir)
+    every = dict(return_dense=True, return_sparse=True, return_colbert_vecs=True)
+    want = model.encode(TEXTS, **every)
+    np.testing.assert_allclose(dense_view(model).encode(TEXTS), want["dense_vecs"], atol=1e-6)
+    for got, vectors in zip(colbert_view(model).encode(TEXTS), want["colbert_vecs"], strict=True):
+        np.testing.assert_allclose(got, vectors, atol=1e-6)  # every token after [CLS], </s> included
+    rows = LexicalView(model).encode(TEXTS)
+    assert rows.shape == (len(TEXTS), len(model.transformer.tokenizer))
+    for i, weights in enumerate(want["lexical_weights"]):
+        assert {str(k): pytest.approx(float(v)) for k, v in zip(rows[i].indices, rows[i].data, strict=True)} == weights
+    view = colbert_view(model)
+    assert view[1].linear is model.colbert_linear and view.transformer is model.transformer  # no copy

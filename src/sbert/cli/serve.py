@@ -132,25 +132,30 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 
     root = resolve_model_dir(args.model)  # once: an alias or Hub id is not resolved again by each loader
     kind = kind_of(root)
-    if kind == "sparse" and args.sparse_model:
-        raise SbertError(f"--model {args.model} is a sparse model: drop --sparse-model or give a dense --model")
+    if kind in ("sparse", "m3") and args.sparse_model:
+        raise SbertError(f"--model {args.model} is a {kind} model: drop --sparse-model or give a dense --model")
     if kind == "cross-encoder" and args.reranker:
         raise SbertError(f"--model {args.model} is a cross-encoder: drop --reranker or give a dense --model")
-    if kind in ("sparse", "cross-encoder", "multi-vector") and args.index is not None:
+    if kind in ("sparse", "cross-encoder", "multi-vector", "m3") and args.index is not None:
         raise SbertError(f"--index needs the dense model that built it; --model {args.model} is a {kind}")
-    model = load_encoder(args, root) if kind in ("dense", "static") else None
     reranker_path = root if kind == "cross-encoder" else args.reranker
-    sparse_path = root if kind == "sparse" else args.sparse_model
-    reranker = sparse = None
+    reranker = sparse = multivector = None
     if reranker_path:
         from sbert.cross_encoder import CrossEncoder
 
         reranker = CrossEncoder.load(reranker_path, device=args.device)
+    if kind == "m3":  # its three views on one set of weights (m3/views.py)
+        from sbert.m3 import M3Encoder
+        from sbert.m3.views import LexicalView, colbert_view, dense_view
+
+        m3 = M3Encoder.load(root, device=args.device)
+        return dense_view(m3), reranker, LexicalView(m3), colbert_view(m3)
+    model = load_encoder(args, root) if kind in ("dense", "static") else None
+    sparse_path = root if kind == "sparse" else args.sparse_model
     if sparse_path:
         from sbert.sparse import SparseEncoder
 
         sparse = SparseEncoder.load(sparse_path, device=args.device)
-    multivector = None
     if kind == "multi-vector":
         from sbert.multivector import MultiVectorEncoder
 

@@ -8,7 +8,9 @@ As FlagEmbedding's BGEM3FlagModel computes them (Chen et al. 2024, "BGE M3-Embed
 The folder is FlagEmbedding's: the encoder and tokenizer, `colbert_linear.pt` and `sparse_linear.pt` beside
 them (torch state dicts of the two Linear heads). The published BGE-M3 also carries sentence-transformers'
 files; the heads are found either way. Texts are cut at the folder's maximum length (`max_length=` overrides
-it, as in FlagEmbedding), ordered by length and batched; each batch is one forward for all three outputs.
+it, as in FlagEmbedding). The encoder runs on the multi-vector engine (multivector/engine.py: length-ordered
+token-budget batches, a batch per CPU core, the graph runtimes, packed batches on CUDA) as a chain that scores
+every real token; each batch is one forward, and the three small heads read its token states.
 """
 
 from __future__ import annotations
@@ -16,20 +18,23 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional
 
-from sbert.device import autocast, encode_dtype, resolve_device
+from sbert.device import resolve_device
 from sbert.errors import ModelFormatError
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.m3.layout import COLBERT_HEAD, SPARSE_HEAD, is_m3_dir
 from sbert.modules.transformer import Transformer
-from sbert.vectors.batching import check_sentences, fixed_batches, length_order, token_batches
+from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import maxsim_matrix
+
+if TYPE_CHECKING:
+    from sbert.multivector import MultiVectorEncoder
 
 OUTPUTS = ("dense_vecs", "lexical_weights", "colbert_vecs")
 
@@ -90,56 +95,58 @@ class M3Encoder(nn.Module):
         self.transformer.max_seq_length = value
 
     def encode(
-        self, sentences: str | Iterable[str], batch_size: int = 32, max_length: int | None = None,
+        self, sentences: str | Iterable[str], batch_size: int | None = None, max_length: int | None = None,
         return_dense: bool = True, return_sparse: bool = False, return_colbert_vecs: bool = False,
-        batch_tokens: int | None = None, precision: str = "fp32",
+        batch_tokens: int | None = None, precision: str = "auto", backend: str = "torch",
+        show_progress: bool | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         """FlagEmbedding's dict of the outputs asked for, from one forward per batch (None for the others).
 
         `dense_vecs` (n, d) float32, `lexical_weights` ({token id: weight} per text), `colbert_vecs`
         ((tokens after CLS, d) float32 per text). One string gives one row / dict / matrix instead of lists.
-        `batch_tokens` caps each batch's padded tokens instead of `batch_size` rows; `precision` "fp32"
-        (FlagEmbedding's use_fp16=False), "bf16" or "fp16".
+        `batch_size` caps a batch's rows and `batch_tokens` its padded tokens (the engine's defaults when None);
+        `precision` "auto" (fp32 on a CPU: FlagEmbedding's use_fp16=False), "fp32", "bf16" or "fp16";
+        `backend` "torch" or a graph runtime ("onnx", "onnx-int8", "openvino", "openvino-int8") for the encoder.
         """
         texts, single = check_sentences(sentences)
         ids, _ = self.transformer.token_ids(texts, max_length or self.max_seq_length)
+        engine = self.token_states.engine(precision, backend)
+        states = engine.run(ids, None, batch_size, batch_tokens, show_progress)  # float32 (len(row), width) each
         want = {"dense_vecs": return_dense, "lexical_weights": return_sparse, "colbert_vecs": return_colbert_vecs}
-        out: dict[str, list[Any]] = {k: [None] * len(texts) for k, wanted in want.items() if wanted}
-        dtype = encode_dtype(precision, self.device)
-        for batch in self._batches(ids, batch_size, batch_tokens):
-            for key, rows in self._batch_outputs([ids[i] for i in batch], set(out), dtype).items():
-                for i, row in zip(batch, rows, strict=True):
-                    out[key][i] = row
+        out = self._heads(states, ids, {k for k, wanted in want.items() if wanted})
         result: dict[str, Any] = dict.fromkeys(OUTPUTS)
         for key, rows in out.items():
-            result[key] = rows[0] if single else (np.stack(rows) if key == "dense_vecs" and rows else rows)
-        if return_dense and not texts:
-            result["dense_vecs"] = np.zeros((0, self.transformer.embedding_dimension), dtype=np.float32)
+            result[key] = rows[0] if single else rows
         return result
 
-    def _batches(self, ids: list[list[int]], batch_size: int, batch_tokens: int | None) -> list[list[int]]:
-        lengths = [len(row) for row in ids]
-        order = length_order(lengths)
-        if batch_tokens:
-            return token_batches(order, lengths, batch_tokens, max(batch_size, 1))
-        return fixed_batches(order, batch_size)
+    @property
+    def token_states(self) -> MultiVectorEncoder:
+        """The encoder alone as a multi-vector chain whose token vectors are every real token's last hidden state."""
+        view = self.__dict__.get("_token_states")  # not a registered submodule: it holds the same Transformer
+        if view is None:
+            from sbert.multivector import MultiVectorEncoder
+
+            view = self.__dict__["_token_states"] = MultiVectorEncoder([self.transformer], device=self.device)
+        return cast("MultiVectorEncoder", view)
 
     @torch.inference_mode()
-    def _batch_outputs(self, rows: list[list[int]], wanted: set[str], dtype: torch.dtype) -> dict[str, list[Any]]:
-        """The three outputs of one batch, from one forward."""
-        features = {k: v.to(self.device) for k, v in self.transformer.pad(rows).items()}
-        with autocast(None if dtype == torch.float32 else dtype, self.device):
-            hidden = self.transformer(features)["token_embeddings"]
-        hidden = hidden.float()
-        out: dict[str, list[Any]] = {}
+    def _heads(self, states: list[np.ndarray], ids: list[list[int]], wanted: set[str]) -> dict[str, Any]:
+        """The outputs in `wanted` from each text's token states (row i: the tokens of ids[i], CLS first)."""
+        width = self.transformer.embedding_dimension
+        out: dict[str, Any] = {}
+        device = self.colbert_linear.weight.device
         if "dense_vecs" in wanted:
-            out["dense_vecs"] = list(functional.normalize(hidden[:, 0], dim=-1).cpu().numpy())
+            first = np.stack([s[0] for s in states]) if states else np.zeros((0, width), np.float32)
+            out["dense_vecs"] = functional.normalize(torch.from_numpy(first), dim=-1).numpy()
+        flat = torch.from_numpy(np.concatenate(states) if states else np.zeros((0, width), np.float32)).to(device)
+        ends = np.cumsum([len(s) for s in states])[:-1]
         if "lexical_weights" in wanted:
-            weights = torch.relu(self.sparse_linear(hidden)).squeeze(-1).cpu().numpy()
-            out["lexical_weights"] = [self._lexical(w, row) for w, row in zip(weights, rows, strict=True)]
+            weights = torch.relu(self.sparse_linear(flat)).squeeze(-1).float().cpu().numpy()
+            per_text = np.split(weights, ends) if states else []
+            out["lexical_weights"] = [self._lexical(w, row) for w, row in zip(per_text, ids, strict=True)]
         if "colbert_vecs" in wanted:
-            vectors = functional.normalize(self.colbert_linear(hidden[:, 1:]), dim=-1).cpu().numpy()
-            out["colbert_vecs"] = [v[: len(row) - 1] for v, row in zip(vectors, rows, strict=True)]
+            vectors = functional.normalize(self.colbert_linear(flat), dim=-1).float().cpu().numpy()
+            out["colbert_vecs"] = [m[1:] for m in np.split(vectors, ends)] if states else []  # every token after CLS
         return out
 
     def _lexical(self, weights: np.ndarray, row: Sequence[int]) -> dict[str, float]:
@@ -166,12 +173,13 @@ def colbert_score(query: np.ndarray, document: np.ndarray) -> float:
     return float(maxsim_matrix([query], [document], mean=True)[0, 0])  # the one MaxSim (vectors/maxsim.py)
 
 
-def pair_scores(query: dict[str, Any], document: dict[str, Any], weights: Sequence[float] = (0.4, 0.2, 0.4)
+def pair_scores(query: dict[str, Any], document: dict[str, Any], weights: Sequence[float] = (1.0, 1.0, 1.0)
                 ) -> dict[str, float]:  # fmt: skip
     """FlagEmbedding's `compute_score` for one pair: dense, sparse, colbert, and the two weighted means.
 
     `query` and `document` are single-text `encode` results with all three outputs; `weights` are the dense,
-    sparse and ColBERT weights (FlagEmbedding's default), each mean divided by the sum of its weights.
+    sparse and ColBERT weights (compute_score's default: equal; its README uses 0.4, 0.2, 0.4), each mean
+    divided by the sum of its weights.
     """
     dense = float(np.dot(query["dense_vecs"], document["dense_vecs"]))
     sparse = lexical_matching_score(query["lexical_weights"], document["lexical_weights"])

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from sbert.cross_encoder import CrossEncoder
     from sbert.dense.model import SentenceEncoder
+    from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
@@ -36,13 +37,14 @@ def build_server(
     model_id: str,
     reranker: CrossEncoder | None = None,
     reranker_id: str = "reranker",
-    sparse: SparseEncoder | None = None,
+    sparse: SparseEncoder | LexicalView | None = None,
     multivector: MultiVectorEncoder | None = None,
 ) -> FastAPI:
     """The app for `model` (and `reranker`, `sparse`); backends are built (ONNX exported) before the first request.
 
     `model` None serves the sparse model or the cross-encoder alone (`sbert serve --model` of that kind);
-    the dense routes then answer 404 in one line.
+    the dense routes then answer 404 in one line. BGE-M3 comes as its three views (m3/views.py): `model`,
+    `sparse` (its lexical weights) and `multivector`, one set of weights.
     """
     settings.validate()
     if model is None and sparse is None and reranker is None and multivector is None:
@@ -108,11 +110,12 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
     return batcher
 
 
-def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | None) -> SparseSearch | None:
+def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | LexicalView | None) -> SparseSearch | None:
     """The index's sparse postings for /search's sparse and hybrid modes, when --sparse-model wrote them."""
+    from sbert.m3.views import LexicalView
     from sbert.search.sparse_side import has_sparse_side, open_sparse_side
 
-    if index is None or sparse is None or not has_sparse_side(index):
+    if index is None or sparse is None or isinstance(sparse, LexicalView) or not has_sparse_side(index):
         return None
     return open_sparse_side(index, sparse)
 

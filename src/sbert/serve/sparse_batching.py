@@ -21,12 +21,13 @@ from sbert.serve.settings import ServeSettings
 from sbert.serve.state import ApiError, ServerState, check_texts, queued, too_long
 
 if TYPE_CHECKING:
+    from sbert.m3.views import LexicalView
     from sbert.sparse import SparseEncoder
 
 Key = tuple[str | None, str | None]  # (task: "query" | "document" | None, prompt name)
 
 
-def encode_keyed(model: SparseEncoder, items: Sequence[tuple[Key, str]]) -> scipy.sparse.csr_matrix:
+def encode_keyed(model: SparseEncoder | LexicalView, items: Sequence[tuple[Key, str]]) -> scipy.sparse.csr_matrix:
     """Sparse vectors of (key, text) items in input order: one encode call per (task, prompt name)."""
     keys = list(dict.fromkeys(key for key, _ in items))
     parts, order = [], []
@@ -39,7 +40,7 @@ def encode_keyed(model: SparseEncoder, items: Sequence[tuple[Key, str]]) -> scip
     return stacked if order == sorted(order) else stacked[np.argsort(order)]
 
 
-def sparse_batcher(settings: ServeSettings, model: SparseEncoder, metrics: Metrics) -> DynamicBatcher:
+def sparse_batcher(settings: ServeSettings, model: SparseEncoder | LexicalView, metrics: Metrics) -> DynamicBatcher:
     """The batcher behind the sparse routes (the dense routes' limits; 8192-token groups unless --max-batch-tokens)."""
     budget = settings.max_batch_tokens or CPU_GROUP_TOKENS
     return DynamicBatcher(lambda items: encode_keyed(model, items), metrics, budget, settings.max_wait_ms,

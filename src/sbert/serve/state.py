@@ -20,6 +20,7 @@ from sbert.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.dense.model import SentenceEncoder
+    from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.sparse_side import SparseSearch
@@ -58,7 +59,7 @@ class ServerState:
     index: SearchIndex | None = None
     reranker: Reranking | None = None
     calibration: Calibration | None = None  # int8/uint8 ranges, fixed at start-up (serve/calibration.py)
-    sparse: SparseEncoder | None = None  # --sparse-model: SPLADE vectors at /embed_sparse
+    sparse: SparseEncoder | LexicalView | None = None  # --sparse-model (SPLADE) or BGE-M3's lexical weights
     sparse_side: SparseSearch | None = None  # the index's sparse side, when built by --sparse-model's weights
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     multivector: MultiVectorEncoder | None = None  # a ColBERT --model: token vectors at /embed_all
@@ -88,9 +89,9 @@ class ServerState:
 
     @property
     def kind(self) -> str:
-        """The kind of model --model named: dense (static included), sparse, multi-vector or cross-encoder."""
+        """The kind of model --model named: dense (static included), sparse, multi-vector, cross-encoder or m3."""
         if self.model is not None:
-            return "dense"
+            return "m3" if self.multivector is not None else "dense"  # BGE-M3: its dense, lexical and ColBERT views
         if self.multivector is not None:
             return "multi-vector"
         return "sparse" if self.sparse is not None else "cross-encoder"

@@ -1,0 +1,51 @@
+"""`sbert serve --model BGE-M3`: one model, one set of weights, three outputs on their routes (issue 56, part 2).
+
+The dense vector on /v1/embeddings (and every dense dialect), the lexical weights on TEI's /embed_sparse and
+the ColBERT vectors on /embed_all, each equal to `M3Encoder.encode`'s; a real server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+import sbert
+from sbert.errors import SbertError
+from tests.m3_fixtures import build_m3
+from tests.serve_helpers import serve_in_thread
+from tests.tiny_models import CORPUS
+
+TEXTS = [CORPUS[0], CORPUS[3], " ".join(CORPUS) * 3]  # the last one is cut at the limit
+
+
+@pytest.fixture(scope="module")
+def m3_dir(tmp_path_factory):
+    return build_m3(tmp_path_factory.mktemp("serve-m3") / "bge-m3-tiny")
+
+
+def test_one_server_answers_the_three_outputs_of_one_model(m3_dir):
+    want = sbert.load(m3_dir).encode(TEXTS, return_dense=True, return_sparse=True, return_colbert_vecs=True)
+    server = serve_in_thread("--model", m3_dir)
+    try:
+        dense = httpx.post(f"{server.url}/v1/embeddings", json={"input": TEXTS, "model": "bge-m3-tiny"}, timeout=60)
+        assert dense.status_code == 200, dense.text
+        got = np.array([row["embedding"] for row in dense.json()["data"]], dtype=np.float32)
+        np.testing.assert_allclose(got, want["dense_vecs"], atol=1e-6)
+        sparse = httpx.post(f"{server.url}/embed_sparse", json={"inputs": TEXTS}, timeout=60)
+        assert sparse.status_code == 200, sparse.text
+        for row, weights in zip(sparse.json(), want["lexical_weights"], strict=True):
+            assert {str(item["index"]): pytest.approx(item["value"], abs=1e-6) for item in row} == weights
+        tokens = httpx.post(f"{server.url}/embed_all", json={"inputs": TEXTS}, timeout=60)
+        assert tokens.status_code == 200, tokens.text
+        for matrix, vectors in zip(tokens.json(), want["colbert_vecs"], strict=True):
+            np.testing.assert_allclose(np.array(matrix, dtype=np.float32), vectors, atol=1e-6)  # after [CLS]
+        health = httpx.get(f"{server.url}/health", timeout=30).json()
+        assert health["kind"] == "m3" and health["dimension"] == want["dense_vecs"].shape[1]
+    finally:
+        assert server.stop()
+
+
+def test_bge_m3_brings_its_own_sparse_side(m3_dir, tiny_dirs):
+    with pytest.raises(SbertError, match="is a m3 model: drop --sparse-model"):
+        serve_in_thread("--model", m3_dir, "--sparse-model", tiny_dirs["bert"])
