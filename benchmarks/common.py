@@ -7,7 +7,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sbert import SentenceEncoder
@@ -159,24 +159,32 @@ BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads":
              "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
 
 
-def random_bert_base(path: Path, model_class: str = "BertModel") -> Path:
-    """A random-weight BERT-base (`model_class` of transformers) with an 8,000-piece WordPiece trained on STSb train."""
-    import torch
-    import transformers
+def sts_wordpiece(vocab_size: int = 8000) -> Any:
+    """A lowercase WordPiece tokenizer trained on STSb train ([PAD] is id 0), as transformers' fast tokenizer."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(sts_sentences("train"), trainers.WordPieceTrainer(vocab_size=8000, special_tokens=specials))
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials)
+    tok.train_from_iterator(sts_sentences("train"), trainer)
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
     )
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                      sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
+
+
+def random_bert_base(path: Path, model_class: str = "BertModel") -> Path:
+    """A random-weight BERT-base (`model_class` of transformers) with an 8,000-piece WordPiece trained on STSb train."""
+    import torch
+    import transformers
+    from transformers import BertConfig
+
+    wrapped = sts_wordpiece()
     torch.manual_seed(0)
     getattr(transformers, model_class)(BertConfig(**BERT_BASE)).save_pretrained(path)
     wrapped.save_pretrained(path)

@@ -109,5 +109,5 @@ def test_summary_puts_every_target_row_with_its_ratio_and_says_what_was_not_meas
     assert "| MiniLM STS sentences bf16, x sentence-transformers' default | 10.00 | 20.00 | 0.50 |" in table
     assert "| training BERT-base b16 (best sbert), x fit fp32 | 4.00 | 4.00 | 1.00 |" in table
     assert "| training BERT-base b16, bf16 / fp32 pairs/s | 0.75 | 1.30 | 0.58 |" in table
-    assert "| cached MNRL / plain MNRL pairs/s at 1,024 | not measured | 0.40 | - |" in table
+    assert "| cached MNRL (best mini-batch) / plain MNRL pairs/s at 1,024 | not measured | 0.40 | - |" in table
     assert table.splitlines()[2].startswith("- commit ")
