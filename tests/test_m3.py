@@ -129,3 +129,15 @@ def test_the_views_are_the_m3_models_own_weights(m3_dir):
         assert {str(k): pytest.approx(float(v)) for k, v in zip(rows[i].indices, rows[i].data, strict=True)} == weights
     view = colbert_view(model)
     assert view[1].linear is model.colbert_linear and view.transformer is model.transformer  # no copy
+
+
+def test_the_onnx_engine_gives_the_same_three_outputs(m3_dir):
+    model = M3Encoder.load(m3_dir)
+    every = dict(return_dense=True, return_sparse=True, return_colbert_vecs=True)
+    want, got = model.encode(TEXTS, **every), model.encode(TEXTS, backend="onnx", **every)
+    np.testing.assert_allclose(got["dense_vecs"], want["dense_vecs"], atol=1e-5)
+    for mine, theirs in zip(got["colbert_vecs"], want["colbert_vecs"], strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+    for mine, theirs in zip(got["lexical_weights"], want["lexical_weights"], strict=True):
+        assert mine.keys() == theirs.keys()
+        np.testing.assert_allclose([mine[k] for k in theirs], [theirs[k] for k in theirs], atol=1e-5)
