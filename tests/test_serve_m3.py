@@ -1,7 +1,8 @@
 """`sbert serve --model BGE-M3`: one model, one set of weights, three outputs on their routes (issue 56, part 2).
 
 The dense vector on /v1/embeddings (and every dense dialect), the lexical weights on TEI's /embed_sparse and
-the ColBERT vectors on /embed_all, each equal to `M3Encoder.encode`'s; a real server on 127.0.0.1.
+the ColBERT vectors on /embed_all, each equal to `M3Encoder.encode`'s; a real server on 127.0.0.1. The CLI's
+dense commands take its dense output too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 import sbert
 from sbert.errors import SbertError
+from tests.cli_runner import run_cli
 from tests.m3_fixtures import build_m3
 from tests.serve_helpers import serve_in_thread
 from tests.tiny_models import CORPUS
@@ -49,3 +51,16 @@ def test_one_server_answers_the_three_outputs_of_one_model(m3_dir):
 def test_bge_m3_brings_its_own_sparse_side(m3_dir, tiny_dirs):
     with pytest.raises(SbertError, match="is a m3 model: drop --sparse-model"):
         serve_in_thread("--model", m3_dir, "--sparse-model", tiny_dirs["bert"])
+
+
+def test_the_dense_commands_use_bge_m3s_dense_output(m3_dir, tmp_path):
+    # A FlagEmbedding folder has no modules.json: loaded as a bare encoder it would be mean-pooled, not CLS.
+    text, out = tmp_path / "in.txt", tmp_path / "out.npy"
+    text.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    done = run_cli("encode", "--model", str(m3_dir), "--input", str(text), "--output", str(out),
+                   "--max-seq-length", "16")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    want = sbert.load(m3_dir).encode(TEXTS, max_length=16)["dense_vecs"]
+    np.testing.assert_allclose(np.load(out), want, atol=1e-6)
+    refused = run_cli("encode", "--model", str(m3_dir), "--input", str(text), "--output", str(out), "--dtype", "int8")
+    assert refused.returncode != 0 and "--dtype int8: a BGE-M3 folder is held in fp32" in refused.stderr

@@ -16,6 +16,7 @@ from sbert.formats.layout import atomic_file
 
 if TYPE_CHECKING:
     from sbert.dense.model import SentenceEncoder
+    from sbert.m3 import M3Encoder
     from sbert.static import StaticEncoder
 
 
@@ -67,13 +68,28 @@ def load_encoder(args: argparse.Namespace, root: Path | None = None) -> Sentence
     from sbert.static import StaticEncoder
 
     root = root if root is not None else resolve_model_dir(args.model)
-    if kind_of(root) != "static":
+    kind = kind_of(root)
+    if kind == "m3":  # its dense output (CLS, unit length), not the mean pooling a bare encoder folder gets
+        from sbert.m3.views import dense_view
+
+        return dense_view(load_m3(args, root))
+    if kind != "static":
         return load_model(args, root)
     if args.max_seq_length is not None:
         raise SbertError("--max-seq-length: a static model has no token limit")
     if args.device not in (None, "cpu"):
         raise SbertError(f"--device {args.device}: a static model runs on the CPU (numpy)")
     return StaticEncoder.load(root)
+
+
+def load_m3(args: argparse.Namespace, root: Path) -> M3Encoder:
+    """BGE-M3 from folder `root` with the model flags (--device, --max-seq-length); it is held in fp32."""
+    from sbert.m3 import M3Encoder
+
+    dtype = getattr(args, "dtype", None)
+    if dtype not in (None, "fp32"):
+        raise SbertError(f"--dtype {dtype}: a BGE-M3 folder is held in fp32 (--precision computes in bf16 or fp16)")
+    return M3Encoder.load(root, device=args.device, max_length=args.max_seq_length)
 
 
 def read_lines(source: str) -> list[str]:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_dtype_arg, add_model_args, add_precision_arg, load_encoder
+from sbert.cli.common import add_dtype_arg, add_model_args, add_precision_arg, load_encoder, load_m3
 from sbert.errors import SbertError
 
 if TYPE_CHECKING:
@@ -145,10 +145,9 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 
         reranker = CrossEncoder.load(reranker_path, device=args.device)
     if kind == "m3":  # its three views on one set of weights (m3/views.py)
-        from sbert.m3 import M3Encoder
         from sbert.m3.views import LexicalView, colbert_view, dense_view
 
-        m3 = M3Encoder.load(root, device=args.device)
+        m3 = load_m3(args, root)
         return dense_view(m3), reranker, LexicalView(m3), colbert_view(m3)
     model = load_encoder(args, root) if kind in ("dense", "static") else None
     sparse_path = root if kind == "sparse" else args.sparse_model
