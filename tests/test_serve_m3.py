@@ -64,3 +64,24 @@ def test_the_dense_commands_use_bge_m3s_dense_output(m3_dir, tmp_path):
     np.testing.assert_allclose(np.load(out), want, atol=1e-6)
     refused = run_cli("encode", "--model", str(m3_dir), "--input", str(text), "--output", str(out), "--dtype", "int8")
     assert refused.returncode != 0 and "--dtype int8: a BGE-M3 folder is held in fp32" in refused.stderr
+
+
+def test_a_dense_index_of_bge_m3_is_built_searched_and_served(m3_dir, tmp_path):
+    import json
+
+    corpus = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today", "dogs run in the park"]
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    built = run_cli("index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix"), "--model",
+                    str(m3_dir))  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    dense = sbert.load(m3_dir).encode(["the cat sat", *corpus])["dense_vecs"]
+    order = [corpus[i] for i in np.argsort(-(dense[1:] @ dense[0]))]
+    found = run_cli("search", str(tmp_path / "ix"), "the cat sat", "-k", "4", "--json")
+    assert found.returncode == 0, found.stderr  # the query embedded by the same dense output (digest checked)
+    assert [h["text"] for h in json.loads(found.stdout)["hits"]] == order
+    server = serve_in_thread("--model", m3_dir, "--index", tmp_path / "ix")
+    try:
+        hits = httpx.post(f"{server.url}/search", json={"query": "the cat sat", "top_k": 4}, timeout=60).json()
+        assert [h["text"] for h in hits["results"][0]["hits"]] == order
+    finally:
+        assert server.stop()

@@ -105,13 +105,21 @@ def _multivector_search(args: argparse.Namespace) -> int:
 def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     """The dense index's hits for the queries, embedded by the model that built it (checked)."""
     from sbert.dense.model import SentenceEncoder
-    from sbert.static import StaticEncoder, is_static_dir
+    from sbert.formats.model_dirs import resolve_model_dir
+    from sbert.model_kind import kind_of
+    from sbert.static import StaticEncoder
 
-    name = args.model or index.info.model
+    root = resolve_model_dir(args.model or index.info.model)
     dtype = args.dtype or index.info.dtype  # the weights as the index's model held them, unless told otherwise
-    model = (
-        StaticEncoder.load(name) if is_static_dir(name) else SentenceEncoder.load(name, device=args.device, dtype=dtype)
-    )
+    kind = kind_of(root)
+    if kind == "m3":  # BGE-M3's dense output, as `sbert index build` embedded the documents with it
+        from sbert.m3 import M3Encoder
+        from sbert.m3.views import dense_view
+
+        model: SentenceEncoder | StaticEncoder = dense_view(M3Encoder.load(root, device=args.device))
+    else:
+        model = StaticEncoder.load(root) if kind == "static" else SentenceEncoder.load(root, device=args.device,
+                                                                                          dtype=dtype)  # fmt: skip
     index.check_model(model.weights_digest(), model.embedding_dimension)
     index.check_prompt(model.prompt_plan(task="document").text)  # documents got the document prompt at build time
     vectors = model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)
