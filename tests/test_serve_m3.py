@@ -13,6 +13,7 @@ import pytest
 
 import sbert
 from sbert.errors import SbertError
+from sbert.m3 import lexical_matching_score
 from tests.cli_runner import run_cli
 from tests.m3_fixtures import build_m3
 from tests.serve_helpers import serve_in_thread
@@ -66,22 +67,35 @@ def test_the_dense_commands_use_bge_m3s_dense_output(m3_dir, tmp_path):
     assert refused.returncode != 0 and "--dtype int8: a BGE-M3 folder is held in fp32" in refused.stderr
 
 
-def test_a_dense_index_of_bge_m3_is_built_searched_and_served(m3_dir, tmp_path):
+def test_bge_m3s_dense_and_lexical_index_is_built_searched_and_served(m3_dir, tmp_path):
     import json
 
     corpus = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today", "dogs run in the park"]
     (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
     built = run_cli("index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix"), "--model",
-                    str(m3_dir))  # fmt: skip
+                    str(m3_dir), "--sparse-model", str(m3_dir))  # fmt: skip
     assert built.returncode == 0, built.stderr
-    dense = sbert.load(m3_dir).encode(["the cat sat", *corpus])["dense_vecs"]
+    out = sbert.load(m3_dir).encode(["the cat sat", *corpus], return_sparse=True)
+    dense = out["dense_vecs"]
     order = [corpus[i] for i in np.argsort(-(dense[1:] @ dense[0]))]
+    lexical = sorted((lexical_matching_score(out["lexical_weights"][0], w) for w in out["lexical_weights"][1:]),
+                     reverse=True)  # fmt: skip
+    assert lexical[0] > 0  # the test can fail: the query shares weighted tokens with the corpus
     found = run_cli("search", str(tmp_path / "ix"), "the cat sat", "-k", "4", "--json")
     assert found.returncode == 0, found.stderr  # the query embedded by the same dense output (digest checked)
     assert [h["text"] for h in json.loads(found.stdout)["hits"]] == order
+    sparse = run_cli("search", str(tmp_path / "ix"), "the cat sat", "-k", "4", "--json", "--mode", "sparse")
+    assert sparse.returncode == 0, sparse.stderr  # the lexical weights' side, queried by the same weights
+    got = [h["score"] for h in json.loads(sparse.stdout)["hits"]]
+    np.testing.assert_allclose(got, lexical[: len(got)], rtol=1e-5)
+    hybrid = run_cli("search", str(tmp_path / "ix"), "the cat sat", "-k", "4", "--json", "--mode", "hybrid")
+    assert hybrid.returncode == 0 and len(json.loads(hybrid.stdout)["hits"]) == 4, hybrid.stderr
     server = serve_in_thread("--model", m3_dir, "--index", tmp_path / "ix")
     try:
         hits = httpx.post(f"{server.url}/search", json={"query": "the cat sat", "top_k": 4}, timeout=60).json()
         assert [h["text"] for h in hits["results"][0]["hits"]] == order
+        body = {"query": "the cat sat", "top_k": 4, "mode": "sparse"}
+        served = httpx.post(f"{server.url}/search", json=body, timeout=60).json()["results"][0]["hits"]
+        np.testing.assert_allclose([h["score"] for h in served], got, rtol=1e-5)
     finally:
         assert server.stop()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3 import M3Encoder
+    from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
@@ -88,3 +89,16 @@ def load(
     from sbert.dense.model import SentenceEncoder
 
     return SentenceEncoder.load(root, device=device, **options)
+
+
+def load_sparse(name_or_path: str | os.PathLike[str], device: str | None = None) -> SparseEncoder | LexicalView:
+    """The sparse model a folder holds: a SparseEncoder (SPLADE), or BGE-M3's lexical weights (its LexicalView)."""
+    root = resolve_model_dir(name_or_path)
+    if kind_of(root) == "m3":
+        from sbert.m3 import M3Encoder
+        from sbert.m3.views import LexicalView
+
+        return LexicalView(M3Encoder.load(root, device=device))
+    from sbert.sparse import SparseEncoder
+
+    return SparseEncoder.load(root, device=device)

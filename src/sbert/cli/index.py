@@ -65,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"indexed {info.count} texts ({info.kind}, {info.dimension} dims) in {args.out}", file=sys.stderr)
     if args.sparse_model:
+        from sbert.model_kind import load_sparse
         from sbert.search.seismic_index import SeismicSettings
         from sbert.search.sparse_side import add_sparse_side
-        from sbert.sparse import SparseEncoder
 
-        sparse = SparseEncoder.load(args.sparse_model, device=args.device)
+        sparse = load_sparse(args.sparse_model, device=args.device)  # SPLADE, or BGE-M3's lexical weights
         seismic = SeismicSettings(n_postings=args.seismic_postings) if args.sparse_approximate else None
         side = add_sparse_side(args.out, sparse, _model_name(args.sparse_model), texts, args.sparse_max_active_dims,
                                seismic)  # fmt: skip

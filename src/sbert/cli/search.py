@@ -128,10 +128,10 @@ def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
 
 def _sparse_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     """The sparse side's hits, the queries encoded by the sparse model that built it (checked by digest)."""
+    from sbert.model_kind import load_sparse
     from sbert.search.sparse_side import open_sparse_side, sparse_hits, sparse_info
-    from sbert.sparse import SparseEncoder
 
-    model = SparseEncoder.load(sparse_info(index).model, device=args.device)
+    model = load_sparse(sparse_info(index).model, device=args.device)
     return sparse_hits(index, open_sparse_side(index, model, args.exact), model.encode_query(args.query), depth)
 
 

@@ -5,7 +5,8 @@
 - `colbert_view`: a MultiVectorEncoder (Transformer, the ColBERT head as a token Dense, Normalize) that scores
   every token but [CLS] (a skiplist of the CLS id on both sides; a literal CLS token inside a text is dropped
   too, where FlagEmbedding would keep it), compared by MeanMaxSim as FlagEmbedding's colbert_score.
-- `LexicalView`: the lexical weights as one CSR row over the vocabulary per text (the sparse routes' shape).
+- `LexicalView`: the lexical weights as one CSR row over the vocabulary per text: what the sparse routes and
+  an index's sparse side (`sbert index build --sparse-model BGE-M3`, hybrid search) ask of a sparse model.
 
 The views hold the M3 model's own modules (no copy): a change to its weights is a change to theirs. Each call
 runs one forward for the output it asks; `M3Encoder.encode` gives all three from one.
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse
+from torch import nn
 
 from sbert.formats.model_config import EncoderSettings
+from sbert.sparse.engine import check_k, top_k_csr
 
 if TYPE_CHECKING:
     from sbert.dense.model import SentenceEncoder
@@ -56,10 +59,14 @@ def colbert_view(m3: M3Encoder) -> MultiVectorEncoder:
     return view
 
 
-class LexicalView:
-    """The lexical weights as the sparse routes ask for them: (n, vocabulary) float32 CSR rows."""
+class LexicalView(nn.Module):
+    """The lexical weights as a sparse model gives them: (n, vocabulary) float32 CSR rows.
+
+    A module holding the M3 model, so an index's sparse side can check the weights' digest.
+    """
 
     def __init__(self, m3: M3Encoder) -> None:
+        super().__init__()
         self.m3 = m3
         self.settings = EncoderSettings()  # no prompts: BGE-M3 has none
 
@@ -92,3 +99,11 @@ class LexicalView:
         rows = scipy.sparse.csr_matrix((values, columns, indptr), shape=shape, dtype=np.float32)
         rows.sort_indices()
         return rows
+
+    def encode_query(self, texts: Sequence[str], max_active_dims: int | None = None) -> scipy.sparse.csr_matrix:
+        """Queries' rows (BGE-M3 encodes both sides alike), each cut to its `max_active_dims` largest weights."""
+        return top_k_csr(self.encode(texts), check_k(max_active_dims))
+
+    def encode_document(self, texts: Sequence[str], max_active_dims: int | None = None) -> scipy.sparse.csr_matrix:
+        """Documents' rows, each cut to its `max_active_dims` largest weights."""
+        return top_k_csr(self.encode(texts), check_k(max_active_dims))

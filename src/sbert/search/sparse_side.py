@@ -22,6 +22,7 @@ from sbert.search.seismic_index import SeismicSettings, SeismicSparseIndex
 from sbert.search.sparse_index import POSTINGS_FILE, SparseIndex
 
 if TYPE_CHECKING:
+    from sbert.m3.views import LexicalView
     from sbert.sparse import SparseEncoder
 
 SPARSE_FOLDER = "sparse"
@@ -42,7 +43,7 @@ class SparseInfo:
     approximate: bool = False  # a Seismic index beside the postings
 
 
-def sparse_digest(model: SparseEncoder) -> str:
+def sparse_digest(model: SparseEncoder | LexicalView) -> str:
     """sha256 of the sparse model's weights and module configs (queries must come from the same model)."""
     from sbert.backends.cache import model_digest
 
@@ -50,8 +51,8 @@ def sparse_digest(model: SparseEncoder) -> str:
 
 
 def add_sparse_side(
-    folder: str | Path, model: SparseEncoder, name: str, texts: list[str], max_active_dims: int | None = None,
-    approximate: SeismicSettings | None = None,
+    folder: str | Path, model: SparseEncoder | LexicalView, name: str, texts: list[str],
+    max_active_dims: int | None = None, approximate: SeismicSettings | None = None,
 ) -> SparseInfo:  # fmt: skip
     """Encode `texts` (the index's documents, in id order) as documents and write `sparse/` atomically.
 
@@ -86,7 +87,7 @@ def sparse_info(dense: SearchIndex) -> SparseInfo:
         raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
 
 
-def open_sparse_side(dense: SearchIndex, model: SparseEncoder, exact: bool = False) -> SparseSearch:
+def open_sparse_side(dense: SearchIndex, model: SparseEncoder | LexicalView, exact: bool = False) -> SparseSearch:
     """The sparse side of an index folder, checked against its dense side and `model`'s weights.
 
     Its Seismic index when it was built with one (unless `exact`), else the exact postings.

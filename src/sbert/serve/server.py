@@ -112,10 +112,9 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
 
 def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | LexicalView | None) -> SparseSearch | None:
     """The index's sparse postings for /search's sparse and hybrid modes, when --sparse-model wrote them."""
-    from sbert.m3.views import LexicalView
     from sbert.search.sparse_side import has_sparse_side, open_sparse_side
 
-    if index is None or sparse is None or isinstance(sparse, LexicalView) or not has_sparse_side(index):
+    if index is None or sparse is None or not has_sparse_side(index):
         return None
     return open_sparse_side(index, sparse)
 

@@ -13,6 +13,7 @@ import scipy.sparse
 import torch
 from torch import Tensor
 
+from sbert.errors import SbertError
 from sbert.modules.base import Features
 from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.splade import SpladePooling, pool_padded, pool_rows_into, splade_weights
@@ -63,3 +64,25 @@ def csr_to_torch(rows: scipy.sparse.csr_matrix) -> Tensor:
     index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
     values = torch.from_numpy(coo.data.astype(np.float32, copy=False))
     return torch.sparse_coo_tensor(index, values, coo.shape).coalesce()
+
+
+def check_k(k: int | None) -> int | None:
+    """`max_active_dims` checked: None, or a positive integer (a one-line error otherwise)."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise SbertError(f"max_active_dims={k!r}: must be a positive integer")
+    return k
+
+
+def top_k_csr(rows: scipy.sparse.csr_matrix, k: int | None) -> scipy.sparse.csr_matrix:
+    """Keep each CSR row's k largest weights."""
+    if k is None:
+        return rows
+    out = rows.tolil()
+    for i in range(rows.shape[0]):
+        start, end = rows.indptr[i], rows.indptr[i + 1]
+        if end - start > k:
+            drop = rows.indices[start:end][np.argsort(-rows.data[start:end], kind="stable")[k:]]
+            out[i, drop] = 0
+    result = out.tocsr()
+    result.eliminate_zeros()
+    return result

@@ -24,7 +24,7 @@ from sbert.formats.model_dirs import resolve_model_dir
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.names import SPARSE_BACKEND_NAMES
 from sbert.sparse.csr import SparseAutoEncoder
-from sbert.sparse.engine import csr_to_torch, splade_batch, to_csr, top_k
+from sbert.sparse.engine import check_k, csr_to_torch, splade_batch, to_csr, top_k, top_k_csr
 from sbert.sparse.loading import load_sparse, save_csr, save_sparse
 from sbert.sparse.mlm import MLMTransformer
 from sbert.sparse.packed import PACKED_TOKENS, PackedSplade
@@ -75,7 +75,7 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
         model.source_dir = root
         if model.dense is not None:
             model.dense.settings = model.settings
-        model.max_active_dims = _check_k(max_active_dims) or model.settings.max_active_dims
+        model.max_active_dims = check_k(max_active_dims) or model.settings.max_active_dims
         return model
 
     @property
@@ -180,11 +180,11 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
             raise SbertError(f"convert_to={convert_to!r}: use csr or torch")
         if backend not in BACKENDS:
             raise SbertError(f"backend={backend!r}: a SparseEncoder runs on {', '.join(BACKENDS)}")
-        k = _check_k(max_active_dims) or self.max_active_dims
+        k = check_k(max_active_dims) or self.max_active_dims
         text = self.settings.resolve_prompt(task=task, prompt_name=prompt_name, prompt=prompt)
         prompted = [text + t for t in texts] if text else texts
         if task == "query" and self.query is not None:  # inference-free: a table lookup, no transformer
-            result = _top_k_csr(self.query.encode_csr(prompted), k)
+            result = top_k_csr(self.query.encode_csr(prompted), k)
             return _convert(result, convert_to, single)
         if self.dense is not None and self.sae is not None:  # CSR: the dense vectors, then their sparse codes
             # The prompt chosen here, given as the dense model's explicit prompt: its own default must not add
@@ -288,27 +288,6 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
     def _saved_settings(self) -> EncoderSettings:
         # The top-k in use is the one saved, as sentence-transformers saves its max_active_dims.
         return replace(self.settings, max_active_dims=self.max_active_dims)
-
-
-def _check_k(k: int | None) -> int | None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise SbertError(f"max_active_dims={k!r}: must be a positive integer")
-    return k
-
-
-def _top_k_csr(rows: scipy.sparse.csr_matrix, k: int | None) -> scipy.sparse.csr_matrix:
-    """Keep each CSR row's k largest weights."""
-    if k is None:
-        return rows
-    out = rows.tolil()
-    for i in range(rows.shape[0]):
-        start, end = rows.indptr[i], rows.indptr[i + 1]
-        if end - start > k:
-            drop = rows.indices[start:end][np.argsort(-rows.data[start:end], kind="stable")[k:]]
-            out[i, drop] = 0
-    result = out.tocsr()
-    result.eliminate_zeros()
-    return result
 
 
 def _convert(rows: scipy.sparse.csr_matrix, convert_to: str, single: bool) -> Any:
