@@ -72,7 +72,7 @@ def load_encoder(args: argparse.Namespace, root: Path | None = None) -> Sentence
     if kind == "m3":  # its dense output (CLS, unit length), not the mean pooling a bare encoder folder gets
         from sbert.m3.views import dense_view
 
-        return dense_view(load_m3(args, root))
+        return dense_view(load_m3(root, args.device, getattr(args, "dtype", None), args.max_seq_length))
     if kind != "static":
         return load_model(args, root)
     if args.max_seq_length is not None:
@@ -82,14 +82,13 @@ def load_encoder(args: argparse.Namespace, root: Path | None = None) -> Sentence
     return StaticEncoder.load(root)
 
 
-def load_m3(args: argparse.Namespace, root: Path) -> M3Encoder:
-    """BGE-M3 from folder `root` with the model flags (--device, --max-seq-length); it is held in fp32."""
+def load_m3(root: Path, device: str | None, dtype: str | None = None, max_length: int | None = None) -> M3Encoder:
+    """BGE-M3 from folder `root` for the commands (--device, --dtype, --max-seq-length); it is held in fp32."""
     from sbert.m3 import M3Encoder
 
-    dtype = getattr(args, "dtype", None)
     if dtype not in (None, "fp32"):
         raise SbertError(f"--dtype {dtype}: a BGE-M3 folder is held in fp32 (--precision computes in bf16 or fp16)")
-    return M3Encoder.load(root, device=args.device, max_length=args.max_seq_length)
+    return M3Encoder.load(root, device=device, max_length=max_length)
 
 
 def read_lines(source: str) -> list[str]:

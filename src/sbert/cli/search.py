@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from sbert.cli.common import add_dtype_arg, add_precision_arg
+from sbert.cli.common import add_dtype_arg, add_precision_arg, load_m3
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -113,10 +113,9 @@ def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
     dtype = args.dtype or index.info.dtype  # the weights as the index's model held them, unless told otherwise
     kind = kind_of(root)
     if kind == "m3":  # BGE-M3's dense output, as `sbert index build` embedded the documents with it
-        from sbert.m3 import M3Encoder
         from sbert.m3.views import dense_view
 
-        model: SentenceEncoder | StaticEncoder = dense_view(M3Encoder.load(root, device=args.device))
+        model: SentenceEncoder | StaticEncoder = dense_view(load_m3(root, args.device))
     else:
         model = StaticEncoder.load(root) if kind == "static" else SentenceEncoder.load(root, device=args.device,
                                                                                           dtype=dtype)  # fmt: skip

@@ -147,7 +147,7 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     if kind == "m3":  # its three views on one set of weights (m3/views.py)
         from sbert.m3.views import LexicalView, colbert_view, dense_view
 
-        m3 = load_m3(args, root)
+        m3 = load_m3(root, args.device, getattr(args, "dtype", None), args.max_seq_length)
         return dense_view(m3), reranker, LexicalView(m3), colbert_view(m3)
     model = load_encoder(args, root) if kind in ("dense", "static") else None
     sparse_path = root if kind == "sparse" else args.sparse_model

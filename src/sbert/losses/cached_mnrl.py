@@ -130,7 +130,7 @@ def _replay(
     # `upstream` carries whatever scaled the loss after it was returned (accumulation weight, fp16 scale).
     # One autocast region spans every mini-batch: autocast keeps its low-precision copy of each weight
     # until its outermost region closes, so the weights are cast once per step, not once per mini-batch
-    # (tests/test_cached_mnrl.py counts them). Each backward runs with autocast paused inside it.
+    # (tests/test_train_syncs.py counts them). Each backward runs with autocast paused inside it.
     with amp.context():
         for column, column_states, grads in zip(chunks, states, cached, strict=True):
             start = 0

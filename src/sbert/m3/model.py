@@ -138,6 +138,8 @@ class M3Encoder(nn.Module):
         if "dense_vecs" in wanted:
             first = np.stack([s[0] for s in states]) if states else np.zeros((0, width), np.float32)
             out["dense_vecs"] = functional.normalize(torch.from_numpy(first), dim=-1).numpy()
+        if not wanted & {"lexical_weights", "colbert_vecs"}:
+            return out  # the dense-only call: no token rows for the heads
         flat = torch.from_numpy(np.concatenate(states) if states else np.zeros((0, width), np.float32)).to(device)
         ends = np.cumsum([len(s) for s in states])[:-1]
         if "lexical_weights" in wanted:

@@ -101,8 +101,8 @@ class LexicalView(nn.Module):
         return rows
 
     def encode_query(self, texts: Sequence[str], max_active_dims: int | None = None) -> scipy.sparse.csr_matrix:
-        """Queries' rows (BGE-M3 encodes both sides alike), each cut to its `max_active_dims` largest weights."""
-        return top_k_csr(self.encode(texts), check_k(max_active_dims))
+        """Queries' rows: BGE-M3 encodes both sides alike, so as documents."""
+        return self.encode_document(texts, max_active_dims)
 
     def encode_document(self, texts: Sequence[str], max_active_dims: int | None = None) -> scipy.sparse.csr_matrix:
         """Documents' rows, each cut to its `max_active_dims` largest weights."""
