@@ -97,5 +97,7 @@ def test_bge_m3s_dense_and_lexical_index_is_built_searched_and_served(m3_dir, tm
         body = {"query": "the cat sat", "top_k": 4, "mode": "sparse"}
         served = httpx.post(f"{server.url}/search", json=body, timeout=60).json()["results"][0]["hits"]
         np.testing.assert_allclose([h["score"] for h in served], got, rtol=1e-5)
+        colbert = httpx.post(f"{server.url}/search", json={**body, "mode": "colbert"}, timeout=60)
+        assert colbert.status_code == 424 and "--colbert-model" in colbert.text  # this index has no ColBERT side
     finally:
         assert server.stop()

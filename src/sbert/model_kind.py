@@ -102,3 +102,20 @@ def load_sparse(name_or_path: str | os.PathLike[str], device: str | None = None)
     from sbert.sparse import SparseEncoder
 
     return SparseEncoder.load(root, device=device)
+
+
+def load_multivector(name_or_path: str | os.PathLike[str], device: str | None = None) -> MultiVectorEncoder:
+    """The multi-vector model a folder holds: a ColBERT folder (PyLate's or sbert's), or BGE-M3's ColBERT output."""
+    root = resolve_model_dir(name_or_path)
+    kind = kind_of(root)
+    if kind == "m3":
+        from sbert.m3 import M3Encoder
+        from sbert.m3.views import colbert_view
+
+        return colbert_view(M3Encoder.load(root, device=device))
+    from sbert.errors import ModelFormatError
+    from sbert.multivector import MultiVectorEncoder
+
+    if kind != "multi-vector":
+        raise ModelFormatError(f"{root}: a {kind} model, not a multi-vector (ColBERT) one or BGE-M3")
+    return MultiVectorEncoder.load(root, device=device)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_backend_args, add_dtype_arg, add_model_args, load_encoder, read_lines
 from sbert.errors import SbertError
 from sbert.search.index import KINDS
+
+if TYPE_CHECKING:
+    from sbert.multivector import MultiVectorEncoder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--sparse-max-active-dims", type=int, help="keep each document's k largest sparse weights")
     b.add_argument("--sparse-approximate", action="store_true", help="also build a Seismic approximate index of "
                    "the sparse side (needs pyseismic-lsr); searches use it unless `sbert search --exact`")  # fmt: skip
+    b.add_argument("--colbert-model", help="also index token matrices of this ColBERT model or BGE-M3 (its ColBERT "
+                   "output), stored as --token-format: `sbert search --mode colbert`, `--fusion m3`")  # fmt: skip
     b.add_argument("--seismic-postings", type=int, default=4000, help="Seismic: documents kept per term (4000)")
     add_backend_args(b)
     add_model_args(b)
@@ -57,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
     if _multivector(args, texts):
         return 0
+    colbert = None
+    if args.colbert_model:  # a folder of the wrong kind fails before minutes of encoding
+        from sbert.model_kind import load_multivector
+
+        colbert = load_multivector(args.colbert_model, device=args.device)  # ColBERT, or BGE-M3's ColBERT view
     model = load_encoder(args)
     name = _model_name(args.model)
     info = index_corpus(
@@ -75,7 +86,19 @@ def run(args: argparse.Namespace) -> int:
                                seismic)  # fmt: skip
         kind = ", with a Seismic approximate index" if side.approximate else ""
         print(f"sparse side: {side.count} documents over {side.dimension} dimensions{kind}", file=sys.stderr)
+    if colbert is not None:
+        _colbert_side(args, colbert, texts)
     return 0
+
+
+def _colbert_side(args: argparse.Namespace, model: MultiVectorEncoder, texts: list[str]) -> None:
+    """--colbert-model: the documents' token matrices beside the dense index (search/colbert_side.py)."""
+    from sbert.search.colbert_side import add_colbert_side
+
+    encode = {"backend": args.backend, "precision": args.precision, "batch_tokens": args.batch_tokens}
+    settings = add_colbert_side(args.out, model, _model_name(args.colbert_model), texts, args.token_format, encode)
+    print(f"ColBERT side: {settings.count} documents, {settings.dimension} dims as {settings.token_format}",
+          file=sys.stderr)  # fmt: skip
 
 
 def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
@@ -86,8 +109,9 @@ def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
     root = resolve_model_dir(args.model)
     if kind_of(root) != "multi-vector":
         return False
-    if args.sparse_model:
-        raise SbertError("--sparse-model: a multi-vector index holds token matrices only")
+    if args.sparse_model or args.colbert_model:
+        raise SbertError("--sparse-model / --colbert-model: a multi-vector --model's index holds its token matrices "
+                         "only; give a dense --model for a folder with several sides")  # fmt: skip
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.multivector_index import IndexSettings, index_texts
 

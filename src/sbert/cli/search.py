@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from sbert.cli.common import add_dtype_arg, add_precision_arg, load_m3
+from sbert.search.weighted_fusion import DEFAULT_WEIGHTS, check_weights
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,9 +23,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=BACKEND_NAMES, default="torch")
     p.add_argument("--rerank", metavar="CROSS_ENCODER", help="rerank the top hits with this cross-encoder folder")
     p.add_argument("--rerank-top", type=int, default=100, help="hits the cross-encoder reorders (default 100)")
-    p.add_argument("--mode", choices=("dense", "sparse", "hybrid"), default="dense",
-                   help="sparse / hybrid need an index built with --sparse-model")  # fmt: skip
-    p.add_argument("--fusion", choices=("rrf", "weighted"), default="rrf", help="how hybrid fuses the two rankings")
+    p.add_argument(
+        "--mode",
+        choices=("dense", "sparse", "hybrid", "colbert"),
+        default="dense",
+        help="sparse / hybrid need an index built with --sparse-model, colbert one with --colbert-model",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=("rrf", "weighted", "m3"),
+        default="rrf",
+        help="how hybrid fuses the rankings: rrf, weighted (min-max'd, --alpha) or m3 (FlagEmbedding's "
+        "weighted score: every candidate's raw dense, sparse and ColBERT scores, --weights)",
+    )
+    p.add_argument("--weights", type=float, nargs=3, default=list(DEFAULT_WEIGHTS),
+                   metavar=("DENSE", "SPARSE", "COLBERT"),
+                   help="m3 fusion: the three scores' weights (default 1 1 1, as compute_score; BGE-M3's README "
+                        "uses 0.4 0.2 0.4); a ColBERT weight above 0 needs the index's ColBERT side")  # fmt: skip
     p.add_argument("--exact", action="store_true", help="sparse / hybrid: search the exact postings even where "
                    "the index has a Seismic approximate index")  # fmt: skip
     p.add_argument("--alpha", type=float, default=0.5, help="weighted fusion: the dense ranking's weight")
@@ -44,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
     if args.rerank and args.rerank_top < args.top_k:
         raise ValueError(f"--rerank-top ({args.rerank_top}) must be >= --top-k ({args.top_k})")
+    if args.fusion == "m3":
+        check_weights(args.weights, 3)  # before any model loads
     from sbert.search.multivector_index import is_multivector_index
 
     if is_multivector_index(args.index):
@@ -55,16 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         reranker = CrossEncoder.load(args.rerank, device=args.device)  # a bad folder fails before the encoder loads
     depth = args.rerank_top if reranker else args.top_k
-    deep = max(depth, 100) if args.mode == "hybrid" else depth  # fusion sees each ranking's top 100 at least
-    dense = _dense_hits(args, index, deep) if args.mode != "sparse" else []
-    sparse = _sparse_hits(args, index, deep) if args.mode != "dense" else []
-    hits = (
-        dense
-        if args.mode == "dense"
-        else sparse
-        if args.mode == "sparse"
-        else _fused(args, index, dense, sparse, depth)
-    )
+    hits = _hits(args, index, depth)
     if reranker is not None:
         hits = index.rerank(reranker, args.query, hits, args.top_k)
     for query, row in zip(args.query, hits, strict=True):
@@ -102,8 +110,36 @@ def _multivector_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
-    """The dense index's hits for the queries, embedded by the model that built it (checked)."""
+def _hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
+    """The queries' hits in `args.mode`, fused as `args.fusion` says for hybrid."""
+    deep = max(depth, 100) if args.mode == "hybrid" else depth  # fusion sees each ranking's top 100 at least
+    if args.mode == "colbert":
+        from sbert.search.colbert_side import colbert_hits
+
+        side, tokens = _colbert_queries(args, index)
+        return colbert_hits(index, side, tokens, depth, args.method)
+    vectors = _dense_queries(args, index) if args.mode != "sparse" else None
+    dense = list(index.search(vectors, deep)) if vectors is not None else []
+    if args.mode == "dense":
+        return dense
+    from sbert.search.sparse_side import hybrid_hits, sparse_hits
+
+    side, rows = _sparse_queries(args, index, exact=args.exact or args.fusion == "m3")
+    sparse = sparse_hits(index, side, rows, deep)
+    if args.mode == "sparse":
+        return sparse
+    if args.fusion != "m3":
+        return hybrid_hits(index, dense, sparse, depth, args.fusion, args.alpha)
+    from sbert.search.colbert_side import has_colbert_side
+    from sbert.search.weighted_fusion import QuerySides, three_way_hits
+
+    colbert = _colbert_queries(args, index) if args.weights[2] > 0 and has_colbert_side(index) else None
+    queries = QuerySides(vectors, rows, side, colbert)  # type: ignore[arg-type]
+    return three_way_hits(index, (dense, sparse), queries, args.weights, depth)
+
+
+def _dense_queries(args: argparse.Namespace, index: Any) -> Any:
+    """The queries embedded by the dense model that built the index (checked by digest and prompt)."""
     from sbert.dense.model import SentenceEncoder
     from sbert.formats.model_dirs import resolve_model_dir
     from sbert.model_kind import kind_of
@@ -121,20 +157,22 @@ def _dense_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
                                                                                           dtype=dtype)  # fmt: skip
     index.check_model(model.weights_digest(), model.embedding_dimension)
     index.check_prompt(model.prompt_plan(task="document").text)  # documents got the document prompt at build time
-    vectors = model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)
-    return list(index.search(vectors, depth))
+    return model.encode_query(args.query, normalize=True, backend=args.backend, precision=args.precision)
 
 
-def _sparse_hits(args: argparse.Namespace, index: Any, depth: int) -> list[Any]:
-    """The sparse side's hits, the queries encoded by the sparse model that built it (checked by digest)."""
+def _sparse_queries(args: argparse.Namespace, index: Any, exact: bool) -> tuple[Any, Any]:
+    """The sparse side (exact postings when `exact`) and the queries encoded by the model that built it."""
     from sbert.model_kind import load_sparse
-    from sbert.search.sparse_side import open_sparse_side, sparse_hits, sparse_info
+    from sbert.search.sparse_side import open_sparse_side, sparse_info
 
     model = load_sparse(sparse_info(index).model, device=args.device)
-    return sparse_hits(index, open_sparse_side(index, model, args.exact), model.encode_query(args.query), depth)
+    return open_sparse_side(index, model, exact), model.encode_query(args.query)
 
 
-def _fused(args: argparse.Namespace, index: Any, dense: list[Any], sparse: list[Any], depth: int) -> list[Any]:
-    from sbert.search.sparse_side import hybrid_hits
+def _colbert_queries(args: argparse.Namespace, index: Any) -> tuple[Any, Any]:
+    """The ColBERT side and the queries' token matrices from the model that built it (checked by digest)."""
+    from sbert.model_kind import load_multivector
+    from sbert.search.colbert_side import colbert_info, open_colbert_side
 
-    return hybrid_hits(index, dense, sparse, depth, args.fusion, args.alpha)
+    model = load_multivector(colbert_info(index).model, device=args.device)
+    return open_colbert_side(index, model), model.encode_query(args.query, output="packed")

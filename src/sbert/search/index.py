@@ -225,6 +225,23 @@ class SearchIndex:
             scores, ids = self.index.search(q, min(top_k, self.info.count))
         return self.hits(scores, ids)
 
+    def pool_scores(self, query: np.ndarray, pool: np.ndarray) -> np.ndarray:
+        """Exact inner products of one query vector with each document in `pool`, as `search` scores them."""
+        scaled = index_scale(self.info.similarity)(np.atleast_2d(query))[0]
+        return self.stored_vectors(pool) @ scaled
+
+    def stored_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """The indexed (scaled) float32 vectors of documents `ids`: the rescoring copy, or read back from FAISS."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.vectors is not None:
+            return np.asarray(self.vectors[ids], dtype=np.float32)
+        if self.info.kind in quantized.QUANTIZED_KINDS:
+            raise IndexFolderError(f"{self.folder}: a {self.info.kind} index built with --no-rescore-vectors keeps "
+                                   "no vectors to score candidates with; rebuild it without that flag")  # fmt: skip
+        if self.info.kind == "ivf" and self.index.direct_map.no():
+            self.index.make_direct_map()  # IVF lists are not addressable by id until mapped
+        return np.asarray(self.index.reconstruct_batch(ids), dtype=np.float32).reshape(len(ids), self.info.dimension)
+
     def rerank(
         self, reranker: CrossEncoder, queries: Sequence[str], hits: list[list[Hit]], top_k: int
     ) -> list[list[Hit]]:

@@ -125,14 +125,17 @@ class MultiVectorIndex:
             pools = self._muvera_pools(queries, depth)
         else:
             pools = self._plaid_pools(queries, depth, probes)
-        fine = self.rescore if self.rescore is not None else self.docs
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), k), -1, dtype=np.int64)
         for q, pool in enumerate(pools):
-            exact = maxsim_matrix([queries.matrix(q)], fine.subset(pool), self.settings.mean)
-            best, top = top_k_rows(exact, k)
+            best, top = top_k_rows(self.pool_scores(queries.matrix(q), pool)[None], k)
             scores[q, : best.shape[1]], ids[q, : best.shape[1]] = best[0], pool[top[0]]
         return scores, ids
+
+    def pool_scores(self, query: np.ndarray, pool: np.ndarray) -> np.ndarray:
+        """Exact MaxSim of one query matrix with each document in `pool` (the int8 copy of a binary index)."""
+        fine = self.rescore if self.rescore is not None else self.docs
+        return maxsim_matrix([query], fine.subset(pool), self.settings.mean)[0]
 
     def _muvera_pools(self, queries: TokenSets, depth: int) -> list[np.ndarray]:
         if self.muvera is None:

@@ -91,6 +91,14 @@ class SparseIndex:
             return np.zeros((0, top_k), dtype=np.float32), np.zeros((0, top_k), dtype=np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
+    def pool_scores(self, query: object, pool: np.ndarray) -> np.ndarray:
+        """Exact dot products of one query row with each document in `pool` (only its own terms' postings read)."""
+        q = _csr(query, self.dimension, "queries")
+        if q.shape[0] != 1:
+            raise SbertError(f"pool_scores takes one query row, got {q.shape[0]}")
+        touched = self.postings[q.indices][:, np.asarray(pool, dtype=np.int64)]  # (query terms, pool)
+        return np.asarray(q.data @ touched.toarray(), dtype=np.float32).reshape(len(pool))
+
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the postings atomically (a crash keeps the old folder)."""
         with layout.atomic_directory(folder) as tmp:

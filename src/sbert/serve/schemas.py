@@ -53,9 +53,11 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: Texts
     top_k: Annotated[int, Field(ge=1, le=1000)] = 10
-    mode: Literal["dense", "sparse", "hybrid"] = "dense"  # sparse / hybrid: an index with a sparse side
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    mode: Literal["dense", "sparse", "hybrid", "colbert"] = "dense"  # beyond dense: the index's other sides
+    fusion: Literal["rrf", "weighted", "m3"] = "rrf"
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.5  # weighted fusion: the dense ranking's weight
+    # m3 fusion (search/weighted_fusion.py): the dense, sparse and ColBERT scores' weights
+    weights: Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=3, max_length=3)] = [1.0, 1.0, 1.0]
 
 
 class MineRequest(BaseModel):

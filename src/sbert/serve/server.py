@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
+    from sbert.search.multivector_index import MultiVectorIndex
     from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
@@ -73,6 +74,7 @@ def build_server(
 
         multivector.encode(["warm-up"])
         state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)
+        state.colbert_side = colbert_side(index, multivector)
     return create_app(state)
 
 
@@ -117,6 +119,15 @@ def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | LexicalView |
     if index is None or sparse is None or not has_sparse_side(index):
         return None
     return open_sparse_side(index, sparse)
+
+
+def colbert_side(index: SearchIndex | None, model: MultiVectorEncoder) -> MultiVectorIndex | None:
+    """The index's ColBERT side for /search's colbert mode and m3 fusion, when --colbert-model wrote it."""
+    from sbert.search.colbert_side import has_colbert_side, open_colbert_side
+
+    if index is None or not has_colbert_side(index):
+        return None
+    return open_colbert_side(index, model)
 
 
 def encode_by_task(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
     from sbert.search.index import SearchIndex
+    from sbert.search.multivector_index import MultiVectorIndex
     from sbert.search.sparse_side import SparseSearch
     from sbert.serve.calibration import Calibration
     from sbert.sparse import SparseEncoder
@@ -61,6 +62,7 @@ class ServerState:
     calibration: Calibration | None = None  # int8/uint8 ranges, fixed at start-up (serve/calibration.py)
     sparse: SparseEncoder | LexicalView | None = None  # --sparse-model (SPLADE) or BGE-M3's lexical weights
     sparse_side: SparseSearch | None = None  # the index's sparse side, when built by --sparse-model's weights
+    colbert_side: MultiVectorIndex | None = None  # the index's ColBERT side, when built by the served ColBERT weights
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     multivector: MultiVectorEncoder | None = None  # a ColBERT --model: token vectors at /embed_all
     multivector_batcher: DynamicBatcher | None = None
