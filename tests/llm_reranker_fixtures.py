@@ -20,20 +20,20 @@ TEMPLATE = (
 )
 
 
-def build_causal_lm(path: Path, family: str = "qwen3") -> Path:
-    """A tiny causal LM folder with a chat template: what a user points CrossEncoder at."""
+def build_causal_lm(path: Path, family: str = "qwen3", max_len: int = MAX_LEN) -> Path:
+    """A tiny causal LM folder with a chat template: what a user points CrossEncoder at (`max_len` positions)."""
     tok = _byte_bpe()
     tok.post_processor = processors.TemplateProcessing(single="$A", special_tokens=[])  # the template has it all
     tok.add_special_tokens([AddedToken("<|im_start|>", special=True), AddedToken("<|im_end|>", special=True)])
     tok.add_tokens([AddedToken("yes", single_word=True), AddedToken("no", single_word=True)])
     wrapped = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", unk_token="<unk>", pad_token="<pad>", model_max_length=MAX_LEN,
+        tokenizer_object=tok, eos_token="<|im_end|>", unk_token="<unk>", pad_token="<pad>", model_max_length=max_len,
     )  # fmt: skip
     wrapped.chat_template = TEMPLATE
     torch.manual_seed(7)
     config = AutoConfig.for_model(
         family, vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=MAX_LEN,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=max_len,
         pad_token_id=tok.token_to_id("<pad>"), tie_word_embeddings=False,
     )  # fmt: skip
     path.mkdir(parents=True, exist_ok=True)

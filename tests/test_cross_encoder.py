@@ -193,3 +193,12 @@ def test_triplets_and_random_negatives_become_scored_pairs(tmp_path):
     with pytest.raises(SbertError, match="random negatives need"):
         binary_pairs(load_dataset(f"stsb:{SHARED_DATA / 'stsbenchmark' / 'sts-dev.csv'}"),
                      CrossFitSettings(random_negatives=1))  # fmt: skip
+
+
+def test_a_classifier_loaded_in_int8_scores_as_the_torch_int8_engine(st_cross_dir):
+    from sbert.backends.torch_int8 import holds_int8
+
+    full, held = CrossEncoder.load(st_cross_dir), CrossEncoder.load(st_cross_dir, dtype="int8")
+    assert holds_int8(held)
+    engine = full.predict(PAIRS, backend="torch-int8", activation=False)
+    np.testing.assert_allclose(held.predict(PAIRS, activation=False), engine, atol=1e-4)

@@ -12,6 +12,7 @@ from sentence_transformers import CrossEncoder as Reference
 
 import sbert
 from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.shared_prefix import shared_prefix
 from sbert.errors import ModelFormatError
 from sbert.modules.logit_score import LogitPairScorer
 from tests.llm_reranker_fixtures import build_causal_lm, save_st_reranker
@@ -78,6 +79,31 @@ def test_rank_orders_as_the_reference(folders, reference):
     np.testing.assert_allclose([r["score"] for r in mine], [r["score"] for r in theirs], atol=1e-5)
 
 
+def test_one_querys_shared_prefix_runs_once_and_scores_as_the_reference(tmp_path):
+    lm = build_causal_lm(tmp_path / "lm", max_len=256)  # room for every document: none is cut
+    docs = ["A man plays a guitar.", "It rains.", "Music is played by a band on the stage tonight.", "", "cats",
+            "It rains.", "A violin"]  # fmt: skip
+    pairs = [("Who plays music?", d) for d in docs] + [("Is it raining?", "It rains in Paris.")]
+    mine = CrossEncoder.load(lm)
+    ids = mine.classifier.prompted_pair_ids(pairs, PROMPT)
+    assert max(len(r) for r in ids) < mine.max_seq_length
+    seen: list[int] = []
+    hook = mine.classifier.auto_model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _o: seen.append(args[0].numel()))  # fmt: skip
+    try:
+        got = mine.predict(pairs, activation=False, prompt=PROMPT)
+    finally:
+        hook.remove()
+    want = raw(Reference(str(lm), device="cpu", prompts={"p": PROMPT}), pairs, prompt_name="p")
+    assert len(set(want.round(3).tolist())) == len(set(docs)) + 1  # every distinct pair scores apart
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert got[1] == got[5]  # the same document twice runs once: an exact tie, input order kept by rank
+    # The seven pairs of the first query share every token before the document: the prefix runs once (not seven
+    # times), then the six distinct documents' tails, padded to the longest; the other query's pair runs whole.
+    p = shared_prefix(ids[:7])
+    assert p > 40 and sum(seen) < sum(len(r) for r in ids) - 3 * p
+
+
 def test_sbert_saves_it_and_sentence_transformers_loads_the_same_scores(folders, tmp_path):
     CrossEncoder.load(folders[1]).save(tmp_path / "again")
     back = Reference(str(tmp_path / "again"), device="cpu")
@@ -105,6 +131,23 @@ def test_the_cpu_engines_run_it(folders, emulated_cpu_bf16):
     for other in (bf16, int8):
         assert np.abs(other - full).max() < 0.25 * np.ptp(full)
         assert np.corrcoef(other, full)[0, 1] > 0.95
+
+
+def test_loaded_in_int8_it_scores_as_the_torch_int8_engine_and_refuses_to_save(folders, tmp_path):
+    from sbert.backends.torch_int8 import holds_int8
+    from sbert.errors import SbertError
+
+    full = CrossEncoder.load(folders[1])
+    held = CrossEncoder.load(folders[1], dtype="int8")
+    assert holds_int8(held) and not holds_int8(full)
+    fp32, engine = full.predict(PAIRS, activation=False), full.predict(PAIRS, activation=False, backend="torch-int8")
+    got = held.predict(PAIRS, activation=False)
+    # The same quantization as the torch-int8 engine (per channel weights, the granularity its check picks).
+    np.testing.assert_allclose(got, engine, atol=1e-3 * np.ptp(fp32))
+    assert np.corrcoef(got, fp32)[0, 1] > 0.95
+    with pytest.raises(SbertError, match="holds its weights in int8"):
+        held.save(tmp_path / "int8")
+    assert not (tmp_path / "int8").exists()
 
 
 def test_a_causal_lm_without_a_chat_template_is_a_one_line_error(folders, tmp_path):

@@ -141,3 +141,22 @@ def test_the_onnx_engine_gives_the_same_three_outputs(m3_dir):
     for mine, theirs in zip(got["lexical_weights"], want["lexical_weights"], strict=True):
         assert mine.keys() == theirs.keys()
         np.testing.assert_allclose([mine[k] for k in theirs], [theirs[k] for k in theirs], atol=1e-5)
+
+
+def test_the_graph_runtimes_hold_the_three_heads_in_one_graph(m3_dir):
+    model = M3Encoder.load(m3_dir)
+    width, colbert = model.transformer.embedding_dimension, model.colbert_linear.out_features
+    ids, _ = model.transformer.token_ids(TEXTS, model.max_seq_length)
+    engine = model.token_states.engine("auto", "onnx-int8")
+    assert engine.graph is not None  # the graph runs alone: no torch module after it
+    rows = engine.run(ids, None)
+    assert {r.shape[1] for r in rows} == {width + colbert + 1}  # [unit h | unit ColBERT | lexical weight]
+    every = dict(return_dense=True, return_sparse=True, return_colbert_vecs=True)
+    want, got = model.encode(TEXTS, **every), model.encode(TEXTS, backend="onnx-int8", **every)
+    assert (got["dense_vecs"] * want["dense_vecs"]).sum(1).min() > 0.98  # unit vectors: the cosine
+    for mine, theirs in zip(got["colbert_vecs"], want["colbert_vecs"], strict=True):
+        assert (mine * theirs).sum(1).min() > 0.95
+    for mine, theirs in zip(got["lexical_weights"], want["lexical_weights"], strict=True):
+        shared = mine.keys() & theirs.keys()  # int8 may move a weight near 0 across it
+        assert len(shared) >= 0.8 * len(theirs)
+        np.testing.assert_allclose([mine[k] for k in shared], [theirs[k] for k in shared], atol=0.1, rtol=0.1)

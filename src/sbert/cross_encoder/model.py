@@ -22,9 +22,10 @@ import torch
 from torch import nn
 
 from sbert.backends import Backend, Chain, open_backend
+from sbert.cross_encoder.shared_prefix import groups_worth_sharing, prefix_scores
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
-from sbert.errors import ModelFormatError
+from sbert.errors import ModelFormatError, SbertError
 from sbert.formats import layout
 from sbert.formats.model_config import EncoderSettings, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
@@ -74,12 +75,20 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         cls, name_or_path: str | os.PathLike[str], device: Any = None, dtype: str | torch.dtype | None = None,
         max_seq_length: int | None = None,
     ) -> Self:  # fmt: skip
-        """Load a cross-encoder folder (sentence-transformers' CrossEncoder layout, or any sequence classifier)."""
+        """Load a cross-encoder folder: sentence-transformers' layout, a sequence classifier or an LLM reranker.
+
+        `dtype` keeps the weights in another dtype ("bf16", "fp16", "auto" for the stored one); "int8" holds the
+        Linears in int8 and no float copy of them (a CPU model for inference only, backends/torch_int8.hold_int8).
+        """
         root = resolve_model_dir(name_or_path)
         if (root / LEGACY_HEAD_FILE).is_file():
             raise ModelFormatError(f"{root}: an sbert 0.1 cross-encoder baseline; retrain it (train-cross-encoder)")
         config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
-        classifier = _scorer(root, config.get("architectures") or [], dtype)
+        classifier = _scorer(root, config.get("architectures") or [], "auto" if dtype == "int8" else dtype)
+        if dtype == "int8":  # the Linears held in int8 alone, as SentenceEncoder.load(dtype="int8")
+            from sbert.backends.torch_int8 import hold_int8
+
+            hold_int8([classifier], resolve_device(device))
         if max_seq_length is not None:
             classifier.max_seq_length = max_seq_length
         model = cls(classifier, saved_activation(root, config), device=device)
@@ -129,9 +138,27 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         check_batch_sizes(batch_size, batch_tokens)
         ids = self.classifier.prompted_pair_ids(rows, text)
         engine = self.backend(backend, precision)
-        logits = embed_rows(engine, ids, self.num_labels, batch_size, batch_tokens, show_progress)
+        logits = np.zeros((len(ids), self.num_labels), dtype=np.float32)
+        shared = self._shared_prefix_groups(rows, ids, backend, precision)
+        for group in shared:  # one query's pairs: their common prompt prefix runs once (shared_prefix.py)
+            logits[group, 0] = prefix_scores(self.classifier, [ids[i] for i in group])  # type: ignore[arg-type]
+        rest = sorted(set(range(len(ids))) - {i for g in shared for i in g})
+        if rest:
+            logits[rest] = embed_rows(engine, [ids[i] for i in rest], self.num_labels, batch_size, batch_tokens,
+                                      show_progress)  # fmt: skip
         scores = ACTIVATIONS[self.activation](logits) if activation else logits
         return scores[:, 0] if self.num_labels == 1 else scores
+
+    def _shared_prefix_groups(
+        self, pairs: list[tuple[str, str]], ids: list[list[int]], backend: str, precision: str
+    ) -> list[list[int]]:  # fmt: skip
+        """Groups of one query's pairs for the shared-prefix run: an LLM reranker in torch on the CPU, as held."""
+        if backend != "torch" or self.device.type != "cpu" or not isinstance(self.classifier, LogitPairScorer):
+            return []
+        held = next(self.classifier.auto_model.parameters()).dtype
+        if self._compute_dtype(backend, precision) != held:
+            return []  # another compute dtype: the engine's cast copy runs it
+        return groups_worth_sharing([query for query, _ in pairs], ids)
 
     def rank(
         self, query: str, documents: Sequence[str], top_k: int | None = None, return_documents: bool = False,
@@ -164,12 +191,16 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
-        width = getattr(self.classifier.auto_model.config, "hidden_size", None)  # the width auto probes
-        dtype = backend_dtype(name, precision, self.device, width)
+        dtype = self._compute_dtype(name, precision)
         chain = Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
         return self.cached_engine(
             (name, str(self.device), dtype), lambda: open_backend(chain, name, self.device, dtype)
         )
+
+    def _compute_dtype(self, backend: str, precision: str) -> torch.dtype:
+        """The dtype `backend` runs in at `precision` (auto: probed for the model's width on a CPU)."""
+        width = getattr(self.classifier.auto_model.config, "hidden_size", None)
+        return backend_dtype(backend, precision, self.device, width)
 
     def weights_digest(self) -> str:
         """sha256 of the weights and the module config (keys the ONNX cache)."""
@@ -179,6 +210,11 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write sentence-transformers' CrossEncoder layout atomically (a kill mid-save keeps the old copy)."""
+        from sbert.backends.torch_int8 import holds_int8
+
+        if holds_int8(self):
+            raise SbertError(f"{path}: this cross-encoder holds its weights in int8 (loaded with dtype='int8') and "
+                             "cannot be saved; load it without dtype to save or train it")  # fmt: skip
         # sentence-transformers 4-5 read the activation from config.json, 6 from its own file.
         self.classifier.auto_model.config.sentence_transformers = {"activation_fn": self.activation}
         with layout.atomic_directory(path) as tmp:

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional
 
 from sbert.device import resolve_device
 from sbert.errors import ModelFormatError
 from sbert.formats.model_dirs import resolve_model_dir
+from sbert.m3.heads import M3Heads
 from sbert.m3.layout import COLBERT_HEAD, SPARSE_HEAD, is_m3_dir
 from sbert.modules.transformer import Transformer
 from sbert.vectors.batching import check_sentences
@@ -121,34 +121,26 @@ class M3Encoder(nn.Module):
 
     @property
     def token_states(self) -> MultiVectorEncoder:
-        """The encoder alone as a multi-vector chain whose token vectors are every real token's last hidden state."""
-        view = self.__dict__.get("_token_states")  # not a registered submodule: it holds the same Transformer
+        """The encoder and the three heads as a multi-vector chain: per real token one row of M3Heads' outputs."""
+        view = self.__dict__.get("_token_states")  # not a registered submodule: it holds the same modules
         if view is None:
             from sbert.multivector import MultiVectorEncoder
 
-            view = self.__dict__["_token_states"] = MultiVectorEncoder([self.transformer], device=self.device)
+            heads = M3Heads(self.colbert_linear, self.sparse_linear)
+            view = self.__dict__["_token_states"] = MultiVectorEncoder([self.transformer, heads], device=self.device)
         return cast("MultiVectorEncoder", view)
 
-    @torch.inference_mode()
     def _heads(self, states: list[np.ndarray], ids: list[list[int]], wanted: set[str]) -> dict[str, Any]:
-        """The outputs in `wanted` from each text's token states (row i: the tokens of ids[i], CLS first)."""
-        width = self.transformer.embedding_dimension
+        """The outputs in `wanted`, read from each text's M3Heads rows (row i: the tokens of ids[i], CLS first)."""
+        hidden, colbert, lexical = M3Heads(self.colbert_linear, self.sparse_linear).columns()
         out: dict[str, Any] = {}
-        device = self.colbert_linear.weight.device
         if "dense_vecs" in wanted:
-            first = np.stack([s[0] for s in states]) if states else np.zeros((0, width), np.float32)
-            out["dense_vecs"] = functional.normalize(torch.from_numpy(first), dim=-1).numpy()
-        if not wanted & {"lexical_weights", "colbert_vecs"}:
-            return out  # the dense-only call: no token rows for the heads
-        flat = torch.from_numpy(np.concatenate(states) if states else np.zeros((0, width), np.float32)).to(device)
-        ends = np.cumsum([len(s) for s in states])[:-1]
+            width = hidden.stop - hidden.start
+            out["dense_vecs"] = np.stack([s[0, hidden] for s in states]) if states else np.zeros((0, width), np.float32)
         if "lexical_weights" in wanted:
-            weights = torch.relu(self.sparse_linear(flat)).squeeze(-1).float().cpu().numpy()
-            per_text = np.split(weights, ends) if states else []
-            out["lexical_weights"] = [self._lexical(w, row) for w, row in zip(per_text, ids, strict=True)]
+            out["lexical_weights"] = [self._lexical(s[:, lexical], row) for s, row in zip(states, ids, strict=True)]
         if "colbert_vecs" in wanted:
-            vectors = functional.normalize(self.colbert_linear(flat), dim=-1).float().cpu().numpy()
-            out["colbert_vecs"] = [m[1:] for m in np.split(vectors, ends)] if states else []  # every token after CLS
+            out["colbert_vecs"] = [np.ascontiguousarray(s[1:, colbert]) for s in states]  # every token after CLS
         return out
 
     def _lexical(self, weights: np.ndarray, row: Sequence[int]) -> dict[str, float]:

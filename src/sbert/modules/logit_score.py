@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from torch import Tensor
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from sbert.errors import ModelFormatError
@@ -143,12 +144,14 @@ class LogitPairScorer(Transformer):
     def forward(self, features: Features) -> Features:
         """Add the score (B, 1) as `sentence_embedding`: true minus false token logit at the last position."""
         output = self.auto_model(**self.backbone_inputs(features), logits_to_keep=1, return_dict=True)
-        last = output.logits[:, -1].float()
-        score = last[:, self.true_token_id]
-        if self.false_token_id is not None:
-            score = score - last[:, self.false_token_id]
-        features["sentence_embedding"] = score.unsqueeze(-1)
+        features["sentence_embedding"] = self.score_logits(output.logits[:, -1]).unsqueeze(-1)
         return features
+
+    def score_logits(self, last: Tensor) -> Tensor:
+        """The score (B,) from the last position's logits (B, vocabulary): true minus false token, in fp32."""
+        last = last.float()
+        score = last[:, self.true_token_id]
+        return score - last[:, self.false_token_id] if self.false_token_id is not None else score
 
 
 def _logit_score_dir(root: Path) -> Path | None:
