@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from sbert.cli.main import main
 from sbert.cross_encoder import CrossEncoder
@@ -202,3 +203,14 @@ def test_a_classifier_loaded_in_int8_scores_as_the_torch_int8_engine(st_cross_di
     assert holds_int8(held)
     engine = full.predict(PAIRS, backend="torch-int8", activation=False)
     np.testing.assert_allclose(held.predict(PAIRS, activation=False), engine, atol=1e-4)
+
+
+def test_the_gpu_engine_runs_a_classifier_in_padded_batches(st_cross_dir):
+    from sbert.backends.torch_cuda import CudaBackend
+    from sbert.encoding.engine import embed_rows
+
+    model = CrossEncoder.load(st_cross_dir)
+    engine = CudaBackend(model.as_chain(), torch.device("cpu"), torch.float32)  # the CUDA engine, on the CPU
+    assert not engine.packed  # the classifier's own head pools a padded row
+    ids = model.classifier.prompted_pair_ids(PAIRS, "")
+    np.testing.assert_allclose(embed_rows(engine, ids, 1)[:, 0], model.predict(PAIRS, activation=False), atol=1e-5)

@@ -150,6 +150,17 @@ def test_loaded_in_int8_it_scores_as_the_torch_int8_engine_and_refuses_to_save(f
     assert not (tmp_path / "int8").exists()
 
 
+def test_the_packed_gpu_engine_scores_as_whole_rows_run_on_the_cpu(folders):
+    from sbert.backends.torch_cuda import CudaBackend
+    from sbert.encoding.engine import embed_rows
+
+    model = CrossEncoder.load(folders[1])
+    engine = CudaBackend(model.as_chain(), torch.device("cpu"), torch.float32)  # the CUDA engine, on the CPU
+    assert engine.packed  # pairs laid end to end: each score read at its own segment's last token
+    ids = model.classifier.prompted_pair_ids(PAIRS, "")
+    np.testing.assert_allclose(embed_rows(engine, ids, 1)[:, 0], model.predict(PAIRS, activation=False), atol=1e-4)
+
+
 def test_a_causal_lm_without_a_chat_template_is_a_one_line_error(folders, tmp_path):
     import shutil
 

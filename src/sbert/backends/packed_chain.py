@@ -11,6 +11,8 @@ from torch import Tensor
 from sbert.backends import varlen
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, packed_weightedmean, segment_positions, unpack
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
+from sbert.modules.classifier import PairClassifier
+from sbert.modules.logit_score import LogitPairScorer
 
 # Encoders whose position ids are a plain 0..L-1 per sentence (offset 0), or which count from
 # padding_idx + 1 (the RoBERTa family). Others (MPNet's relative buckets, DistilBERT's fixed
@@ -24,6 +26,8 @@ DECODERS = {"qwen2", "qwen3", "llama", "mistral", "gemma2", "gemma3_text"}
 
 def packing_blocker(transformer: Transformer) -> str | None:
     """Why this encoder cannot run packed (None when it can)."""
+    if isinstance(transformer, PairClassifier):  # its model's own head pools a padded row (CLS, a pooler)
+        return "a sequence classifier's head reads padded rows"
     auto_model = transformer.auto_model
     config = auto_model.config
     model_type = getattr(config, "model_type", "?")
@@ -80,6 +84,20 @@ def packed_token_embeddings(transformer: Transformer, batch: PackedBatch) -> Ten
     return packed_hidden(transformer.auto_model, transformer.model_inputs, batch)
 
 
+def packed_pair_scores(scorer: LogitPairScorer, batch: PackedBatch) -> Tensor:
+    """An LLM reranker's scores (B, 1) for a packed batch: the causal LM's logits at each pair's last token only.
+
+    Packed rows need no padding side: each pair's last token is where its segment ends.
+    """
+    cu, width = batch.cu_seqlens, batch.max_len
+    output = scorer.auto_model(
+        input_ids=batch.input_ids[None], position_ids=batch.position_ids[None], cu_seq_lens_q=cu,
+        cu_seq_lens_k=cu, max_length_q=width, max_length_k=width, **{varlen.MIN_LENGTH_KWARG: batch.min_len},
+        logits_to_keep=(cu[1:] - 1).long(), return_dict=True,
+    )  # fmt: skip
+    return scorer.score_logits(output.logits[0]).unsqueeze(-1)
+
+
 def packed_hidden(model: torch.nn.Module, model_inputs: Sequence[str], batch: PackedBatch) -> Tensor:
     """`model`'s last hidden state for every packed token: (N, H) (a backbone; an MLM's without its head).
 
@@ -108,6 +126,8 @@ def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: in
     """
     transformer = modules[0]
     assert isinstance(transformer, Transformer)
+    if isinstance(transformer, LogitPairScorer):  # an LLM reranker: its scores, not token states
+        return packed_pair_scores(transformer, batch)
     tokens = packed_token_embeddings(transformer, batch)  # (N, H)
     features: Features | None = None  # None while the tokens are still packed
     for module in modules[1:]:

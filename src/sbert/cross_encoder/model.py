@@ -192,10 +192,14 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The engine backend `name` in `precision`, built once per weights state (ONNX: exported and checked)."""
         dtype = self._compute_dtype(name, precision)
-        chain = Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
+        chain = self.as_chain()
         return self.cached_engine(
             (name, str(self.device), dtype), lambda: open_backend(chain, name, self.device, dtype)
         )
+
+    def as_chain(self) -> Chain:
+        """The pair scorer as the engines run it: one module whose `sentence_embedding` is the logits."""
+        return Chain((self.classifier,), self.num_labels, self.device, self.weights_digest, self.source_dir)
 
     def _compute_dtype(self, backend: str, precision: str) -> torch.dtype:
         """The dtype `backend` runs in at `precision` (auto: probed for the model's width on a CPU)."""
