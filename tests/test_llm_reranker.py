@@ -79,7 +79,12 @@ def test_rank_orders_as_the_reference(folders, reference):
     np.testing.assert_allclose([r["score"] for r in mine], [r["score"] for r in theirs], atol=1e-5)
 
 
-def test_one_querys_shared_prefix_runs_once_and_scores_as_the_reference(tmp_path):
+@pytest.mark.parametrize("cache_bytes", [None, 1])  # 1: the cache copies' cap leaves one row a batch
+def test_one_querys_shared_prefix_runs_once_and_scores_as_the_reference(cache_bytes, tmp_path, monkeypatch):
+    from sbert.cross_encoder import shared_prefix as module
+
+    if cache_bytes is not None:
+        monkeypatch.setattr(module, "CACHE_BYTES", cache_bytes)
     lm = build_causal_lm(tmp_path / "lm", max_len=256)  # room for every document: none is cut
     docs = ["A man plays a guitar.", "It rains.", "Music is played by a band on the stage tonight.", "", "cats",
             "It rains.", "A violin"]  # fmt: skip

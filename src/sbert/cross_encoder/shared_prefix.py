@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 MIN_PREFIX = 8  # tokens a group must share for the cached run to be worth its cache copies
 BATCH_TOKENS = 4096  # suffix tokens a batch holds (padded), with up to MAX_ROWS rows
 MAX_ROWS = 64
+# Each row of a batch holds its own copy of the prefix's keys and values (transformers' caches are per row):
+# rows are capped so that the copies stay within this many bytes (Qwen3-0.6B, a 100-token prefix: 22 MB a row).
+CACHE_BYTES = 256 * 2**20
 
 
 def shared_prefix(rows: Sequence[Sequence[int]]) -> int:
@@ -78,9 +81,20 @@ def _distinct_scores(scorer: LogitPairScorer, rows: Sequence[Sequence[int]]) -> 
     lengths = [len(s) for s in suffixes]
     order = sorted(range(len(rows)), key=lambda i: -lengths[i])
     out = np.zeros(len(rows), dtype=np.float32)
-    for batch in token_batches(order, lengths, BATCH_TOKENS, MAX_ROWS):
+    max_rows = max(1, min(MAX_ROWS, CACHE_BYTES // max(cache_bytes(cache), 1)))
+    for batch in token_batches(order, lengths, BATCH_TOKENS, max_rows):
         out[batch] = _suffix_batch(scorer, (name, cache), p, [suffixes[i] for i in batch])
     return out
+
+
+def cache_bytes(cache: object) -> int:
+    """Bytes of a KV cache's tensors (its `layers`' keys and values; older caches' key / value lists)."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        tensors = [t for layer in layers for t in (getattr(layer, "keys", None), getattr(layer, "values", None))]
+    else:
+        tensors = [*getattr(cache, "key_cache", []), *getattr(cache, "value_cache", [])]
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
 def cache_argument(model: torch.nn.Module) -> str:
