@@ -178,6 +178,28 @@ def sts_wordpiece(vocab_size: int = 8000) -> Any:
                                    sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)  # fmt: skip
 
 
+# Qwen3-0.6B's published shape (Qwen3-Embedding-0.6B and Qwen3-Reranker-0.6B are built on it).
+QWEN3_06B = {
+    "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151_669, "max_position_embeddings": 32_768,
+    "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+}  # fmt: skip
+
+
+def sts_byte_bpe(vocab_size: int = 16_000) -> Any:
+    """A byte-level BPE trained on the STSb train sentences, `<|endoftext|>` its one special token (a Tokenizer)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    first, second, _ = sts_pairs("train")
+    tok.train_from_iterator(first + second, trainer)
+    return tok
+
+
 def random_bert_base(path: Path, model_class: str = "BertModel") -> Path:
     """A random-weight BERT-base (`model_class` of transformers) with an 8,000-piece WordPiece trained on STSb train."""
     import torch

@@ -50,29 +50,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from decoder_peers import ST_OPENVINO, Peer, start_peers
 
-from common import alternate, cpu_facts, gemm_peak, median, sts_pairs, sts_sentences
-
-QWEN3_06B = {
-    "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
-    "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151_669, "max_position_embeddings": 32_768,
-    "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
-}  # fmt: skip
+from common import QWEN3_06B, alternate, cpu_facts, gemm_peak, median, sts_byte_bpe, sts_sentences
 
 
 def build(folder: Path) -> Path:
     """Save the random-weight Qwen3 model in sentence-transformers' layout (built by sentence-transformers)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3Model
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=16_000, special_tokens=["<|endoftext|>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
-    first, second, _ = sts_pairs("train")
-    tok.train_from_iterator(first + second, trainer)
+    tok = sts_byte_bpe()
     eos = tok.token_to_id("<|endoftext|>")
     tok.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>",
                                                        special_tokens=[("<|endoftext|>", eos)])  # fmt: skip

@@ -30,15 +30,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import alternate, cpu_facts, median, sts_pairs
+from common import QWEN3_06B, alternate, cpu_facts, median, sts_byte_bpe, sts_pairs
 from sbert.cross_encoder import CrossEncoder
 from sbert.encoding.engine import embed_rows
 
-QWEN3_06B = {
-    "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
-    "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151_669, "max_position_embeddings": 32_768,
-    "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
-}  # fmt: skip
 # Qwen3-Reranker's prompt (its model card): the system turn, the instruction and the fixed ending.
 SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
           'Note that the answer can only be "yes" or "no".')  # fmt: skip
@@ -53,16 +48,10 @@ TEMPLATE = (
 
 def build(folder: Path) -> Path:
     """The random-weight Qwen3-0.6B-shaped causal LM, its BPE (with yes / no and the chat tokens) and template."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=16_000, special_tokens=["<|endoftext|>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
-    first, second, _ = sts_pairs("train")
-    tok.train_from_iterator(first + second, trainer)
+    tok = sts_byte_bpe()
     tok.add_special_tokens([AddedToken("<|im_start|>", special=True), AddedToken("<|im_end|>", special=True)])
     tok.add_tokens([AddedToken("yes", single_word=True), AddedToken("no", single_word=True)])
     wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",

@@ -9,13 +9,12 @@ sparse, ColBERT and fused searches.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sbert.formats import layout
-from sbert.search.index import Hit, IndexFolderError, SearchIndex
+from sbert.search.index import Hit, IndexFolderError, SearchIndex, read_side_info
 from sbert.search.multivector_index import IndexSettings, MultiVectorIndex
 
 if TYPE_CHECKING:
@@ -68,13 +67,8 @@ def has_colbert_side(dense: SearchIndex) -> bool:
 
 def colbert_info(dense: SearchIndex) -> ColbertInfo:
     """colbert.json of an index folder (which model wrote its token matrices), or a one-line error."""
-    path = dense.folder / COLBERT_FOLDER / COLBERT_INFO
-    if not has_colbert_side(dense):
-        raise IndexFolderError(f"{dense.folder}: no ColBERT side (build the index with --colbert-model)")
-    try:
-        return ColbertInfo(**json.loads(path.read_text(encoding="utf-8")))
-    except (TypeError, ValueError) as e:
-        raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
+    return read_side_info(dense, f"{COLBERT_FOLDER}/{COLBERT_INFO}", ColbertInfo,
+                          "no ColBERT side (build the index with --colbert-model)")  # fmt: skip
 
 
 def open_colbert_side(dense: SearchIndex, model: MultiVectorEncoder) -> MultiVectorIndex:

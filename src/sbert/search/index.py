@@ -9,6 +9,7 @@ atomically: a kill mid-build leaves the previous index (or none) in place.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -16,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 KINDS = ("flat", "ivf", "hnsw", *quantized.QUANTIZED_KINDS)
 INFO_FILE, INDEX_FILE, TEXTS_FILE = "index.json", "index.faiss", "texts.sqlite"
 # HNSW graph degree and search breadth: recall@10 >= 0.95 on 1M x 384 sentence vectors
@@ -265,6 +267,17 @@ class SearchIndex:
     def texts(self, ids: Sequence[int]) -> dict[int, str]:
         """Texts by id."""
         return texts_by_id(self.db, ids)
+
+
+def read_side_info(dense: SearchIndex, relative: str, kind: Callable[..., T], missing: str) -> T:
+    """The JSON record of a side (sparse, ColBERT) inside an index folder as `kind`; `missing` when it has none."""
+    path = dense.folder / relative
+    if not path.is_file():
+        raise IndexFolderError(f"{dense.folder}: {missing}")
+    try:
+        return kind(**json.loads(path.read_text(encoding="utf-8")))
+    except (TypeError, ValueError) as e:
+        raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
 
 
 def hit_arrays(hits: Sequence[Sequence[Hit]]) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,6 @@ which searches then use unless asked for the exact postings.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ import scipy.sparse
 
 from sbert.formats import layout
 from sbert.search.hybrid import hybrid_fuse
-from sbert.search.index import Hit, IndexFolderError, SearchIndex, hit_arrays
+from sbert.search.index import Hit, IndexFolderError, SearchIndex, hit_arrays, read_side_info
 from sbert.search.seismic_index import SeismicSettings, SeismicSparseIndex
 from sbert.search.sparse_index import POSTINGS_FILE, SparseIndex
 
@@ -78,13 +77,8 @@ def has_sparse_side(dense: SearchIndex) -> bool:
 
 def sparse_info(dense: SearchIndex) -> SparseInfo:
     """sparse.json of an index folder (which model wrote its postings), or a one-line error."""
-    path = dense.folder / SPARSE_FOLDER / SPARSE_INFO
-    if not has_sparse_side(dense):
-        raise IndexFolderError(f"{dense.folder}: no sparse side (build the index with --sparse-model)")
-    try:
-        return SparseInfo(**json.loads(path.read_text(encoding="utf-8")))
-    except (TypeError, ValueError) as e:
-        raise IndexFolderError(f"{path}: unreadable ({e}); rebuild the index") from None
+    return read_side_info(dense, f"{SPARSE_FOLDER}/{SPARSE_INFO}", SparseInfo,
+                          "no sparse side (build the index with --sparse-model)")  # fmt: skip
 
 
 def open_sparse_side(dense: SearchIndex, model: SparseEncoder | LexicalView, exact: bool = False) -> SparseSearch:
