@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
@@ -11,8 +11,9 @@ from torch import Tensor
 from sbert.backends import varlen
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, packed_weightedmean, segment_positions, unpack
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
-from sbert.modules.classifier import PairClassifier
-from sbert.modules.logit_score import LogitPairScorer
+
+if TYPE_CHECKING:
+    from sbert.modules.logit_score import LogitPairScorer
 
 # Encoders whose position ids are a plain 0..L-1 per sentence (offset 0), or which count from
 # padding_idx + 1 (the RoBERTa family). Others (MPNet's relative buckets, DistilBERT's fixed
@@ -26,8 +27,8 @@ DECODERS = {"qwen2", "qwen3", "llama", "mistral", "gemma2", "gemma3_text"}
 
 def packing_blocker(transformer: Transformer) -> str | None:
     """Why this encoder cannot run packed (None when it can)."""
-    if isinstance(transformer, PairClassifier):  # its model's own head pools a padded row (CLS, a pooler)
-        return "a sequence classifier's head reads padded rows"
+    if transformer.packed_output is None:
+        return f"{type(transformer).__name__}'s model pools padded rows with its own head"
     auto_model = transformer.auto_model
     config = auto_model.config
     model_type = getattr(config, "model_type", "?")
@@ -89,17 +90,18 @@ def packed_pair_scores(scorer: LogitPairScorer, batch: PackedBatch) -> Tensor:
 
     Packed rows need no padding side: each pair's last token is where its segment ends.
     """
-    cu, width = batch.cu_seqlens, batch.max_len
-    output = scorer.auto_model(
-        input_ids=batch.input_ids[None], position_ids=batch.position_ids[None], cu_seq_lens_q=cu,
-        cu_seq_lens_k=cu, max_length_q=width, max_length_k=width, **{varlen.MIN_LENGTH_KWARG: batch.min_len},
-        logits_to_keep=(cu[1:] - 1).long(), return_dict=True,
-    )  # fmt: skip
+    last = (batch.cu_seqlens[1:] - 1).long()
+    output = packed_call(scorer.auto_model, scorer.model_inputs, batch, logits_to_keep=last)
     return scorer.score_logits(output.logits[0]).unsqueeze(-1)
 
 
 def packed_hidden(model: torch.nn.Module, model_inputs: Sequence[str], batch: PackedBatch) -> Tensor:
-    """`model`'s last hidden state for every packed token: (N, H) (a backbone; an MLM's without its head).
+    """`model`'s last hidden state for every packed token: (N, H) (a backbone; an MLM's without its head)."""
+    return packed_call(model, model_inputs, batch).last_hidden_state[0]
+
+
+def packed_call(model: torch.nn.Module, model_inputs: Sequence[str], batch: PackedBatch, **extra: Any) -> Any:
+    """`model`'s output for a packed batch as one row (`extra`: more forward kwargs, e.g. logits_to_keep).
 
     The model must have been switched to a registered `sbert_varlen_*` attention; the
     cumulative lengths and the longest and shortest lengths travel to it as forward kwargs
@@ -109,11 +111,10 @@ def packed_hidden(model: torch.nn.Module, model_inputs: Sequence[str], batch: Pa
     if "token_type_ids" in model_inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     cu, width = batch.cu_seqlens, batch.max_len
-    output = model(
+    return model(
         **inputs, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=width, max_length_k=width,
-        **{varlen.MIN_LENGTH_KWARG: batch.min_len}, return_dict=True,
+        **{varlen.MIN_LENGTH_KWARG: batch.min_len}, return_dict=True, **extra,
     )  # fmt: skip
-    return output.last_hidden_state[0]
 
 
 def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: int = 0) -> Tensor:
@@ -126,8 +127,8 @@ def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: in
     """
     transformer = modules[0]
     assert isinstance(transformer, Transformer)
-    if isinstance(transformer, LogitPairScorer):  # an LLM reranker: its scores, not token states
-        return packed_pair_scores(transformer, batch)
+    if transformer.packed_output == "last_token_score":  # an LLM reranker: its scores, not token states
+        return packed_pair_scores(cast("LogitPairScorer", transformer), batch)
     tokens = packed_token_embeddings(transformer, batch)  # (N, H)
     features: Features | None = None  # None while the tokens are still packed
     for module in modules[1:]:

@@ -95,7 +95,7 @@ def _colbert_side(args: argparse.Namespace, model: MultiVectorEncoder, texts: li
     """--colbert-model: the documents' token matrices beside the dense index (search/colbert_side.py)."""
     from sbert.search.colbert_side import add_colbert_side
 
-    encode = {"backend": args.backend, "precision": args.precision, "batch_tokens": args.batch_tokens}
+    encode = _encode_options(args)
     settings = add_colbert_side(args.out, model, _model_name(args.colbert_model), texts, args.token_format, encode)
     print(f"ColBERT side: {settings.count} documents, {settings.dimension} dims as {settings.token_format}",
           file=sys.stderr)  # fmt: skip
@@ -120,12 +120,17 @@ def _multivector(args: argparse.Namespace, texts: list[str]) -> bool:
                          "encode (bf16, fp16) and --backend onnx-int8 / openvino-int8 runs it in int8")  # fmt: skip
     model = MultiVectorEncoder.load(root, device=args.device)
     settings = IndexSettings(dimension=model.embedding_dimension, token_format=args.token_format)
-    encode = {"backend": args.backend, "precision": args.precision, "batch_tokens": args.batch_tokens}
+    encode = _encode_options(args)
     info = index_texts(model, texts, args.out, _model_name(args.model), settings, encode)
     print(f"indexed {info.count} texts (multi-vector, {info.dimension} dims as {info.token_format}, "
           f"{info.n_centroids} centroids) "
           f"in {args.out}", file=sys.stderr)  # fmt: skip
     return True
+
+
+def _encode_options(args: argparse.Namespace) -> dict[str, object]:
+    """The options a multi-vector model encodes the documents with (the index's own or its ColBERT side)."""
+    return {"backend": args.backend, "precision": args.precision, "batch_tokens": args.batch_tokens}
 
 
 def _model_name(model: str) -> str:

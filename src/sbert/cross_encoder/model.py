@@ -153,7 +153,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         self, pairs: list[tuple[str, str]], ids: list[list[int]], backend: str, precision: str
     ) -> list[list[int]]:  # fmt: skip
         """Groups of one query's pairs for the shared-prefix run: an LLM reranker in torch on the CPU, as held."""
-        if backend != "torch" or self.device.type != "cpu" or not isinstance(self.classifier, LogitPairScorer):
+        if backend != "torch" or self.device.type != "cpu" or self.classifier.packed_output != "last_token_score":
             return []
         held = next(self.classifier.auto_model.parameters()).dtype
         if self._compute_dtype(backend, precision) != held:

@@ -132,7 +132,9 @@ class M3Encoder(nn.Module):
 
     def _heads(self, states: list[np.ndarray], ids: list[list[int]], wanted: set[str]) -> dict[str, Any]:
         """The outputs in `wanted`, read from each text's M3Heads rows (row i: the tokens of ids[i], CLS first)."""
-        hidden, colbert, lexical = M3Heads(self.colbert_linear, self.sparse_linear).columns()
+        heads = self.token_states[1]  # the chain's M3Heads: where each output sits in a row
+        assert isinstance(heads, M3Heads)
+        hidden, colbert, lexical = heads.columns()
         out: dict[str, Any] = {}
         if "dense_vecs" in wanted:
             width = hidden.stop - hidden.start

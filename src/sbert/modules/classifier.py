@@ -32,6 +32,7 @@ class PairClassifier(Transformer):
 
     module_type = "sentence_transformers.base.modules.transformer.Transformer"
     auto_class: ClassVar[Any] = AutoModelForSequenceClassification
+    packed_output: ClassVar[str | None] = None  # the model's own head pools a padded row (CLS, a pooler)
 
     @property
     def num_labels(self) -> int:

@@ -46,6 +46,7 @@ class LogitPairScorer(Transformer):
 
     module_type = "sentence_transformers.base.modules.transformer.Transformer"
     auto_class: ClassVar[Any] = AutoModelForCausalLM
+    packed_output: ClassVar[str | None] = "last_token_score"  # score_logits at each pair's last token
     num_labels = 1
 
     def __init__(

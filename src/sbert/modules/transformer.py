@@ -47,6 +47,11 @@ class Transformer(Module):
     module_type = "sentence_transformers.models.Transformer"
     config_file = TRANSFORMER_CONFIG_FILE
     auto_class: ClassVar[Any] = AutoModel  # the Hugging Face class the weights load into
+    # What the packed GPU engine (backends/packed_chain.py) reads from this module's model:
+    # "token_states" (the last hidden state, for the chain's pooling), "last_token_score" (a causal LM's
+    # score at each row's last token: an LLM reranker; rows sharing a prefix may share its KV cache too),
+    # or None: its model's own head pools a padded row, so it runs padded batches only.
+    packed_output: ClassVar[str | None] = "token_states"
 
     def __init__(
         self,

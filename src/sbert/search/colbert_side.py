@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sbert.formats import layout
 from sbert.search.index import Hit, IndexFolderError, SearchIndex, read_side_info
-from sbert.search.multivector_index import IndexSettings, MultiVectorIndex
+from sbert.search.multivector_index import IndexSettings, MultiVectorIndex, build_text_index
 
 if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
@@ -42,17 +42,14 @@ def colbert_digest(model: MultiVectorEncoder) -> str:
 
 def add_colbert_side(
     folder: str | Path, model: MultiVectorEncoder, name: str, texts: list[str], token_format: str = "float16",
-    encode: dict[str, object] | None = None,
+    encode: dict[str, Any] | None = None,
 ) -> IndexSettings:  # fmt: skip
     """Encode `texts` (the index's documents, in id order) as documents and write `colbert/` atomically.
 
     `encode`: the options the documents are embedded with (backend, precision, batch_tokens).
     """
-    docs = model.encode_document(list(texts), output="packed", **(encode or {}))
-    prompt = model.settings.resolve_prompt(task="document")
-    settings = IndexSettings(dimension=model.embedding_dimension, model=name, document_prompt=prompt,
-                             mean=model.similarity_fn_name == "meanmaxsim", token_format=token_format)  # fmt: skip
-    index = MultiVectorIndex.build(docs, settings)
+    settings = IndexSettings(dimension=model.embedding_dimension, token_format=token_format)
+    index = build_text_index(model, texts, name, settings, encode)
     info = ColbertInfo(name, colbert_digest(model), len(texts))
     with layout.atomic_directory(Path(folder) / COLBERT_FOLDER) as tmp:
         index.save(tmp / TOKENS_FOLDER)

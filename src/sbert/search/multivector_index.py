@@ -243,14 +243,22 @@ def index_texts(
 
     `encode`: the encode options (backend, precision, batch_tokens) the documents are embedded with.
     """
+    index = build_text_index(model, texts, model_name, settings, encode)
+    index.save(out, texts)
+    return index.settings
+
+
+def build_text_index(
+    model: MultiVectorEncoder, texts: Sequence[str], model_name: str, settings: IndexSettings | None = None,
+    encode: dict[str, Any] | None = None,
+) -> MultiVectorIndex:  # fmt: skip
+    """`texts` encoded as documents and indexed, the settings naming the model, its document prompt and MaxSim."""
     docs = model.encode_document(list(texts), output="packed", **(encode or {}))  # float32; stored in its own format
     base = settings or IndexSettings(dimension=model.embedding_dimension)
     prompt = model.settings.resolve_prompt(task="document")
     base = IndexSettings(**{**asdict(base), "model": model_name, "document_prompt": prompt,
                             "mean": model.similarity_fn_name == "meanmaxsim"})  # fmt: skip
-    index = MultiVectorIndex.build(docs, base)
-    index.save(out, texts)
-    return index.settings
+    return MultiVectorIndex.build(docs, base)
 
 
 def _probed_pool(sims: np.ndarray, probed: np.ndarray, starts: np.ndarray, docs: np.ndarray, keep: int) -> np.ndarray:
