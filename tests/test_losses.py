@@ -35,7 +35,7 @@ PAPER_CONCATS = {
 
 @pytest.mark.parametrize("concat,parts", sorted(PAPER_CONCATS.items()))
 def test_softmax_concat_modes_of_the_paper(concat, parts):
-    loss = SoftmaxLoss(6, 3, concat=concat)
+    loss = SoftmaxLoss(embedding_dimension=6, num_labels=3, concat=concat)
     assert loss.classifier.in_features == parts * 6
     labels = torch.tensor([0, 1, 2, 1])
     logits = loss.logits(U, V).detach()
@@ -44,14 +44,14 @@ def test_softmax_concat_modes_of_the_paper(concat, parts):
 
 
 def test_softmax_default_is_u_v_abs_diff():
-    loss = SoftmaxLoss(6, 3)
+    loss = SoftmaxLoss(embedding_dimension=6, num_labels=3)
     x = torch.cat([U, V, (U - V).abs()], dim=1)
     torch.testing.assert_close(loss.logits(U, V), loss.classifier(x))
 
 
 def test_softmax_rejects_unknown_parts():
     with pytest.raises(ValueError, match="parts must be among"):
-        SoftmaxLoss(6, 3, concat="u,u+v")
+        SoftmaxLoss(embedding_dimension=6, num_labels=3, concat="u,u+v")
 
 
 def test_regression_is_mse_of_cosine():
@@ -74,9 +74,14 @@ def test_triplet_hinge(distance, fn):
     assert float(loss([U, V, W], None)) == pytest.approx(manual, rel=1e-5)
 
 
-def test_triplet_paper_defaults():
-    loss = TripletLoss()
-    assert loss.margin == 1.0 and loss.distance.__name__ == "euclidean"
+def test_triplet_defaults_paper_by_name_reference_by_class():
+    from sbert.data.common import Dataset
+    from sbert.losses import build_loss
+
+    triplets = Dataset("t", "triplet", [("a", "b", "c")])
+    named = build_loss("triplet", 8, triplets)  # `sbert train --objective triplet`: the paper's eps = 1
+    assert named.margin == 1.0 and named.distance.__name__ == "euclidean"
+    assert TripletLoss().margin == 5.0  # the class as sentence-transformers defines it
 
 
 def test_mnrl_with_hard_negatives():

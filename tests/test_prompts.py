@@ -83,7 +83,7 @@ def test_matryoshka_equals_sentence_transformers_on_the_same_batch():
     torch.manual_seed(0)
     anchors, positives = torch.randn(8, 384, requires_grad=True), torch.randn(8, 384, requires_grad=True)
     dims, weights = parse_matryoshka("384,256,128:0.5,64")
-    ours = MatryoshkaLoss(MultipleNegativesRankingLoss(), dims, weights, 384)
+    ours = MatryoshkaLoss(None, MultipleNegativesRankingLoss(), dims, weights, width=384)
     got = ours.forward_features([{"sentence_embedding": anchors}, {"sentence_embedding": positives}], None)
 
     class Fixed(torch.nn.Module):  # hands the fixed batch's vectors to sentence-transformers' loss
@@ -98,7 +98,7 @@ def test_matryoshka_equals_sentence_transformers_on_the_same_batch():
     want = reference([{"v": anchors}, {"v": positives}], torch.zeros(8))
     assert abs(float(got) - float(want)) <= 1e-5
     with pytest.raises(SbertError, match="larger than the model's 384"):
-        MatryoshkaLoss(MultipleNegativesRankingLoss(), (512,), (1.0,), 384)
+        MatryoshkaLoss(None, MultipleNegativesRankingLoss(), (512,), (1.0,), width=384)
     with pytest.raises(SbertError, match="DIM"):
         parse_matryoshka("384,big")
 

@@ -11,8 +11,8 @@ from sbert.errors import SbertError
 
 # pair-score: (s1, s2) with a similarity in [0, 1]; pair-class: (s1, s2) with a class id;
 # triplet: (anchor, positive, negative[s]); pair: (anchor, positive) with no label; text: single
-# sentences (unsupervised objectives).
-Kind = Literal["pair-score", "pair-class", "pair", "triplet", "text", "distill"]
+# sentences (unsupervised objectives); embedding-target: texts with a teacher's vector as label (distillation).
+Kind = Literal["pair-score", "pair-class", "pair", "triplet", "text", "distill", "embedding-target"]
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 

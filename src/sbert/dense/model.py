@@ -356,6 +356,19 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         """float32 (n, m): the model's similarity of every row of `a` with every row of `b`."""
         return similarity_matrix(a, b, self.similarity_fn_name)
 
+    def as_native(self) -> SentenceEncoder:
+        """This model with sbert's own calling conventions: itself, or for a drop-in class a view on its modules.
+
+        The one conversion every consumer (evaluators, trainer, server, index) makes at its entry, so a
+        `sbert.SentenceTransformer` is taken wherever the object `sbert.load` returns is.
+        """
+        native = cast(type[SentenceEncoder], getattr(type(self), "native_class", type(self)))
+        if native is type(self):
+            return self
+        view = copy.copy(self)
+        view.__class__ = native
+        return view
+
     def _engine_view(self) -> SentenceEncoder:
         """This model as a plain SentenceEncoder (same modules, nothing copied): what workers call sbert's encode on.
 

@@ -1,4 +1,8 @@
-"""Evaluators: each maps (model, dataset) to named scores (x100 where a correlation or accuracy)."""
+"""Evaluators: each maps (model, dataset) to named scores (x100 where a correlation or accuracy).
+
+sentence-transformers' evaluator classes (0-1 values, `primary_metric`) are here too, under its names
+(evaluation/evaluators/).
+"""
 
 from __future__ import annotations
 
@@ -30,4 +34,31 @@ def evaluate(
     raise SbertError(f"{dataset.name}: no evaluator for {dataset.kind} data (use STS pairs, triplets or ir:DIR)")
 
 
-__all__ = ["evaluate", "evaluate_nli", "evaluate_sts", "evaluate_triplets"]
+# sentence-transformers' evaluator classes: imported last, as they use this package's search and metrics.
+from sbert.evaluation.evaluators import (  # noqa: E402
+    BaseEvaluator,
+    BinaryClassificationEvaluator,
+    EmbeddingSimilarityEvaluator,
+    InformationRetrievalEvaluator,
+    MSEEvaluator,
+    SentenceEvaluator,
+    SequentialEvaluator,
+    SimilarityFunction,
+    TripletEvaluator,
+)
+
+__all__ = [
+    "BaseEvaluator",
+    "BinaryClassificationEvaluator",
+    "EmbeddingSimilarityEvaluator",
+    "InformationRetrievalEvaluator",
+    "MSEEvaluator",
+    "SentenceEvaluator",
+    "SequentialEvaluator",
+    "SimilarityFunction",
+    "TripletEvaluator",
+    "evaluate",
+    "evaluate_nli",
+    "evaluate_sts",
+    "evaluate_triplets",
+]

@@ -1,4 +1,8 @@
-"""Training objectives, one per file, registered by the names `sbert train --objective` takes."""
+"""Training objectives, one per file, registered by the names `sbert train --objective` takes.
+
+Each class also answers sentence-transformers 6.2's constructor, model first (`MultipleNegativesRankingLoss(model)`),
+so `from sbert.losses import ...` replaces `from sentence_transformers.losses import ...`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from sbert.losses.base import Loss
 from sbert.losses.cached_mnrl import CachedMultipleNegativesRankingLoss
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
+from sbert.losses.embed_distill import EmbedDistillLoss, MSELoss
 from sbert.losses.infomax import InfomaxLoss
+from sbert.losses.matryoshka import MatryoshkaLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.multivector import (
     CachedMultiVectorContrastiveLoss,
@@ -20,7 +26,7 @@ from sbert.losses.multivector import (
 )
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.splade import SpladeLoss
-from sbert.losses.triplet import TripletLoss
+from sbert.losses.triplet import TripletDistanceMetric, TripletLoss
 
 # Keyed by sbert.names.OBJECTIVES, in its order (the CLI's help reads those without torch).
 LOSSES: dict[str, type[Loss]] = {
@@ -62,6 +68,11 @@ ALIASES = {
     "gradcache": "cached-mnrl",
     "isbert": "infomax",
 }
+
+
+# Where sbert's objective names keep their own defaults and the classes take sentence-transformers' (the paper's
+# triplet margin is 1, sentence-transformers' 5): `sbert train`, recipes and `sbert.train` build losses by name.
+OWN_DEFAULTS: dict[str, dict[str, Any]] = {"triplet": {"margin": 1.0}}
 
 
 # `sbert train` without --objective: the objective each kind of table trains with (printed, and documented in
@@ -106,11 +117,13 @@ def build_loss(name: str, dim: int, dataset: Dataset, options: dict[str, Any] | 
                 f"objective {key!r}: {dataset.name} has {dataset.source}; it needs {_roles_needed(cls.kinds)}"
             )
         raise SbertError(f"objective {key!r} needs {' or '.join(cls.kinds)} data, but {dataset.name} is {dataset.kind}")
-    options = dict(options or {})
+    name = next(k for k, v in LOSSES.items() if v is cls)
+    options = {**OWN_DEFAULTS.get(name, {}), **(options or {})}
     try:
         if cls is SoftmaxLoss:
             _check_class_labels(dataset)
-            return SoftmaxLoss(dim, len(dataset.label_names), label_names=dataset.label_names, **options)
+            return SoftmaxLoss(embedding_dimension=dim, num_labels=len(dataset.label_names),
+                               label_names=dataset.label_names, **options)  # fmt: skip
         return cls(**options)
     except TypeError as e:
         raise SbertError(f"objective {key!r}: bad option ({e})") from None
@@ -123,4 +136,23 @@ def _check_class_labels(dataset: Dataset) -> None:
         raise SbertError(f"{dataset.name}: class labels must be integers in [0, {n}), found {bad[:3]}")
 
 
-__all__ = ["AUTO", "LOSSES", "Loss", "auto_objective", "build_loss", "check_objective", "is_token_level"]
+__all__ = [
+    "AUTO",
+    "LOSSES",
+    "CachedMultipleNegativesRankingLoss",
+    "CoSENTLoss",
+    "CosineSimilarityLoss",
+    "EmbedDistillLoss",
+    "Loss",
+    "MSELoss",
+    "MatryoshkaLoss",
+    "MultipleNegativesRankingLoss",
+    "SoftmaxLoss",
+    "SpladeLoss",
+    "TripletDistanceMetric",
+    "TripletLoss",
+    "auto_objective",
+    "build_loss",
+    "check_objective",
+    "is_token_level",
+]

@@ -24,6 +24,15 @@ class Loss(nn.Module):
     # Under torchrun, batch-level objectives see every rank's rows (losses/gather.py); the trainer sets it.
     gather_across_ranks: bool = True
 
+    @property
+    def model(self) -> nn.Module | None:
+        """The encoder named at construction (sentence-transformers' `Loss(model, ...)`), or None."""
+        return self.__dict__.get("_named_model")
+
+    def name_model(self, model: nn.Module | None) -> None:
+        """Remember `model` without registering it: the trainer holds the encoder, a checkpoint stores it once."""
+        self.__dict__["_named_model"] = model
+
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """The loss of one batch."""
         raise NotImplementedError

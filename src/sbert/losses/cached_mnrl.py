@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from sbert.errors import SbertError
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from sbert.losses.options import Similarity, refuse_unsupported
 from sbert.modules.base import Features
 
 
@@ -80,11 +81,31 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
 
     needs_model = True
 
-    def __init__(self, scale: float = 20.0, mini_batch: int = 32) -> None:
-        super().__init__(scale)
-        if mini_batch < 1:
-            raise SbertError(f"cached-mnrl: mini_batch={mini_batch} must be >= 1")
-        self.mini_batch = mini_batch
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        scale: float = 20.0,
+        similarity_fct: Similarity | None = None,
+        mini_batch_size: int = 32,
+        mini_batch_num_tokens: int | None = None,
+        gather_across_devices: bool = False,
+        directions: tuple[str, ...] = ("query_to_doc",),
+        partition_mode: str = "joint",
+        show_progress_bar: bool = False,
+        hardness_mode: str | None = None,
+        hardness_strength: float = 0.0,
+        *,
+        mini_batch: int | None = None,  # sbert's option name (`--option mini_batch=16`)
+    ) -> None:
+        super().__init__(model, scale, similarity_fct, gather_across_devices, directions, partition_mode, hardness_mode,
+                         hardness_strength)  # fmt: skip
+        refuse_unsupported(type(self).__name__, {"mini_batch_num_tokens": mini_batch_num_tokens},
+                           {"mini_batch_num_tokens": None})  # fmt: skip
+        size = mini_batch if mini_batch is not None else mini_batch_size
+        if size < 1:
+            raise SbertError(f"cached-mnrl: mini_batch={size} must be >= 1")
+        self.mini_batch = size
+        self.show_progress_bar = show_progress_bar  # the mini-batches are not shown: the step's bar moves per step
 
     def forward_model(self, model: nn.Module, columns: list[Features], labels: Tensor | None) -> Tensor:
         """The MNRL loss of the batch; its backward replays the encoder one mini-batch at a time."""

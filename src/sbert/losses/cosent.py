@@ -3,17 +3,19 @@
     loss = log(1 + sum_{(i,j),(k,l): y_ij > y_kl} exp(scale * (cos_kl - cos_ij)))
 
 Every pair in the batch whose gold score is higher than another's should have the higher
-cosine. scale = 20 as in sentence-transformers. Inputs: pair-score datasets.
+cosine (or the pairwise `similarity_fct` given). scale = 20 as in sentence-transformers.
+Inputs: pair-score datasets.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional
 
 from sbert.losses.base import Loss
 from sbert.losses.gather import gather_rows
+from sbert.losses.options import Similarity
 
 
 def cosent(cosines: Tensor, labels: Tensor, scale: float) -> Tensor:
@@ -27,18 +29,25 @@ def cosent(cosines: Tensor, labels: Tensor, scale: float) -> Tensor:
 
 
 class CoSENTLoss(Loss):
-    """Rank pairs by cosine in the order of their gold scores."""
+    """Rank pairs by cosine in the order of their gold scores (`CoSENTLoss(model, scale=20.0)`; model optional)."""
 
     kinds = ("pair-score",)
 
-    def __init__(self, scale: float = 20.0) -> None:
+    def __init__(
+        self, model: nn.Module | None = None, scale: float = 20.0, similarity_fct: Similarity | None = None
+    ) -> None:
         super().__init__()
+        self.name_model(model)
         self.scale = scale
+        self.similarity_fct = similarity_fct  # None: the cosine of each pair
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """CoSENT over all ordered pairs of the batch."""
         assert labels is not None
-        cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
+        if self.similarity_fct is None:
+            cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
+        else:
+            cosines = self.similarity_fct(embeddings[0], embeddings[1])
         # Under torchrun, every pair of the global batch against every other (losses/gather.py).
         cosines, _ = gather_rows(cosines, self.gather_across_ranks, vectors=True)
         labels, _ = gather_rows(labels.to(cosines.dtype), self.gather_across_ranks, vectors=True)

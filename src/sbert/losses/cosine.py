@@ -3,24 +3,36 @@
     loss = mean((cos(u, v) - y)^2)
 
 y is the gold similarity scaled to [0, 1] (the readers scale STS 0-5 scores by 1/5).
-Inputs: pair-score datasets.
+sentence-transformers' `loss_fct` and `cos_score_transformation` replace the squared error and
+transform the cosine first. Inputs: pair-score datasets.
 """
 
 from __future__ import annotations
 
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional
 
 from sbert.losses.base import Loss
 
 
 class CosineSimilarityLoss(Loss):
-    """Mean squared error between the cosine of a pair and its gold score."""
+    """Mean squared error between the cosine of a pair and its gold score (`CosineSimilarityLoss(model)`)."""
 
     kinds = ("pair-score",)
 
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        loss_fct: nn.Module | None = None,
+        cos_score_transformation: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        self.name_model(model)
+        self.loss_fct = loss_fct if loss_fct is not None else nn.MSELoss()
+        self.cos_score_transformation = cos_score_transformation or nn.Identity()
+
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
-        """MSE of cos(u, v) against labels in [0, 1]."""
+        """`loss_fct` (MSE) of the transformed cos(u, v) against the labels."""
         assert labels is not None
-        cosine = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
-        return functional.mse_loss(cosine, labels.to(cosine.dtype))
+        cosine = self.cos_score_transformation(functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1))
+        return self.loss_fct(cosine, labels.to(cosine.dtype))

@@ -11,6 +11,8 @@ refused: a truncated vector cannot feed them.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,24 +44,53 @@ def shrink(features: dict[str, Any], dim: int) -> dict[str, Any]:
 
 
 class MatryoshkaLoss(Loss):
-    """The wrapped objective summed over nested leading dimensions of the sentence vectors."""
+    """The wrapped objective summed over nested leading dimensions of the sentence vectors.
 
-    def __init__(self, inner: Loss, dims: tuple[int, ...], weights: tuple[float, ...], width: int) -> None:
+    `MatryoshkaLoss(model, loss, matryoshka_dims, matryoshka_weights=None, n_dims_per_step=-1)` as in
+    sentence-transformers: with `n_dims_per_step` > 0, each step scores that many of the dims, drawn at random.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module | None,
+        loss: Loss,
+        matryoshka_dims: Sequence[int],
+        matryoshka_weights: Sequence[float] | None = None,
+        n_dims_per_step: int = -1,
+        *,
+        width: int | None = None,  # the model's vector width, when no model is named
+    ) -> None:
         super().__init__()
+        inner = loss
         if inner.needs_model or any(p.requires_grad for p in inner.parameters()):
             raise SbertError(f"--matryoshka cannot wrap {type(inner).__name__}: it has a head or runs the encoder")
-        if max(dims) > width:
+        dims = tuple(int(d) for d in matryoshka_dims)
+        weights = tuple(float(w) for w in matryoshka_weights) if matryoshka_weights is not None else (1.0,) * len(dims)
+        if len(weights) != len(dims) or not dims:
+            raise SbertError(f"matryoshka: {len(dims)} dims and {len(weights)} weights must match")
+        width = width if width is not None else getattr(model, "chain_dimension", None)
+        if width is not None and max(dims) > width:
             raise SbertError(f"--matryoshka {max(dims)} is larger than the model's {width} dimensions")
+        self.name_model(model)
         self.inner = inner
         self.dims, self.weights = dims, weights
+        self.n_dims_per_step = n_dims_per_step
         self.kinds = inner.kinds  # type: ignore[misc]
         self.needs_features = inner.needs_features  # type: ignore[misc]
         self.in_batch_negatives = inner.in_batch_negatives  # type: ignore[misc]
 
+    def _step_dims(self) -> list[int]:
+        """Which dims this step scores: all, or `n_dims_per_step` of them drawn with Python's (seeded) random."""
+        every = list(range(len(self.dims)))
+        if 0 < self.n_dims_per_step < len(every):
+            return sorted(random.sample(every, self.n_dims_per_step))
+        return every
+
     def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
         """Weighted sum of the inner loss on each prefix length."""
         total: Tensor | None = None
-        for dim, weight in zip(self.dims, self.weights, strict=True):
+        for i in self._step_dims():
+            dim, weight = self.dims[i], self.weights[i]
             loss = weight * self.inner.forward_features([shrink(f, dim) for f in features], labels)
             total = loss if total is None else total + loss
         assert total is not None

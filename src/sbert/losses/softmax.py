@@ -16,7 +16,6 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 from torch import Tensor, nn
-from torch.nn import functional
 
 from sbert.formats.layout import write_json
 from sbert.losses.base import Loss
@@ -40,6 +39,19 @@ def parse_concat(spec: str) -> tuple[str, ...]:
     return parts
 
 
+def _concat_spec(rep: bool, difference: bool, multiplication: bool) -> str:
+    """sentence-transformers' three switches as a concat spec, in its order: u, v, |u-v|, u*v."""
+    return ",".join(part for part, on in (("u,v", rep), ("|u-v|", difference), ("u*v", multiplication)) if on)
+
+
+def _model_width(model: nn.Module | None) -> int:
+    """The sentence vector width of `model` (SoftmaxLoss without embedding_dimension)."""
+    width = getattr(model, "chain_dimension", None)
+    if width is None:
+        raise ValueError("SoftmaxLoss needs embedding_dimension (or the model whose vectors it classifies)")
+    return int(width)
+
+
 def concat_features(u: Tensor, v: Tensor, parts: tuple[str, ...]) -> Tensor:
     """The classifier input: the named parts side by side."""
     # u, v: (B, n) -> (B, len(parts) * n)
@@ -47,17 +59,37 @@ def concat_features(u: Tensor, v: Tensor, parts: tuple[str, ...]) -> Tensor:
 
 
 class SoftmaxLoss(Loss):
-    """Cross-entropy of a linear classifier over the concatenated pair features."""
+    """Cross-entropy of a linear classifier over the concatenated pair features.
+
+    `SoftmaxLoss(model, embedding_dimension, num_labels)` as in sentence-transformers (its three
+    `concatenation_sent_*` switches pick u,v / |u-v| / u*v); sbert's `concat` spec takes precedence.
+    """
 
     kinds = ("pair-class",)
 
     def __init__(
-        self, dim: int, num_labels: int, concat: str = DEFAULT_CONCAT, label_names: tuple[str, ...] = ()
+        self,
+        model: nn.Module | None = None,
+        embedding_dimension: int | None = None,
+        num_labels: int = 3,
+        concatenation_sent_rep: bool = True,
+        concatenation_sent_difference: bool = True,
+        concatenation_sent_multiplication: bool = False,
+        loss_fct: nn.Module | None = None,
+        *,
+        concat: str | None = None,
+        label_names: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
-        self.parts = parse_concat(concat)
+        self.name_model(model)
+        flags = (concatenation_sent_rep, concatenation_sent_difference, concatenation_sent_multiplication)
+        self.parts = parse_concat(concat if concat is not None else _concat_spec(*flags))
         self.label_names = label_names
+        dim = embedding_dimension if embedding_dimension is not None else _model_width(model)
         self.classifier = nn.Linear(len(self.parts) * dim, num_labels)
+        if model is not None:  # sentence-transformers puts the head on the model's device at construction
+            self.classifier.to(next(model.parameters()).device)
+        self.loss_fct = loss_fct if loss_fct is not None else nn.CrossEntropyLoss()
 
     def logits(self, u: Tensor, v: Tensor) -> Tensor:
         """Unnormalised class scores (B, k)."""
@@ -66,7 +98,7 @@ class SoftmaxLoss(Loss):
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Cross-entropy against integer labels."""
         assert labels is not None
-        return functional.cross_entropy(self.logits(embeddings[0], embeddings[1]), labels.long())
+        return self.loss_fct(self.logits(embeddings[0], embeddings[1]), labels.long())
 
     def config(self) -> dict[str, Any]:
         """What rebuilds the head for NLI evaluation."""
@@ -101,10 +133,10 @@ def load_head(model_dir: Path) -> SoftmaxLoss:
     config = read_json(folder / "config.json")
     parts = parse_concat(config["concat"])
     head = SoftmaxLoss(
-        config["in_features"] // len(parts),
-        config["num_labels"],
-        config["concat"],
-        tuple(config.get("label_names", ())),
+        embedding_dimension=config["in_features"] // len(parts),
+        num_labels=config["num_labels"],
+        concat=config["concat"],
+        label_names=tuple(config.get("label_names", ())),
     )
     head.classifier.load_state_dict(load_file(str(folder / "model.safetensors")))
     return head

@@ -3,7 +3,8 @@
     loss = max(||a - p|| - ||a - n|| + eps, 0)
 
 a, p, n: anchor, positive and negative sentence embeddings. The paper uses Euclidean distance
-and eps = 1, which are the defaults here (sentence-transformers defaults to eps = 5). Cosine
+and eps = 1, `sbert train --objective triplet`'s defaults (losses/__init__.OWN_DEFAULTS); the class
+itself takes sentence-transformers' default eps = 5, so `TripletLoss(model)` trains as there. Cosine
 distance (1 - cos) and Manhattan distance are options. Inputs: triplet datasets.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional
 
 from sbert.losses.base import Loss
@@ -40,20 +41,41 @@ DISTANCES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 }
 
 
+class TripletDistanceMetric:
+    """sentence-transformers' names for the distances: `TripletLoss(model, TripletDistanceMetric.COSINE)`."""
+
+    EUCLIDEAN = staticmethod(euclidean)
+    MANHATTAN = staticmethod(manhattan)
+    COSINE = staticmethod(cosine_distance)
+
+
 class TripletLoss(Loss):
-    """Hinge on the distance gap between the anchor-positive and anchor-negative pairs."""
+    """Hinge on the distance gap between the anchor-positive and anchor-negative pairs.
+
+    `TripletLoss(model, distance_metric=TripletDistanceMetric.EUCLIDEAN, triplet_margin=5)` as in
+    sentence-transformers; sbert's options `distance` (a DISTANCES name) and `margin` take precedence.
+    """
 
     kinds = ("triplet",)
 
-    def __init__(self, distance: str = "euclidean", margin: float = 1.0) -> None:
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        distance_metric: Callable[[Tensor, Tensor], Tensor] = euclidean,
+        triplet_margin: float = 5.0,
+        *,
+        distance: str | None = None,
+        margin: float | None = None,
+    ) -> None:
         super().__init__()
-        if distance not in DISTANCES:
+        if distance is not None and distance not in DISTANCES:
             raise ValueError(f"distance {distance!r}: known {', '.join(DISTANCES)}")
-        self.distance = DISTANCES[distance]
-        self.margin = margin
+        self.name_model(model)
+        self.distance = DISTANCES[distance] if distance is not None else distance_metric
+        self.margin = margin if margin is not None else triplet_margin
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Mean hinge over the batch."""
-        anchor, positive, negative = embeddings
+        anchor, positive, negative = embeddings[:3]
         gap = self.distance(anchor, positive) - self.distance(anchor, negative)
         return functional.relu(gap + self.margin).mean()

@@ -110,7 +110,7 @@ def prepare_objectives(
         options, prompt_names = loss_options(objective.options)
         loss = build_loss(objective.name, model.chain_dimension, dataset, options)
         if stage.matryoshka:
-            loss = MatryoshkaLoss(loss, *parse_matryoshka(stage.matryoshka), model.chain_dimension)
+            loss = MatryoshkaLoss(None, loss, *parse_matryoshka(stage.matryoshka), width=model.chain_dimension)
         loss.check_model(list(model))
         if loss.token_level != model.token_level:
             kind = "a multi-vector (ColBERT) model" if model.token_level else "a single-vector model"
