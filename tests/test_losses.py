@@ -80,7 +80,7 @@ def test_triplet_defaults_paper_by_name_reference_by_class():
 
     triplets = Dataset("t", "triplet", [("a", "b", "c")])
     named = build_loss("triplet", 8, triplets)  # `sbert train --objective triplet`: the paper's eps = 1
-    assert named.margin == 1.0 and named.distance.__name__ == "euclidean"
+    assert named.margin == 1.0 and named.distance.__name__ == "euclidean"  # the paper's, by the registry's option
     assert TripletLoss().margin == 5.0  # the class as sentence-transformers defines it
 
 

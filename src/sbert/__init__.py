@@ -18,15 +18,32 @@ from sbert.version import __version__
 
 if TYPE_CHECKING:
     from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
+    from sbert.compat.fit import InputExample
+    from sbert.compat.trainer import SentenceTransformerTrainer
+    from sbert.compat.training_args import SentenceTransformerTrainingArguments
     from sbert.dense.model import SentenceEncoder
+    from sbert.evaluation.evaluators import SimilarityFunction
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
     from sbert.static import StaticEncoder
     from sbert.training.api import train
 
 
+# sentence-transformers' training names (sbert/compat): `from sbert import SentenceTransformerTrainer, ...`.
+_DROP_IN = {
+    "InputExample": "sbert.compat.fit",
+    "SentenceTransformerTrainer": "sbert.compat.trainer",
+    "SentenceTransformerTrainingArguments": "sbert.compat.training_args",
+    "SimilarityFunction": "sbert.evaluation.evaluators",
+}
+
+
 def __getattr__(name: str) -> Any:
     # Imported on first use so `sbert --help` and `import sbert` need not load torch.
+    if name in _DROP_IN:
+        import importlib
+
+        return getattr(importlib.import_module(_DROP_IN[name]), name)
     if name == "SentenceEncoder":
         from sbert.dense.model import SentenceEncoder
 
@@ -70,9 +87,13 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CrossEncoder",
+    "InputExample",
     "MultiVectorEncoder",
     "SentenceEncoder",
     "SentenceTransformer",
+    "SentenceTransformerTrainer",
+    "SentenceTransformerTrainingArguments",
+    "SimilarityFunction",
     "SparseEncoder",
     "StaticEncoder",
     "__version__",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -34,6 +34,8 @@ from sbert.util import float_tensor
 
 class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     """`SentenceTransformer("all-MiniLM-L6-v2")` loads; `encode` answers as sentence-transformers' does."""
+
+    native_class = SentenceEncoder  # what `as_native()` gives the trainer, evaluators, server and index
 
     def __init__(
         self,
@@ -175,6 +177,15 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     @staticmethod
     def stop_multi_process_pool(pool: dict[str, Any]) -> None:
         """Nothing to stop: sbert starts the workers per call and ends them with it."""
+
+    def fit(self, train_objectives: Iterable[tuple[Any, Any]], **options: Any) -> None:
+        """sentence-transformers' legacy training call: (DataLoader of InputExample, loss) pairs, on sbert's engine.
+
+        Takes fit's keywords (evaluator, epochs, warmup_steps, optimizer_params, output_path, ...: compat/fit.py).
+        """
+        from sbert.compat.fit import FitOptions, fit
+
+        fit(self, train_objectives, FitOptions(**options))
 
     def save_pretrained(self, path: str | os.PathLike[str], **options: Any) -> None:
         """`save`, under the Hugging Face name."""

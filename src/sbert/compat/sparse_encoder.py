@@ -28,6 +28,8 @@ from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 class SparseEncoder(TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
     """`SparseEncoder("path/to/splade")` loads; `encode` answers as sentence-transformers' does."""
 
+    native_class = NativeSparseEncoder  # what `as_native()` gives the server, index and trainer
+
     def __init__(
         self,
         model_name_or_path: str | os.PathLike[str] | None = None,

@@ -72,7 +72,7 @@ ALIASES = {
 
 # Where sbert's objective names keep their own defaults and the classes take sentence-transformers' (the paper's
 # triplet margin is 1, sentence-transformers' 5): `sbert train`, recipes and `sbert.train` build losses by name.
-OWN_DEFAULTS: dict[str, dict[str, Any]] = {"triplet": {"margin": 1.0}}
+OWN_DEFAULTS: dict[str, dict[str, Any]] = {"triplet": {"margin": 1.0, "distance": "euclidean"}}
 
 
 # `sbert train` without --objective: the objective each kind of table trains with (printed, and documented in

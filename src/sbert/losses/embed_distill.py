@@ -42,10 +42,12 @@ class EmbedDistillLoss(Loss):
             raise SbertError(f"distance_metric={distance_metric!r}: use one of {', '.join(METRICS)}")
         self.name_model(model)
         self.distance_metric = distance_metric
-        width = getattr(model, "chain_dimension", None)
-        if projection_dim is not None and width is None:
-            raise SbertError("projection_dim needs the student model (its width is the projection's input)")
-        self.projection = nn.Linear(int(width), projection_dim) if projection_dim is not None else None
+        self.projection: nn.Linear | None = None
+        if projection_dim is not None:
+            width = getattr(model, "chain_dimension", None)
+            if width is None:
+                raise SbertError("projection_dim needs the student model (its width is the projection's input)")
+            self.projection = nn.Linear(int(width), projection_dim)
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Mean over the text columns of the distance to each column's teacher vectors."""

@@ -41,11 +41,25 @@ DISTANCES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 }
 
 
-class TripletDistanceMetric:
-    """sentence-transformers' names for the distances: `TripletLoss(model, TripletDistanceMetric.COSINE)`."""
+def pairwise_euclidean(a: Tensor, b: Tensor) -> Tensor:
+    """Row-wise ||a - b + 1e-6|| (B,): torch's pairwise_distance, whose eps sentence-transformers' metric keeps."""
+    return functional.pairwise_distance(a, b, p=2)
 
-    EUCLIDEAN = staticmethod(euclidean)
-    MANHATTAN = staticmethod(manhattan)
+
+def pairwise_manhattan(a: Tensor, b: Tensor) -> Tensor:
+    """Row-wise L1 distance with torch's pairwise_distance eps (B,)."""
+    return functional.pairwise_distance(a, b, p=1)
+
+
+class TripletDistanceMetric:
+    """sentence-transformers' names for the distances: `TripletLoss(model, TripletDistanceMetric.COSINE)`.
+
+    Its Euclidean and Manhattan metrics add torch's 1e-6 to the difference; with Adam a gradient that
+    small still moves a near-zero weight, so the drop-in keeps it to train the same weights.
+    """
+
+    EUCLIDEAN = staticmethod(pairwise_euclidean)
+    MANHATTAN = staticmethod(pairwise_manhattan)
     COSINE = staticmethod(cosine_distance)
 
 
@@ -61,7 +75,7 @@ class TripletLoss(Loss):
     def __init__(
         self,
         model: nn.Module | None = None,
-        distance_metric: Callable[[Tensor, Tensor], Tensor] = euclidean,
+        distance_metric: Callable[[Tensor, Tensor], Tensor] = pairwise_euclidean,
         triplet_margin: float = 5.0,
         *,
         distance: str | None = None,

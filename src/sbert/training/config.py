@@ -21,6 +21,8 @@ class Objective:
     name: str
     train: str
     options: dict[str, Any] = field(default_factory=dict)
+    # A loss built by the caller (the drop-in trainer's `loss=`), used instead of building `name` from `options`.
+    loss: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Stage:
     batch_size: int = 16
     lr: float = 2e-5
     warmup: float = 0.1  # share of the stage's steps spent warming up
+    warmup_steps: int = 0  # > 0: this many warm-up steps instead of the share `warmup`
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     eval_steps: int = 0  # 0: evaluate at the end of each epoch only
@@ -52,12 +55,14 @@ class Stage:
         from sbert.losses import check_objective
 
         for objective in self.objectives:  # before any data is read: a typo fails at once
-            check_objective(objective.name)
+            if objective.loss is None:
+                check_objective(objective.name)
         checks = {
             "epochs": self.epochs >= 1,
             "batch_size": self.batch_size >= 1,
             "lr": self.lr > 0,
             "warmup": 0 <= self.warmup < 1,
+            "warmup_steps": self.warmup_steps >= 0,
             "weight_decay": self.weight_decay >= 0,
             "max_grad_norm": self.max_grad_norm > 0,
             "eval_steps": self.eval_steps >= 0,
@@ -98,6 +103,7 @@ class TrainConfig:
     lora: str | dict[str, Any] | None = None  # "r=16,alpha=32,..." or a TOML table: train a LoRA adapter only
     gradient_checkpointing: bool = False  # recompute activations in backward: less memory for long inputs
     gather_across_ranks: bool = True  # under torchrun, batch-level losses see every rank's rows (losses/gather.py)
+    load_best: bool = True  # with dev sets: the model ends as its best-scoring state (False: as its last step left it)
 
     def validate(self) -> None:
         """Check every stage and the run-level settings."""

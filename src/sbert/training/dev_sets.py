@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sbert.data import Dataset
 from sbert.data.beir import IRCollection, read_beir, split_ir_spec
@@ -27,7 +27,16 @@ class DevSet:
     """A dev spec and its data, read before training starts."""
 
     spec: str
-    data: Dataset | IRCollection
+    data: Dataset | IRCollection | DevScorer
+
+
+@runtime_checkable
+class DevScorer(Protocol):
+    """A dev set that scores a model itself (the drop-in trainer's evaluators): (selecting metric, all scores)."""
+
+    def dev_scores(self, model: SentenceEncoder) -> tuple[str, dict[str, float]]:
+        """The metric that selects checkpoints, and every score."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,7 @@ class DevScores:
     scores: dict[str, float]
 
 
-def load_devs(dev: str | tuple[str, ...] | None, load: Callable[[str], Dataset]) -> list[DevSet]:
+def load_devs(dev: str | tuple[str, ...] | None, load: Callable[[str], Any]) -> list[DevSet]:
     """Read every dev set: `ir:DIR[:split]` is a retrieval collection, anything else a dataset."""
     return [DevSet(spec, read_beir(*split_ir_spec(spec[3:])) if spec.startswith("ir:") else load(spec))
             for spec in dev_specs(dev)]  # fmt: skip
@@ -47,7 +56,8 @@ def load_devs(dev: str | tuple[str, ...] | None, load: Callable[[str], Dataset])
 
 def score_devs(model: SentenceEncoder, devs: list[DevSet], select: str) -> DevScores:
     """Evaluate every dev set and pick the number that decides the best checkpoint."""
-    results = {dev.spec: evaluate(model, dev.data) for dev in devs}
+    results = {dev.spec: dev.data.dev_scores(model) if isinstance(dev.data, DevScorer) else evaluate(model, dev.data)
+               for dev in devs}  # fmt: skip
     if len(devs) == 1 and not select:
         metric, scores = next(iter(results.values()))
         return DevScores(metric, scores[metric], scores)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,12 @@ from typing import Any
 class RunLog:
     """Appends one JSON object per line; on resume, drops records from after the checkpoint."""
 
-    def __init__(self, path: Path, enabled: bool = True) -> None:
+    def __init__(
+        self, path: Path, enabled: bool = True, listener: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
         self.path = path
         self.enabled = enabled
+        self.listener = listener
         self.start = time.monotonic()
 
     def write(self, **record: Any) -> None:
@@ -21,8 +25,11 @@ class RunLog:
         if not self.enabled:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = {"time": round(time.time(), 3), **record}
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"time": round(time.time(), 3), **record}) + "\n")
+            f.write(json.dumps(line) + "\n")
+        if self.listener is not None:
+            self.listener(line)
 
     def truncate_after(self, global_step: int) -> None:
         """Forget steps a resumed run will redo, so the log reads as one uninterrupted run."""

@@ -49,7 +49,7 @@ class StageData:
     dev: list[DevSet]
 
 
-def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dataset] | None = None) -> list[StageData]:
+def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Any] | None = None) -> list[StageData]:
     """Read every stage's data and check each objective fits it, so a bad later stage fails at once.
 
     `given` maps data specs to datasets already in memory (cross-validation folds); other specs are read.
@@ -63,9 +63,19 @@ def preflight(stages: tuple[Stage, ...], skip_bad: bool, given: Mapping[str, Dat
     for stage in stages:
         train = [load(o.train) for o in stage.objectives]
         for objective, dataset in zip(stage.objectives, train, strict=True):
-            build_loss(objective.name, 8, dataset, loss_options(objective.options)[0])  # raises on a mismatch
+            if objective.loss is not None:
+                check_loss_fits(objective.loss, dataset)
+            else:
+                build_loss(objective.name, 8, dataset, loss_options(objective.options)[0])  # raises on a mismatch
         loaded.append(StageData(train, load_devs(stage.dev, load)))
     return loaded
+
+
+def check_loss_fits(loss: Loss, dataset: Dataset) -> None:
+    """A one-line error when a loss built by the caller cannot train on `dataset`'s kind of rows."""
+    if dataset.kind not in loss.kinds:
+        raise SbertError(f"{type(loss).__name__} trains on {' or '.join(loss.kinds)} rows, but {dataset.name} "
+                         f"holds {dataset.kind} rows")  # fmt: skip
 
 
 def choose_objectives(stages: tuple[Stage, ...], data: list[StageData]) -> tuple[tuple[Stage, ...], list[str]]:
@@ -108,7 +118,7 @@ def prepare_objectives(
     prepared = []
     for objective, dataset in zip(stage.objectives, datasets, strict=True):
         options, prompt_names = loss_options(objective.options)
-        loss = build_loss(objective.name, model.chain_dimension, dataset, options)
+        loss = objective.loss or build_loss(objective.name, model.chain_dimension, dataset, options)
         if stage.matryoshka:
             loss = MatryoshkaLoss(None, loss, *parse_matryoshka(stage.matryoshka), width=model.chain_dimension)
         loss.check_model(list(model))

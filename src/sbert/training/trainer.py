@@ -7,10 +7,11 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,7 +19,6 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.adapters import parameter_counts, parse_lora
-from sbert.data import Dataset
 from sbert.dense.model import SentenceEncoder
 from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
@@ -75,23 +75,27 @@ class Trainer:
         self,
         config: TrainConfig,
         show_progress: bool = True,
-        datasets: Mapping[str, Dataset] | None = None,
+        datasets: Mapping[str, Any] | None = None,
         model: SentenceEncoder | None = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if model is not None:
             refuse_held_int8(model)
+            model = model.as_native()  # a drop-in SentenceTransformer: sbert's conventions on the same modules
         config.validate()
         self.config = config
-        self.datasets = datasets  # specs served from memory instead of read from disk
+        self.datasets = datasets  # specs served from memory instead of read from disk (datasets, dev evaluators)
         self.given_model = model  # trained in place instead of loading config.model
         self.output = Path(config.output)
         self.run_dir = run_dir(config.output, config.checkpoint_steps)
         self.device = resolve_device(config.device, local_rank=True)
         self.world: World = init_world(self.device)
-        self.log = RunLog(self.run_dir / "train_log.jsonl", enabled=self.world.main)
+        # `on_record` sees every log record as it is written (the drop-in trainer's callbacks and log_history).
+        self.log = RunLog(self.run_dir / "train_log.jsonl", enabled=self.world.main, listener=on_record)
         self.show_progress = show_progress and self.world.main
         self.global_step = 0
         self.started = time.monotonic()
+        self._window: list[torch.Tensor] = []  # the losses since the last log line, on the device (no host read)
         self._plan_texts: list[list[frozenset[int]] | None] = []
 
     def run(self, resume: bool = False) -> TrainResult:
@@ -180,7 +184,7 @@ class Trainer:
         fused = self.device.type == "cuda"
         optimizer = build_optimizer(module, stage.lr, stage.weight_decay, fused=fused)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, warmup_linear(total, warmup_steps(total, stage.warmup))
+            optimizer, warmup_linear(total, stage.warmup_steps or warmup_steps(total, stage.warmup))
         )
         dtype = autocast_dtype(self.config.precision, self.device)
         progress = Progress(index, 0, 0, self.global_step, 0)
@@ -207,7 +211,7 @@ class Trainer:
             total_parameters=parameters,
         )
         self._epochs(state, plan_lengths)
-        if state.dev and state.progress.best_score is not None:
+        if state.dev and state.progress.best_score is not None and self.config.load_best:
             barrier(self.world)
             model.load_state_dict(SentenceEncoder.load(self.output, device=self.device).state_dict())
         return state
@@ -308,10 +312,13 @@ class Trainer:
         self, state: StageState, runner: StepRunner, bar: tqdm, objective: int, loss: torch.Tensor, rate: float
     ) -> None:
         step, stage = self.global_step, state.stage
+        self._window.append(loss.detach())
         if step % self.config.log_steps == 0 or state.progress.stage_step == state.total:
             runner.check()
-            # The only per-step read of the loss: a host sync every log_steps; the global batch's loss under torchrun.
-            value = float(mean_over_ranks(loss, self.world))
+            # The only per-step read of the loss: a host sync every log_steps, of the mean over the steps since the
+            # last line (as transformers' Trainer logs it); the global batch's loss under torchrun.
+            window, self._window = torch.stack(self._window).mean(), []
+            value = float(mean_over_ranks(window, self.world))
             bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{rate:.0f}")
             self.log.write(
                 event="train",

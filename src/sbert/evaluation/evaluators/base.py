@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Callable, Iterable, Sequence
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 from sbert.similarity import pairwise_similarity
 
 
-class SimilarityFunction(str, Enum):
+class SimilarityFunction(StrEnum):
     """sentence-transformers' similarity names: the values are sbert's names for them."""
 
     COSINE = "cosine"
@@ -72,7 +72,7 @@ class SentenceEvaluator:
     def store_metrics_in_model_card_data(self, model: Any, metrics: dict[str, Any], epoch: int = 0,
                                          step: int = 0) -> None:  # fmt: skip
         """Keep the metrics on the model for its card (sbert's card reads the training log instead)."""
-        setattr(model, "evaluation_metrics", {**getattr(model, "evaluation_metrics", {}), **metrics})
+        model.evaluation_metrics = {**getattr(model, "evaluation_metrics", {}), **metrics}
 
     @property
     def description(self) -> str:

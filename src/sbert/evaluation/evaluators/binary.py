@@ -58,7 +58,7 @@ def best_f1(scores: np.ndarray, labels: np.ndarray, greater: bool) -> tuple[floa
 
 def average_precision(scores: np.ndarray, labels: np.ndarray) -> float:
     """Sum over thresholds of precision times the recall gained (ties cut together), higher scores first."""
-    s, tp, fp = _groups(scores, labels, True)
+    _, tp, fp = _groups(scores, labels, True)
     precision = tp / (tp + fp)
     gained = np.diff(np.r_[0, tp]) / max(labels.sum(), 1)
     return float((precision * gained).sum())

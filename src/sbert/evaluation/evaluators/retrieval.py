@@ -66,7 +66,7 @@ class InformationRetrievalEvaluator(SentenceEvaluator):
         write_predictions: bool = False,
     ) -> None:
         super().__init__()
-        self.query_ids = [q for q in queries if q in relevant_docs and relevant_docs[q]]  # queries with an answer
+        self.query_ids = [q for q in queries if relevant_docs.get(q)]  # queries with an answer
         self.queries = [queries[q] for q in self.query_ids]
         self.corpus_ids, self.corpus = list(corpus), list(corpus.values())
         self.relevant_docs = relevant_docs

@@ -48,7 +48,9 @@ class EmbeddingSimilarityEvaluator(SentenceEvaluator):
         self.write_csv, self.precision, self.truncate_dim = write_csv, precision, truncate_dim
         self.main_similarity = similarity_name(main_similarity)
         self.similarity_fn_names = list(similarity_fn_names or ([self.main_similarity] if self.main_similarity else []))
-        self.csv_file = f"similarity_evaluation{'_' + name if name else ''}{'_' + precision if precision else ''}_results.csv"
+        self.csv_file = (
+            f"similarity_evaluation{'_' + name if name else ''}{'_' + precision if precision else ''}_results.csv"
+        )
 
     def _vectors(self, model: Any) -> tuple[np.ndarray, np.ndarray]:
         """Both columns' vectors, quantized to `precision` (calibrated on both together) and back to floats."""
@@ -72,8 +74,11 @@ class EmbeddingSimilarityEvaluator(SentenceEvaluator):
             metrics[f"pearson_{fn}"] = float(pearsonr(gold, predicted).statistic)
             metrics[f"spearman_{fn}"] = float(spearmanr(gold, predicted).statistic)
         self.csv_headers = ["epoch", "steps"] + [f"{fn}_{m}" for fn in names for m in ("pearson", "spearman")]
-        self.write_csv_row(output_path, self.write_csv,
-                           [epoch, steps] + [metrics[f"{m}_{fn}"] for fn in names for m in ("pearson", "spearman")])
+        self.write_csv_row(
+            output_path,
+            self.write_csv,
+            [epoch, steps] + [metrics[f"{m}_{fn}"] for fn in names for m in ("pearson", "spearman")],
+        )
         if len(names) > 1:
             metrics["pearson_max"] = max(metrics[f"pearson_{fn}"] for fn in names)
             metrics["spearman_max"] = max(metrics[f"spearman_{fn}"] for fn in names)

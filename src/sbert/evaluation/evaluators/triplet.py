@@ -55,7 +55,9 @@ class TripletEvaluator(SentenceEvaluator):
         self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
     ) -> dict[str, float]:
         """Each similarity function's accuracy (0-1; the model's own function by default)."""
-        a = embed(model, self.anchors, self.batch_size, self.truncate_dim, "query", show_progress=self.show_progress_bar)
+        a = embed(
+            model, self.anchors, self.batch_size, self.truncate_dim, "query", show_progress=self.show_progress_bar
+        )
         p = embed(model, self.positives, self.batch_size, self.truncate_dim, "document")
         n = embed(model, self.negatives, self.batch_size, self.truncate_dim, "document")
         names = self.similarity_fn_names or [model.similarity_fn_name]
@@ -66,7 +68,9 @@ class TripletEvaluator(SentenceEvaluator):
         if len(names) > 1:
             metrics["max_accuracy"] = max(metrics.values())
         main = self.main_similarity_function
-        self.primary_metric = f"{main}_accuracy" if main else "max_accuracy" if len(names) > 1 else f"{names[0]}_accuracy"
+        self.primary_metric = (
+            f"{main}_accuracy" if main else "max_accuracy" if len(names) > 1 else f"{names[0]}_accuracy"
+        )
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
@@ -91,7 +95,12 @@ class MSEEvaluator(SentenceEvaluator):
             raise ValueError(f"source_sentences ({len(source_sentences)}) and target_sentences "
                              f"({len(target_sentences)}) must be as many")  # fmt: skip
         self.target_sentences, self.truncate_dim = list(target_sentences), truncate_dim
-        self.show_progress_bar, self.batch_size, self.name, self.write_csv = show_progress_bar, batch_size, name, write_csv
+        self.show_progress_bar, self.batch_size, self.name, self.write_csv = (
+            show_progress_bar,
+            batch_size,
+            name,
+            write_csv,
+        )
         self.csv_file, self.csv_headers = f"mse_evaluation_{name}_results.csv", ["epoch", "steps", "MSE"]
         self.primary_metric = "negative_mse"
         self.source_embeddings = embed(teacher_model, list(source_sentences), batch_size, truncate_dim)

@@ -1,0 +1,42 @@
+"""A tiny sentence-transformers folder with dropout off, and the tables each loss trains on, for both libraries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tests.tiny_models import CORPUS, build_bert
+
+ROWS = 8  # one batch: both libraries see the same rows in the first step, whatever order they shuffle them in
+# Texts with distinct words so vectors differ: pairs from the tiny corpus.
+ANCHORS = CORPUS
+POSITIVES = [" ".join(reversed(t.split())) for t in CORPUS]
+NEGATIVES = CORPUS[1:] + CORPUS[:1]
+
+
+def tiny_st_folder(base: Path) -> Path:
+    """A tiny BERT + mean pooling saved by sentence-transformers itself, dropout off (steps are deterministic)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as models
+
+    bert = build_bert(base / "bert")
+    transformer = models.Transformer(str(bert), config_kwargs={"hidden_dropout_prob": 0.0,
+                                                             "attention_probs_dropout_prob": 0.0})  # fmt: skip
+    pooling = models.Pooling(transformer.get_embedding_dimension(), "mean")
+    out = base / "st"
+    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(out))
+    return out
+
+
+def tables() -> dict[str, dict[str, list]]:
+    """Each kind of table, as a dict of columns (both libraries read the same `datasets.Dataset` from it)."""
+    rng = np.random.default_rng(0)
+    scores = [float(x) for x in rng.uniform(0, 1, ROWS)]
+    return {
+        "pair": {"anchor": ANCHORS, "positive": POSITIVES},
+        "triplet": {"anchor": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES},
+        "score": {"sentence1": ANCHORS, "sentence2": NEGATIVES, "score": scores},
+        "class": {"premise": ANCHORS, "hypothesis": NEGATIVES, "label": [i % 3 for i in range(ROWS)]},
+        "teacher": {"english": ANCHORS, "label": [list(rng.normal(size=32).astype(float)) for _ in range(ROWS)]},
+    }

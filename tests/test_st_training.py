@@ -1,0 +1,129 @@
+"""Training scripts written for sentence-transformers 6.2, run on sbert with the import changed.
+
+The same script runs against both libraries in one process, from the same saved folder (dropout off):
+the first logged loss agrees (1e-3 relative), the trained vectors agree, and sbert's trained folder
+loads in sentence-transformers with sbert's vectors.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import sbert
+from sbert.losses import MultipleNegativesRankingLoss
+from tests.st_training_fixtures import ROWS, tables, tiny_st_folder
+
+st = pytest.importorskip("sentence_transformers")
+datasets = pytest.importorskip("datasets")
+
+pytestmark = pytest.mark.reference
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tiny_st_folder(tmp_path_factory.mktemp("st-train"))
+
+
+# (table, loss built from a library's `losses` module and the model)
+LOSSES = {
+    "mnrl": ("pair", lambda lib, m: lib.MultipleNegativesRankingLoss(m)),
+    "mnrl-triplet": ("triplet", lambda lib, m: lib.MultipleNegativesRankingLoss(m, scale=10.0)),
+    "cached-mnrl": ("pair", lambda lib, m: lib.CachedMultipleNegativesRankingLoss(m, mini_batch_size=3)),
+    "cosent": ("score", lambda lib, m: lib.CoSENTLoss(m)),
+    "cosine": ("score", lambda lib, m: lib.CosineSimilarityLoss(m)),
+    "softmax": ("class", lambda lib, m: lib.SoftmaxLoss(m, m.get_sentence_embedding_dimension(), 3)),
+    "triplet": ("triplet", lambda lib, m: lib.TripletLoss(m)),
+    "triplet-cosine": (
+        "triplet",
+        lambda lib, m: lib.TripletLoss(m, lib.TripletDistanceMetric.COSINE, triplet_margin=0.5),
+    ),
+    "matryoshka": ("pair", lambda lib, m: lib.MatryoshkaLoss(m, lib.MultipleNegativesRankingLoss(m), [32, 16, 8])),
+    "mse": ("teacher", lambda lib, m: lib.MSELoss(m)),
+}
+
+
+def run_script(lib, folder, out, table, make_loss, **extra):
+    """The Training Overview's script: model, dataset, loss, arguments, trainer.train(); returns (trainer, model)."""
+    model = lib.SentenceTransformer(str(folder), device="cpu")
+    torch.manual_seed(0)  # a loss with a head (softmax) starts from the same weights in both
+    loss = make_loss(importlib.import_module(f"{lib.__name__}.losses"), model)
+    args = lib.SentenceTransformerTrainingArguments(
+        output_dir=str(out), num_train_epochs=2, per_device_train_batch_size=ROWS, learning_rate=1e-3,
+        logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True, **extra,
+    )  # fmt: skip
+    trainer = lib.SentenceTransformerTrainer(model=model, args=args, train_dataset=datasets.Dataset.from_dict(table),
+                                             loss=loss)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    return trainer, model
+
+
+def losses_logged(trainer):
+    return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_script_trains_as_sentence_transformers(name, folder, tmp_path):
+    kind, make_loss = LOSSES[name]
+    table = tables()[kind]
+    ref_trainer, ref_model = run_script(st, folder, tmp_path / "st", table, make_loss)
+    ours_trainer, ours_model = run_script(sbert, folder, tmp_path / "sbert", table, make_loss)
+    ref_losses, our_losses = losses_logged(ref_trainer), losses_logged(ours_trainer)
+    assert len(our_losses) == len(ref_losses) == 2
+    assert our_losses[0] == pytest.approx(ref_losses[0], rel=1e-3)
+    # Two steps on the one batch: the second loss follows the same update.
+    assert our_losses[1] == pytest.approx(ref_losses[1], rel=1e-3)
+    texts = tables()["pair"]["anchor"]
+    ours, ref = ours_model.encode(texts), ref_model.encode(texts)
+    moved = np.abs(ref - st.SentenceTransformer(str(folder), device="cpu").encode(texts)).max()
+    # Adam turns float-rounding differences in near-zero gradients into lr-sized steps, so the gap is held against
+    # how far the two steps moved the vectors rather than to a fixed tolerance.
+    assert np.abs(ours - ref).max() <= 0.02 * moved, (np.abs(ours - ref).max(), moved)
+    saved = tmp_path / "saved"
+    ours_model.save_pretrained(str(saved))
+    np.testing.assert_allclose(st.SentenceTransformer(str(saved), device="cpu").encode(texts), ours, atol=1e-5)
+
+
+def test_legacy_fit_trains_as_sentence_transformers(folder, tmp_path):
+    from torch.utils.data import DataLoader
+
+    table = tables()["score"]
+    vectors = []
+    for lib in (st, sbert):
+        model = lib.SentenceTransformer(str(folder), device="cpu")
+        rows = zip(table["sentence1"], table["sentence2"], table["score"], strict=True)
+        examples = [lib.InputExample(texts=[a, b], label=s) for a, b, s in rows]
+        loader = DataLoader(examples, shuffle=True, batch_size=ROWS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss = importlib.import_module(f"{lib.__name__}.losses").CosineSimilarityLoss(model)
+            model.fit(train_objectives=[(loader, loss)], epochs=2, warmup_steps=0,
+                      optimizer_params={"lr": 1e-3}, show_progress_bar=False)  # fmt: skip
+        vectors.append(model.encode(table["sentence1"]))
+    before = st.SentenceTransformer(str(folder), device="cpu").encode(table["sentence1"])
+    assert np.abs(vectors[0] - before).max() > 1e-3  # the reference did train
+    np.testing.assert_allclose(vectors[1], vectors[0], atol=2e-4)
+
+
+def test_unsupported_loss_argument_is_one_line():
+    with pytest.raises(importlib.import_module("sbert.errors").SbertError, match="directions"):
+        importlib.import_module("sbert.losses").MultipleNegativesRankingLoss(
+            None, directions=("query_to_doc", "doc_to_query")
+        )
+
+
+def test_ignored_arguments_warn_once(folder, tmp_path):
+    model = sbert.SentenceTransformer(str(folder), device="cpu")
+    args = sbert.SentenceTransformerTrainingArguments(output_dir=str(tmp_path), lr_scheduler_type="cosine",
+                                                      adam_beta2=0.98)  # fmt: skip
+    with pytest.warns(UserWarning, match="lr_scheduler_type='cosine'.*|adam_beta2") as caught:
+        data = datasets.Dataset.from_dict(tables()["pair"])
+        sbert.SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
+                                         loss=MultipleNegativesRankingLoss(model))  # fmt: skip
+    assert len([w for w in caught if "no meaning" in str(w.message)]) == 1
