@@ -110,6 +110,31 @@ def test_similarity_and_getters(pair):
     same(ours.encode(SENTENCES), theirs.encode(SENTENCES))  # restored
 
 
+def test_current_names_and_settable_settings(pair):
+    """6.2's current names (not the deprecated ones) and the settings a script assigns, each against 6.2."""
+    ours, theirs = pair
+    assert ours.get_embedding_dimension() == theirs.get_embedding_dimension() == 384
+    assert ours.prompts == theirs.prompts and ours.default_prompt_name == theirs.default_prompt_name
+    assert (ours.modalities, ours.supports("text"), ours.supports("image")) == (
+        theirs.modalities, theirs.supports("text"), theirs.supports("image"))  # fmt: skip
+    assert ours.model_type == theirs.model_type and ours.dtype == theirs.dtype
+    assert ours.is_singular_input("a") == theirs.is_singular_input("a") and not ours.is_singular_input(["a"])
+    with ours.truncate_embeddings(24), theirs.truncate_embeddings(24):
+        same(ours.encode(SENTENCES), theirs.encode(SENTENCES))
+        assert ours.get_embedding_dimension() == theirs.get_embedding_dimension() == 24
+    ours.truncate_dim = theirs.truncate_dim = 48
+    try:
+        same(ours.encode(SENTENCES), theirs.encode(SENTENCES))
+    finally:
+        ours.truncate_dim = theirs.truncate_dim = None
+    same(ours.encode(SENTENCES), theirs.encode(SENTENCES))
+    for call in ({}, {"convert_to_tensor": True}, {"convert_to_numpy": False}):
+        same(ours.encode([], **call), theirs.encode([], **call))
+    mine, reference = ours.encode(SENTENCES[:2], output_value=None), theirs.encode(SENTENCES[:2], output_value=None)
+    assert [sorted(row) for row in mine] == [sorted(row) for row in reference]
+    assert [row["modality"] for row in mine] == [row["modality"] for row in reference]
+
+
 def test_constructor_arguments_and_save_both_ways(tmp_path):
     folder = str(SentenceEncoder.load().source_dir)
     args = {"prompts": {"query": "q: "}, "truncate_dim": 128, "similarity_fn_name": "dot"}

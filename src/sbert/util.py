@@ -19,59 +19,22 @@ from torch import Tensor
 
 from sbert.search.cluster import community_detection as _communities
 from sbert.search.quantize import quantize_embeddings as _quantize
+from sbert.vectors.scores import (
+    as_rows,
+    cos_sim,
+    dot_score,
+    euclidean_sim,
+    float_tensor,
+    manhattan_sim,
+    normalize_embeddings,
+    pairwise_cos_sim,
+    pairwise_dot_score,
+    pairwise_euclidean_sim,
+    pairwise_manhattan_sim,
+    pytorch_cos_sim,
+)
 
 Scores = Callable[[Tensor, Tensor], Tensor]
-
-
-def float_tensor(x: Any) -> Tensor:
-    """A float tensor: lists of tensors or arrays are stacked, half floats widened (compat's classes use it too)."""
-    if isinstance(x, list) and x and isinstance(x[0], Tensor):
-        x = torch.stack(x)
-    elif not isinstance(x, Tensor):
-        x = torch.as_tensor(np.asarray(x))
-    return x.float() if not x.is_floating_point() or x.dtype in (torch.float16, torch.bfloat16) else x
-
-
-def _batch(x: Any) -> Tensor:
-    """`float_tensor` with a batch dimension (one row becomes a batch of one)."""
-    x = float_tensor(x)
-    return x.unsqueeze(0) if x.dim() == 1 else x
-
-
-def normalize_embeddings(embeddings: Tensor) -> Tensor:
-    """Each row divided by its L2 norm (a zero row stays zero)."""
-    return torch.nn.functional.normalize(embeddings, p=2, dim=1)
-
-
-def cos_sim(a: Any, b: Any) -> Tensor:
-    """(n, m): the cosine of every row of `a` with every row of `b`."""
-    return normalize_embeddings(_batch(a)) @ normalize_embeddings(_batch(b)).T
-
-
-def dot_score(a: Any, b: Any) -> Tensor:
-    """(n, m): the dot product of every row of `a` with every row of `b`."""
-    return _batch(a) @ _batch(b).T
-
-
-def pairwise_cos_sim(a: Any, b: Any) -> Tensor:
-    """(n,): the cosine of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
-    unit = [torch.nn.functional.normalize(float_tensor(x), p=2, dim=-1) for x in (a, b)]
-    return (unit[0] * unit[1]).sum(dim=-1)
-
-
-def pairwise_dot_score(a: Any, b: Any) -> Tensor:
-    """(n,): the dot product of row i of `a` with row i of `b` (a scalar tensor for two single rows)."""
-    return (float_tensor(a) * float_tensor(b)).sum(dim=-1)
-
-
-def manhattan_sim(a: Any, b: Any) -> Tensor:
-    """(n, m): minus the L1 distance of every pair of rows."""
-    return -torch.cdist(_batch(a), _batch(b), p=1.0)
-
-
-def euclidean_sim(a: Any, b: Any) -> Tensor:
-    """(n, m): minus the L2 distance of every pair of rows."""
-    return -torch.cdist(_batch(a), _batch(b), p=2.0)
 
 
 def semantic_search(
@@ -86,7 +49,7 @@ def semantic_search(
 
     The corpus is scored `corpus_chunk_size` rows and the queries `query_chunk_size` rows at a time.
     """
-    queries, corpus = _batch(query_embeddings), _batch(corpus_embeddings)
+    queries, corpus = as_rows(query_embeddings), as_rows(corpus_embeddings)
     corpus = corpus.to(queries.device)
     best: list[list[tuple[float, int]]] = [[] for _ in range(len(queries))]
     for q0 in range(0, len(queries), query_chunk_size):
@@ -110,7 +73,7 @@ def paraphrase_mining_embeddings(
     score_function: Scores = cos_sim,
 ) -> list[list[float | int]]:
     """The most similar pairs `[score, i, j]` (i < j), best first: each row keeps its `top_k` best partners."""
-    rows = _batch(embeddings)
+    rows = as_rows(embeddings)
     pairs: dict[tuple[int, int], float] = {}
     hits = semantic_search(rows, rows, query_chunk_size, corpus_chunk_size, top_k + 1, score_function)
     for i, row_hits in enumerate(hits):
@@ -151,7 +114,7 @@ def community_detection(
     show_progress_bar: bool = False,
 ) -> list[list[int]]:
     """Groups whose cosine to a central row is >= `threshold`, largest first, the central row first in each."""
-    rows = _batch(embeddings).detach().cpu().numpy()
+    rows = as_rows(embeddings).detach().cpu().numpy()
     return _communities(rows, threshold, min_community_size, batch_size)
 
 
@@ -162,13 +125,14 @@ def quantize_embeddings(
     calibration_embeddings: Any = None,
 ) -> np.ndarray:
     """`embeddings` as float32, int8, uint8, binary or ubinary codes (sbert.search.quantize)."""
-    rows = _batch(embeddings).detach().cpu().numpy()
-    calibration = None if calibration_embeddings is None else _batch(calibration_embeddings).detach().cpu().numpy()
+    rows = as_rows(embeddings).detach().cpu().numpy()
+    calibration = None if calibration_embeddings is None else as_rows(calibration_embeddings).detach().cpu().numpy()
     return _quantize(rows, precision, ranges, calibration)
 
 
 __all__ = [
-    "community_detection", "cos_sim", "dot_score", "euclidean_sim", "manhattan_sim", "normalize_embeddings",
-    "pairwise_cos_sim", "pairwise_dot_score", "paraphrase_mining", "paraphrase_mining_embeddings",
+    "community_detection", "cos_sim", "dot_score", "euclidean_sim", "float_tensor", "manhattan_sim",
+    "normalize_embeddings", "pairwise_cos_sim", "pairwise_dot_score", "pairwise_euclidean_sim",
+    "pairwise_manhattan_sim", "paraphrase_mining", "paraphrase_mining_embeddings", "pytorch_cos_sim",
     "quantize_embeddings", "semantic_search",
 ]  # fmt: skip

@@ -67,6 +67,8 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     def _apply_settings(
         self, prompts: dict[str, str] | None, default: str | None, similarity: str | None, truncate_dim: int | None
     ) -> None:
+        # 6.2 starts every model with empty query and document prompts, so prompt_name="query" always resolves.
+        self.settings.prompts = {"query": "", "document": "", **self.settings.prompts}
         apply_prompts(self.settings, prompts, default)
         if similarity is not None:
             self.similarity_fn_name = similarity
@@ -98,6 +100,8 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
             )
         if inputs is None:
             inputs = kwargs.pop("sentences")  # sentence-transformers' older name
+        if not isinstance(inputs, str) and len(inputs) == 0:  # nothing to embed: 6.2's empty answers, unshaped
+            return torch.tensor([]) if convert_to_tensor else np.asarray([]) if convert_to_numpy else []
         if "show_progress" in kwargs:  # sbert's name for it
             show_progress_bar = kwargs.pop("show_progress")
         if output_value != "sentence_embedding":
@@ -138,18 +142,100 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
                 rows.extend(_per_text(features, len(batch), name))
         return rows[0] if single else rows
 
-    def similarity(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:  # type: ignore[override]
         """(n, m) torch tensor: the model's similarity function of every pair of rows."""
-        return torch.from_numpy(np.asarray(super().similarity(_numpy(a), _numpy(b)), dtype=np.float32))
+        scores = super().similarity(_numpy(embeddings1), _numpy(embeddings2))
+        return torch.from_numpy(np.asarray(scores, dtype=np.float32))
 
-    def similarity_pairwise(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
-        """(n,) torch tensor: the model's similarity of row i of `a` with row i of `b`."""
-        pairs = pairwise_similarity(_numpy(a), _numpy(b), self.similarity_fn_name)
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:  # type: ignore[override]
+        """(n,) torch tensor: the model's similarity of row i of `embeddings1` with row i of `embeddings2`."""
+        pairs = pairwise_similarity(_numpy(embeddings1), _numpy(embeddings2), self.similarity_fn_name)
         return torch.from_numpy(np.asarray(pairs, dtype=np.float32))
 
-    def get_sentence_embedding_dimension(self) -> int:
-        """The width of the vectors `encode` returns (truncate_dim applied)."""
+    def get_embedding_dimension(self) -> int:
+        """The width of the vectors `encode` returns (truncate_dim applied): 6.2's name."""
         return int(self.settings.truncate_dim or self.embedding_dimension)
+
+    get_sentence_embedding_dimension = get_embedding_dimension  # the older name
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The model's prompts by name (the saved ones and the constructor's); assignable."""
+        return self.settings.prompts
+
+    @prompts.setter
+    def prompts(self, value: dict[str, str]) -> None:
+        self.settings.prompts = dict(value)
+
+    @property
+    def default_prompt_name(self) -> str | None:
+        """The prompt `encode` uses when none is named, or None."""
+        return self.settings.default_prompt_name
+
+    @default_prompt_name.setter
+    def default_prompt_name(self, name: str | None) -> None:
+        if name is None:
+            self.settings.default_prompt_name = None
+        else:
+            apply_prompts(self.settings, None, name)
+
+    @property
+    def truncate_dim(self) -> int | None:
+        """The leading dimensions `encode` keeps (None: all); assignable, checked against the model's width."""
+        return self.settings.truncate_dim
+
+    @truncate_dim.setter
+    def truncate_dim(self, value: int | None) -> None:
+        self.settings.truncate_dim = None if value is None else check_truncate_dim(value, self.chain_dimension)
+
+    @property
+    def modalities(self) -> list[str]:
+        """The input types the model embeds: text."""
+        return ["text"]
+
+    def supports(self, modality: str) -> bool:
+        """Whether the model embeds inputs of `modality` ("text" only)."""
+        return modality in self.modalities
+
+    def is_singular_input(self, inputs: Any) -> bool:
+        """Whether `inputs` is one input (a text, or a {"text": ...} dict) rather than a list of them."""
+        return isinstance(inputs, str | dict)
+
+    @property
+    def model_type(self) -> str:
+        """The class name sentence-transformers saves in the model's config."""
+        return "SentenceTransformer"
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the model's weights."""
+        return next(self.parameters()).dtype
+
+    @property
+    def transformers_model(self) -> Any:
+        """The Hugging Face model inside the Transformer module."""
+        return self.transformer.auto_model
+
+    def get_backend(self) -> str:
+        """The engine `encode` runs on by default: torch."""
+        return "torch"
+
+    def evaluate(self, evaluator: Any, output_path: str | None = None) -> Any:
+        """`evaluator(self)`: its metrics (written under `output_path` when it writes files)."""
+        if output_path is not None:
+            os.makedirs(output_path, exist_ok=True)
+        return evaluator(self, output_path)
+
+    def encode_multi_process(
+        self, sentences: list[str], pool: dict[str, Any], prompt_name: str | None = None, prompt: str | None = None,
+        batch_size: int = 32, chunk_size: int | None = None, show_progress_bar: bool | None = None,
+        precision: str = "float32", normalize_embeddings: bool = False, truncate_dim: int | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """`encode(..., pool=pool)`: the older call for encoding on several devices."""
+        return cast(np.ndarray, self.encode(sentences, prompt_name=prompt_name, prompt=prompt, batch_size=batch_size,
+                                            show_progress_bar=show_progress_bar, precision=precision,
+                                            normalize_embeddings=normalize_embeddings, truncate_dim=truncate_dim,
+                                            pool=pool, chunk_size=chunk_size))  # fmt: skip
 
     def get_max_seq_length(self) -> int:
         """The token limit of each input."""
@@ -161,14 +247,16 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
         return self.transformer.tokenizer
 
     @contextlib.contextmanager
-    def truncate_sentence_embeddings(self, truncate_dim: int | None) -> Iterator[None]:
-        """Within the block, `encode` keeps the leading `truncate_dim` dimensions."""
+    def truncate_embeddings(self, truncate_dim: int | None) -> Iterator[None]:
+        """Within the block, `encode` keeps the leading `truncate_dim` dimensions (6.2's name)."""
         before = self.settings.truncate_dim
-        self.settings.truncate_dim = truncate_dim
+        self.truncate_dim = truncate_dim
         try:
             yield
         finally:
             self.settings.truncate_dim = before
+
+    truncate_sentence_embeddings = truncate_embeddings  # the older name
 
     def start_multi_process_pool(self, target_devices: list[str] | None = None) -> dict[str, Any]:
         """A pool for `encode(pool=...)`: one worker process per device (4 CPU workers by default)."""
@@ -187,6 +275,13 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
 
         fit(self, train_objectives, FitOptions(**options))
 
+    def save(  # type: ignore[override]
+        self, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,
+        train_datasets: list[str] | None = None, safe_serialization: bool = True, **options: Any,
+    ) -> None:  # fmt: skip
+        """Write the sentence-transformers layout atomically (the card options name the model in sbert's card)."""
+        super().save(path, **options)
+
     def save_pretrained(self, path: str | os.PathLike[str], **options: Any) -> None:
         """`save`, under the Hugging Face name."""
         self.save(path, **options)
@@ -200,8 +295,9 @@ def _per_text(features: dict[str, Any], n: int, name: str | None) -> list[Any]:
             attended = torch.nonzero(mask).flatten()
             out.append(tokens[: int(attended[-1]) + 1 if len(attended) else 1])
         return out
-    return [{k: v[i] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == n else v
-             for k, v in features.items()} for i in range(n)]  # fmt: skip
+    # Each text's features, and its input type as 6.2 records it ("modality": text is all a text model takes).
+    return [{**{k: v[i] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == n else v
+                for k, v in features.items()}, "modality": "text"} for i in range(n)]  # fmt: skip
 
 
 def _numpy(x: Any) -> np.ndarray:

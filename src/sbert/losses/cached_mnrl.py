@@ -30,6 +30,7 @@ from sbert.errors import SbertError
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.options import Similarity, refuse_unsupported
 from sbert.modules.base import Features
+from sbert.vectors.scores import cos_sim
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         self,
         model: nn.Module | None = None,
         scale: float = 20.0,
-        similarity_fct: Similarity | None = None,
+        similarity_fct: Similarity = cos_sim,
         mini_batch_size: int = 32,
         mini_batch_num_tokens: int | None = None,
         gather_across_devices: bool = False,

@@ -16,6 +16,7 @@ from torch.nn import functional
 from sbert.losses.base import Loss
 from sbert.losses.gather import gather_rows
 from sbert.losses.options import Similarity
+from sbert.vectors.scores import pairwise_cos_sim
 
 
 def cosent(cosines: Tensor, labels: Tensor, scale: float) -> Tensor:
@@ -34,17 +35,17 @@ class CoSENTLoss(Loss):
     kinds = ("pair-score",)
 
     def __init__(
-        self, model: nn.Module | None = None, scale: float = 20.0, similarity_fct: Similarity | None = None
+        self, model: nn.Module | None = None, scale: float = 20.0, similarity_fct: Similarity = pairwise_cos_sim
     ) -> None:
         super().__init__()
         self.name_model(model)
         self.scale = scale
-        self.similarity_fct = similarity_fct  # None: the cosine of each pair
+        self.similarity_fct = similarity_fct
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """CoSENT over all ordered pairs of the batch."""
         assert labels is not None
-        if self.similarity_fct is None:
+        if self.similarity_fct is pairwise_cos_sim:  # in the autocast dtype
             cosines = functional.cosine_similarity(embeddings[0], embeddings[1], dim=-1)
         else:
             cosines = self.similarity_fct(embeddings[0], embeddings[1])

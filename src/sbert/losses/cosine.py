@@ -23,13 +23,14 @@ class CosineSimilarityLoss(Loss):
     def __init__(
         self,
         model: nn.Module | None = None,
-        loss_fct: nn.Module | None = None,
-        cos_score_transformation: nn.Module | None = None,
+        # Module instances as defaults, as sentence-transformers' signature has them (both hold no state).
+        loss_fct: nn.Module = nn.MSELoss(),  # noqa: B008
+        cos_score_transformation: nn.Module = nn.Identity(),  # noqa: B008
     ) -> None:
         super().__init__()
         self.name_model(model)
-        self.loss_fct = loss_fct if loss_fct is not None else nn.MSELoss()
-        self.cos_score_transformation = cos_score_transformation or nn.Identity()
+        self.loss_fct = loss_fct
+        self.cos_score_transformation = cos_score_transformation
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """`loss_fct` (MSE) of the transformed cos(u, v) against the labels."""

@@ -17,6 +17,7 @@ from torch.nn import functional
 from sbert.losses.base import Loss
 from sbert.losses.gather import gather_rows
 from sbert.losses.options import Similarity, refuse_unsupported
+from sbert.vectors.scores import cos_sim
 
 # sentence-transformers 6.2's variants of the objective that sbert does not train (refused unless at these values).
 MNRL_ONLY = {"directions": ("query_to_doc",), "partition_mode": "joint", "hardness_mode": None,
@@ -42,7 +43,7 @@ class MultipleNegativesRankingLoss(Loss):
         self,
         model: nn.Module | None = None,
         scale: float = 20.0,
-        similarity_fct: Similarity | None = None,
+        similarity_fct: Similarity = cos_sim,
         gather_across_devices: bool = False,
         directions: tuple[str, ...] = ("query_to_doc",),
         partition_mode: str = "joint",
@@ -55,13 +56,13 @@ class MultipleNegativesRankingLoss(Loss):
         refuse_unsupported(type(self).__name__, given, MNRL_ONLY)
         self.name_model(model)
         self.scale = scale
-        self.similarity_fct = similarity_fct  # None: the cosine
+        self.similarity_fct = similarity_fct
         # Under torchrun sbert gathers the candidates whatever this says (the trainer's one switch, losses/gather.py).
         self.gather_across_devices = gather_across_devices
 
     def scores(self, anchors: Tensor, candidates: Tensor) -> Tensor:
         """(n, m) similarities of anchors to candidates, before the scale."""
-        if self.similarity_fct is None:
+        if self.similarity_fct is cos_sim:  # in the autocast dtype (cos_sim widens half floats to float32)
             return cosine_matrix(anchors, candidates)
         return self.similarity_fct(anchors, candidates)
 

@@ -75,7 +75,7 @@ class SoftmaxLoss(Loss):
         concatenation_sent_rep: bool = True,
         concatenation_sent_difference: bool = True,
         concatenation_sent_multiplication: bool = False,
-        loss_fct: nn.Module | None = None,
+        loss_fct: nn.Module = nn.CrossEntropyLoss(),  # noqa: B008  (stateless, as sentence-transformers' default)
         *,
         concat: str | None = None,
         label_names: tuple[str, ...] = (),
@@ -89,7 +89,7 @@ class SoftmaxLoss(Loss):
         self.classifier = nn.Linear(len(self.parts) * dim, num_labels)
         if model is not None:  # sentence-transformers puts the head on the model's device at construction
             self.classifier.to(next(model.parameters()).device)
-        self.loss_fct = loss_fct if loss_fct is not None else nn.CrossEntropyLoss()
+        self.loss_fct = loss_fct
 
     def logits(self, u: Tensor, v: Tensor) -> Tensor:
         """Unnormalised class scores (B, k)."""
