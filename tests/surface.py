@@ -19,12 +19,24 @@ def public_names(obj: Any) -> list[str]:
 
 
 def _default(parameter: inspect.Parameter) -> Any:
+    """A default in a comparable form: functions by name, modules by repr, enum members by value."""
     value = parameter.default
-    if callable(value) and not isinstance(value, type):  # a function default: compare by name
-        return getattr(value, "__name__", repr(value))
+    if inspect.isfunction(value):
+        return value.__name__
+    if hasattr(value, "forward") and hasattr(value, "parameters"):  # a torch module instance (MSELoss())
+        return repr(value)
     if hasattr(value, "value") and type(value).__module__ != "builtins":  # an enum member: compare by value
         return value.value
     return value
+
+
+def _same_default(ref: inspect.Parameter, ours: inspect.Parameter) -> bool:
+    """Equal defaults; a lambda or a dataclass default factory stands for any default of its kind."""
+    if _default(ref) == "<lambda>":
+        return callable(ours.default)
+    if "FACTORY" in repr(ref.default):  # a dataclass field's default_factory: the values are compared elsewhere
+        return True
+    return bool(_default(ref) == _default(ours))
 
 
 def parameter_gap(reference: Any, ours: Any) -> str | None:
@@ -45,7 +57,7 @@ def parameter_gap(reference: Any, ours: Any) -> str | None:
             continue
         if p.kind is p.POSITIONAL_OR_KEYWORD and [n for n in positional if n != "self"][i : i + 1] != [name]:
             return f"parameter {name!r} is not at position {i}"
-        if p.default is not p.empty and _default(p) != _default(ours_params[name]):
+        if p.default is not p.empty and not _same_default(p, ours_params[name]):
             return f"{name}={_default(ours_params[name])!r}, not {_default(p)!r}"
     return None
 

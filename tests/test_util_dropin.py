@@ -119,3 +119,40 @@ def test_quantize_embeddings(vectors, precision):
     if precision in ("int8", "uint8"):
         got = ours.quantize_embeddings(rows, precision, calibration_embeddings=calibration)
         assert np.array_equal(got, theirs.quantize_embeddings(rows, precision, calibration_embeddings=calibration))
+
+
+def test_sparse_rows_one_row_and_token_matrices(vectors):
+    """The inputs 6.2 also takes: SparseEncoder's COO rows, a single 1-D row, and lists of token matrices."""
+    dense = torch.from_numpy(np.where(vectors[:6] > 0.05, vectors[:6], 0.0))
+    sparse = dense.to_sparse()
+    for name in ("cos_sim", "dot_score"):
+        same(getattr(ours, name)(sparse, sparse), getattr(theirs, name)(sparse, sparse))
+    mine, reference = ours.semantic_search(sparse, sparse, top_k=3), theirs.semantic_search(sparse, sparse, top_k=3)
+    assert [[h["corpus_id"] for h in q] for q in mine] == [[h["corpus_id"] for h in q] for q in reference]
+    np.testing.assert_allclose(
+        [h["score"] for q in mine for h in q], [h["score"] for q in reference for h in q], atol=1e-5
+    )  # 6.2 normalises sparse rows its own way: scores agree to rounding
+    row = torch.from_numpy(vectors[0])
+    same(ours.normalize_embeddings(row), theirs.normalize_embeddings(row))
+    for precision in ("int8", "uint8", "binary", "ubinary"):
+        same(ours.quantize_embeddings(vectors[0], precision, calibration_embeddings=vectors),
+             theirs.quantize_embeddings(vectors[0], precision, calibration_embeddings=vectors))  # fmt: skip
+        tokens = [vectors[:3], vectors[3:8]]
+        mine, reference = ours.quantize_embeddings(tokens, precision), theirs.quantize_embeddings(tokens, precision)
+        assert type(mine) is type(reference) is list
+        for a, b in zip(mine, reference, strict=True):
+            same(a, b)
+
+
+def test_paraphrase_mining_with_repeated_sentences(vectors):
+    # Sentences 3 and 4 appear twice, 7 three times: a row may then tie with its copies and drop out of its own hits.
+    rows = np.concatenate([vectors[:20], vectors[3:5], vectors[7:8], vectors[7:8]])
+    for top_k in (1, 2, 5):
+        mine = ours.paraphrase_mining_embeddings(torch.from_numpy(rows), top_k=top_k)
+        reference = theirs.paraphrase_mining_embeddings(torch.from_numpy(rows), top_k=top_k)
+        # As many pairs with the same scores, best first. Which copy of a repeated sentence a row pairs with is
+        # arbitrary in both (their scores tie exactly), so pairs are compared where no score ties.
+        assert [p[0] for p in mine] == pytest.approx([p[0] for p in reference])
+        scores = [round(p[0], 6) for p in reference]
+        untied = {tuple(p[1:]) for p in reference if scores.count(round(p[0], 6)) == 1}
+        assert untied <= {tuple(p[1:]) for p in mine}

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from sbert.search.cluster import community_detection as _communities
+from sbert.search.quantize import calibration_ranges
 from sbert.search.quantize import quantize_embeddings as _quantize
 from sbert.vectors.scores import (
     as_rows,
@@ -77,10 +78,12 @@ def paraphrase_mining_embeddings(
     pairs: dict[tuple[int, int], float] = {}
     hits = semantic_search(rows, rows, query_chunk_size, corpus_chunk_size, top_k + 1, score_function)
     for i, row_hits in enumerate(hits):
-        for hit in row_hits:
+        # A sentence is not its own paraphrase; each row gives at most top_k partners, also when a repeated
+        # sentence ties with the row itself and pushes it out of the top_k + 1.
+        partners = [hit for hit in row_hits if int(hit["corpus_id"]) != i][:top_k]
+        for hit in partners:
             j = int(hit["corpus_id"])
-            if j != i:  # a sentence is not its own paraphrase
-                pairs[(min(i, j), max(i, j))] = float(hit["score"])
+            pairs.setdefault((min(i, j), max(i, j)), float(hit["score"]))
     ranked = sorted(pairs.items(), key=lambda kv: -kv[1])[:max_pairs]
     return [[score, i, j] for (i, j), score in ranked]
 
@@ -124,10 +127,22 @@ def quantize_embeddings(
     ranges: np.ndarray | None = None,
     calibration_embeddings: Any = None,
 ) -> np.ndarray:
-    """`embeddings` as float32, int8, uint8, binary or ubinary codes (sbert.search.quantize)."""
-    rows = as_rows(embeddings).detach().cpu().numpy()
+    """`embeddings` as float32, int8, uint8, binary or ubinary codes (sbert.search.quantize).
+
+    One 1-D row gives 1-D codes; a list of token matrices (a multi-vector model's output) gives a list of
+    code matrices, int8 ranges taken once from all their tokens (or the calibration embeddings).
+    """
+    if isinstance(embeddings, list) and not embeddings:
+        return []  # type: ignore[return-value]
     calibration = None if calibration_embeddings is None else as_rows(calibration_embeddings).detach().cpu().numpy()
-    return _quantize(rows, precision, ranges, calibration)
+    if isinstance(embeddings, list) and np.ndim(embeddings[0]) == 2:
+        matrices = [as_rows(m).detach().cpu().numpy() for m in embeddings]
+        if precision.endswith("int8") and ranges is None:
+            ranges = calibration_ranges(np.concatenate(matrices) if calibration is None else calibration)
+        return [_quantize(m, precision, ranges, calibration) for m in matrices]  # type: ignore[return-value]
+    rows = float_tensor(embeddings).detach().cpu().numpy()
+    codes = _quantize(rows, precision, ranges, calibration)
+    return codes[0] if rows.ndim == 1 else codes
 
 
 __all__ = [

@@ -16,9 +16,11 @@ from torch import Tensor
 def float_tensor(x: Any) -> Tensor:
     """A float tensor: lists of tensors or arrays are stacked, half floats widened (compat's classes use it too)."""
     if isinstance(x, list) and x and isinstance(x[0], Tensor):
-        x = torch.stack(x)
+        x = torch.stack([row.to_dense() if row.is_sparse else row for row in x])
     elif not isinstance(x, Tensor):
         x = torch.as_tensor(np.asarray(x))
+    if x.is_sparse or x.layout == torch.sparse_csr:  # SparseEncoder's rows: scored dense, as 6.2 answers them
+        x = x.to_dense()
     return x.float() if not x.is_floating_point() or x.dtype in (torch.float16, torch.bfloat16) else x
 
 
@@ -29,8 +31,8 @@ def as_rows(x: Any) -> Tensor:
 
 
 def normalize_embeddings(embeddings: Tensor) -> Tensor:
-    """Each row divided by its L2 norm (a zero row stays zero)."""
-    return torch.nn.functional.normalize(embeddings, p=2, dim=1)
+    """Each row divided by its L2 norm (a zero row stays zero); one 1-D row is normalised as itself."""
+    return torch.nn.functional.normalize(float_tensor(embeddings), p=2, dim=-1)
 
 
 def cos_sim(a: Any, b: Any) -> Tensor:

@@ -122,11 +122,13 @@ class SequentialEvaluator(SentenceEvaluator):
     """Several evaluators one after another: every metric, and the main score of their primary metrics."""
 
     def __init__(
-        self, evaluators: Iterable[SentenceEvaluator], main_score_function: Callable[[list[float]], float] | None = None
+        self,
+        evaluators: Iterable[SentenceEvaluator],
+        main_score_function: Callable[[list[float]], float] = lambda scores: scores[-1],
     ) -> None:
         super().__init__()
         self.evaluators = list(evaluators)
-        self.main_score_function = main_score_function or (lambda scores: scores[-1])
+        self.main_score_function = main_score_function
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1

@@ -47,11 +47,12 @@ class InformationRetrievalEvaluator(SentenceEvaluator):
         corpus: dict[str, str],
         relevant_docs: dict[str, set[str]],
         corpus_chunk_size: int = 50000,
-        mrr_at_k: list[int] | None = None,
-        ndcg_at_k: list[int] | None = None,
-        accuracy_at_k: list[int] | None = None,
-        precision_recall_at_k: list[int] | None = None,
-        map_at_k: list[int] | None = None,
+        # sentence-transformers' list defaults, never mutated here (copied into self.ks).
+        mrr_at_k: list[int] = [10],  # noqa: B006
+        ndcg_at_k: list[int] = [10],  # noqa: B006
+        accuracy_at_k: list[int] = [1, 3, 5, 10],  # noqa: B006
+        precision_recall_at_k: list[int] = [1, 3, 5, 10],  # noqa: B006
+        map_at_k: list[int] = [100],  # noqa: B006
         show_progress_bar: bool = False,
         batch_size: int = 32,
         name: str = "",
@@ -70,8 +71,8 @@ class InformationRetrievalEvaluator(SentenceEvaluator):
         self.queries = [queries[q] for q in self.query_ids]
         self.corpus_ids, self.corpus = list(corpus), list(corpus.values())
         self.relevant_docs = relevant_docs
-        self.ks = {"accuracy": accuracy_at_k or [1, 3, 5, 10], "precision": precision_recall_at_k or [1, 3, 5, 10],
-                   "mrr": mrr_at_k or [10], "ndcg": ndcg_at_k or [10], "map": map_at_k or [100]}  # fmt: skip
+        self.ks = {"accuracy": list(accuracy_at_k), "precision": list(precision_recall_at_k), "mrr": list(mrr_at_k),
+                   "ndcg": list(ndcg_at_k), "map": list(map_at_k)}  # fmt: skip
         self.corpus_chunk_size, self.batch_size, self.truncate_dim = corpus_chunk_size, batch_size, truncate_dim
         self.show_progress_bar, self.name, self.write_csv = show_progress_bar, name, write_csv
         self.score_functions = score_functions  # names are what counts here: sbert scores with its own functions
