@@ -34,7 +34,7 @@ def _same_default(ref: inspect.Parameter, ours: inspect.Parameter) -> bool:
     """Equal defaults; a lambda or a dataclass default factory stands for any default of its kind."""
     if _default(ref) == "<lambda>":
         return callable(ours.default)
-    if "FACTORY" in repr(ref.default):  # a dataclass field's default_factory: the values are compared elsewhere
+    if "factory" in repr(ref.default).lower():  # a dataclass default_factory: the values are compared elsewhere
         return True
     return bool(_default(ref) == _default(ours))
 

@@ -22,19 +22,23 @@ if TYPE_CHECKING:
     from sbert.compat.trainer import SentenceTransformerTrainer
     from sbert.compat.training_args import SentenceTransformerTrainingArguments
     from sbert.dense.model import SentenceEncoder
-    from sbert.evaluation.evaluators import SimilarityFunction
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
+    from sbert.progress import LoggingHandler
+    from sbert.similarity import SimilarityFunction
     from sbert.static import StaticEncoder
     from sbert.training.api import train
+    from sbert.util import quantize_embeddings
 
 
 # sentence-transformers' training names (sbert/compat): `from sbert import SentenceTransformerTrainer, ...`.
 _DROP_IN = {
     "InputExample": "sbert.compat.fit",
+    "LoggingHandler": "sbert.progress",
+    "quantize_embeddings": "sbert.util",
     "SentenceTransformerTrainer": "sbert.compat.trainer",
     "SentenceTransformerTrainingArguments": "sbert.compat.training_args",
-    "SimilarityFunction": "sbert.evaluation.evaluators",
+    "SimilarityFunction": "sbert.similarity",
 }
 
 
@@ -88,6 +92,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CrossEncoder",
     "InputExample",
+    "LoggingHandler",
     "MultiVectorEncoder",
     "SentenceEncoder",
     "SentenceTransformer",
@@ -98,5 +103,6 @@ __all__ = [
     "StaticEncoder",
     "__version__",
     "load",
+    "quantize_embeddings",
     "train",
 ]

@@ -35,3 +35,20 @@ def weight_bars() -> Iterator[None]:
             hf_logging.enable_progress_bar()
         else:
             hf_logging.disable_progress_bar()
+
+
+class LoggingHandler(logging.Handler):
+    """A log handler that writes through tqdm, so log lines do not break a progress bar (sentence-transformers' name).
+
+    `logging.basicConfig(handlers=[LoggingHandler()])` as in sentence-transformers' example scripts.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write the formatted record above any progress bar."""
+        from tqdm.auto import tqdm
+
+        try:
+            tqdm.write(self.format(record))
+            self.flush()
+        except Exception:  # a logging handler must not raise into the code that logged
+            self.handleError(record)

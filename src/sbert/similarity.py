@@ -12,6 +12,7 @@ evaluation, search and the server all score with `similarity_matrix` / `pairwise
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 
 import numpy as np
 
@@ -19,6 +20,22 @@ DEFAULT_SIMILARITY = "cosine"
 # sentence-transformers' SimilarityFunction values, plus its "dot_product" spelling of "dot".
 _ALIASES = {"cosine": "cosine", "dot": "dot", "dot_product": "dot", "euclidean": "euclidean", "manhattan": "manhattan"}
 SIMILARITY_NAMES = ("cosine", "dot", "euclidean", "manhattan")
+
+
+class SimilarityFunction(StrEnum):
+    """sentence-transformers' similarity names: the values are sbert's names for them."""
+
+    COSINE = "cosine"
+    DOT_PRODUCT = "dot"
+    EUCLIDEAN = "euclidean"
+    MANHATTAN = "manhattan"
+    MAXSIM = "maxsim"
+    MEAN_MAXSIM = "meanmaxsim"
+
+    @staticmethod
+    def possible_values() -> list[str]:
+        """Every accepted name."""
+        return [m.value for m in SimilarityFunction]
 
 
 def check_similarity(name: str | None) -> str:

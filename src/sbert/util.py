@@ -20,6 +20,7 @@ from torch import Tensor
 from sbert.search.cluster import community_detection as _communities
 from sbert.search.quantize import calibration_ranges
 from sbert.search.quantize import quantize_embeddings as _quantize
+from sbert.similarity import SimilarityFunction
 from sbert.vectors.scores import (
     as_rows,
     cos_sim,
@@ -145,9 +146,62 @@ def quantize_embeddings(
     return codes[0] if rows.ndim == 1 else codes
 
 
+def truncate_embeddings(embeddings: Any, truncate_dim: int | None) -> Any:
+    """The leading `truncate_dim` dimensions of each row (numpy or torch, as given); None keeps them all."""
+    return embeddings if truncate_dim is None else embeddings[..., :truncate_dim]
+
+
+def batch_to_device(batch: dict[str, Any], target_device: Any) -> dict[str, Any]:
+    """The batch's tensors moved to `target_device` (other values kept)."""
+    return {k: v.to(target_device) if isinstance(v, Tensor) else v for k, v in batch.items()}
+
+
+def get_device_name() -> str:
+    """The device sbert computes on by default: cuda where a GPU is visible, else cpu."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def to_scipy_coo(x: Tensor) -> Any:
+    """A torch sparse (or dense) matrix as a SciPy COO matrix."""
+    import scipy.sparse
+
+    coo = x.coalesce() if x.is_sparse else x.to_sparse().coalesce()
+    rows, cols = coo.indices().cpu().numpy()
+    return scipy.sparse.coo_matrix((coo.values().cpu().numpy(), (rows, cols)), shape=tuple(coo.shape))
+
+
+def select_max_active_dims(embeddings: Any, max_active_dims: int | None) -> Any:
+    """Each row with only its `max_active_dims` largest-magnitude values kept, the rest set to 0."""
+    if max_active_dims is None:
+        return embeddings
+    rows = float_tensor(embeddings)
+    k = min(max_active_dims, rows.shape[-1])
+    kept = torch.zeros_like(rows).scatter(-1, rows.abs().topk(k, dim=-1).indices, 1.0)
+    out = rows * kept
+    return out.numpy() if isinstance(embeddings, np.ndarray) else out
+
+
 __all__ = [
-    "community_detection", "cos_sim", "dot_score", "euclidean_sim", "float_tensor", "manhattan_sim",
-    "normalize_embeddings", "pairwise_cos_sim", "pairwise_dot_score", "pairwise_euclidean_sim",
-    "pairwise_manhattan_sim", "paraphrase_mining", "paraphrase_mining_embeddings", "pytorch_cos_sim",
-    "quantize_embeddings", "semantic_search",
+    "SimilarityFunction",
+    "batch_to_device",
+    "community_detection",
+    "cos_sim",
+    "dot_score",
+    "euclidean_sim",
+    "float_tensor",
+    "get_device_name",
+    "manhattan_sim",
+    "normalize_embeddings",
+    "pairwise_cos_sim",
+    "pairwise_dot_score",
+    "pairwise_euclidean_sim",
+    "pairwise_manhattan_sim",
+    "paraphrase_mining",
+    "paraphrase_mining_embeddings",
+    "pytorch_cos_sim",
+    "quantize_embeddings",
+    "select_max_active_dims",
+    "semantic_search",
+    "to_scipy_coo",
+    "truncate_embeddings",
 ]  # fmt: skip

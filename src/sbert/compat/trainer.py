@@ -12,6 +12,7 @@ and resume as `sbert train`. The model is trained in place; the engine's log lin
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -21,11 +22,13 @@ from transformers.trainer_callback import TrainerCallback, TrainerControl, Train
 from transformers.trainer_utils import TrainOutput
 
 from sbert.compat.args_map import EngineSettings, engine_settings, warn_unused
+from sbert.compat.sentence_transformer import SentenceTransformer
 from sbert.compat.train_data import by_position, table_columns
 from sbert.compat.training_args import SentenceTransformerTrainingArguments
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.evaluation.evaluators.base import SentenceEvaluator, SequentialEvaluator
+from sbert.formats.layout import write_json_atomic
 from sbert.losses import CoSENTLoss, Loss, MultipleNegativesRankingLoss
 from sbert.training.config import Objective, Stage, TrainConfig
 from sbert.training.trainer import Trainer
@@ -51,6 +54,9 @@ class EvaluatorDev:
 
 class SentenceTransformerTrainer:
     """Trains a SentenceTransformer on one or several tables with sentence-transformers' arguments."""
+
+    model_class = SentenceTransformer
+    training_args_class = SentenceTransformerTrainingArguments
 
     def __init__(
         self,
@@ -221,6 +227,35 @@ class SentenceTransformerTrainer:
     def remove_callback(self, callback: TrainerCallback | type[TrainerCallback]) -> None:
         """Remove a callback (an instance, or every instance of a class)."""
         self.callbacks = [c for c in self.callbacks if c is not callback and type(c) is not callback]
+
+    def pop_callback(self, callback: TrainerCallback | type[TrainerCallback]) -> TrainerCallback | None:
+        """Remove and return a callback (an instance, or the first of a class), or None."""
+        found = next((c for c in self.callbacks if c is callback or type(c) is callback), None)
+        if found is not None:
+            self.callbacks.remove(found)
+        return found
+
+    def is_world_process_zero(self) -> bool:
+        """Whether this process is the main one (under torchrun, rank 0)."""
+        return int(os.environ.get("RANK", "0")) == 0
+
+    def is_local_process_zero(self) -> bool:
+        """Whether this process is the main one on its machine."""
+        return int(os.environ.get("LOCAL_RANK", "0")) == 0
+
+    def get_num_trainable_parameters(self) -> int:
+        """How many of the model's parameters train."""
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def log_metrics(self, split: str, metrics: dict[str, float]) -> None:
+        """Print `metrics` of `split`, one per line."""
+        print(f"***** {split} metrics *****")
+        for key in sorted(metrics):
+            print(f"  {key} = {metrics[key]}")
+
+    def save_metrics(self, split: str, metrics: dict[str, float], combined: bool = True) -> None:
+        """Write `metrics` to output_dir/{split}_results.json (atomically)."""
+        write_json_atomic(Path(self.args.output_dir) / f"{split}_results.json", metrics)
 
     def get_default_loss(self, model: Any) -> Loss:
         """sentence-transformers 6.2's default: CoSENT."""

@@ -71,6 +71,14 @@ def _post_init(self: Any) -> None:
             except json.JSONDecodeError:
                 if name != "prompts":  # a plain string is one prompt for every column
                     raise ValueError(f"{name} must be a dict (or its JSON), got {value!r}") from None
+    # What transformers' and 6.2's own __post_init__ settle the same way (switches left at None become False,
+    # `debug` a list; sentence-transformers evaluates with its evaluators, so only losses in predictions).
+    for name in ("gradient_checkpointing", "activation_checkpointing", "disable_tqdm", "ddp_broadcast_buffers"):
+        if getattr(self, name) is None:
+            setattr(self, name, False)
+    if isinstance(self.debug, str):
+        self.debug = self.debug.split()
+    self.prediction_loss_only = True
     if self.eval_strategy == "steps" and not self.eval_steps:
         self.eval_steps = self.logging_steps
     if isinstance(self.report_to, str):

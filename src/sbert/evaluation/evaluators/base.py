@@ -10,29 +10,12 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Callable, Iterable, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sbert.similarity import pairwise_similarity
-
-
-class SimilarityFunction(StrEnum):
-    """sentence-transformers' similarity names: the values are sbert's names for them."""
-
-    COSINE = "cosine"
-    DOT_PRODUCT = "dot"
-    EUCLIDEAN = "euclidean"
-    MANHATTAN = "manhattan"
-    MAXSIM = "maxsim"
-    MEAN_MAXSIM = "meanmaxsim"
-
-    @staticmethod
-    def possible_values() -> list[str]:
-        """Every accepted name."""
-        return [m.value for m in SimilarityFunction]
+from sbert.similarity import SimilarityFunction, pairwise_similarity
 
 
 def similarity_name(value: str | SimilarityFunction | None) -> str | None:

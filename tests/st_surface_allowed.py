@@ -1,0 +1,265 @@
+"""What sbert deliberately leaves out of sentence-transformers 6.2's public surface, each name with its reason.
+
+tests/test_st_surface.py fails on any public name of 6.2 that sbert lacks or takes otherwise and that is
+not here, and on any name here that sbert has since gained (the list only shrinks). Names that 6.2's
+trainer and training arguments inherit unchanged from transformers' Trainer and TrainingArguments are
+left out by rule there (sbert's engine is the loop); the arguments' fields are compared by value.
+docs/migrating.md groups these for users.
+"""
+
+ADAPTER = (
+    "PEFT adapters: sbert loads and trains them through sbert.adapters (`sbert train --lora`, adapter "
+    "folders), not yet as methods of the drop-in classes"
+)
+HUB = "uploads to and downloads from a model hub: sbert loads local folders and installed packages"
+LATER_TRAINERS = "not yet: the cross-encoder, sparse and multi-vector drop-in trainers"
+LOSS = "not yet: a loss sbert's engine does not train"
+EVAL = "not yet: an evaluator sbert does not provide"
+UTILINT = (
+    "6.2's internal helpers (distributed gathers, logging set-up, package and version checks, token-batch "
+    "padding, imports by name): not what scripts call"
+)
+SEQ = "nn.Sequential's list methods: sbert's models are a chain of modules, not a torch Sequential"
+CARD = "model card data classes: sbert writes its own card from the training log"
+NOTYET = "not yet on sbert's class"
+LOOP = (
+    "6.2's own steps of transformers' training loop (dataset preparation, batch samplers, loss computation, "
+    "model card callbacks): sbert's engine runs these its own way"
+)
+
+ALLOWED: dict[str, str] = {
+    "SentenceTransformerTrainer.add_dataset_name_column": LOOP,  # missing
+    "SentenceTransformerTrainer.add_dataset_name_transform": LOOP,  # missing
+    "SentenceTransformerTrainer.add_model_card_callback": LOOP,  # missing
+    "SentenceTransformerTrainer.call_model_init": LOOP,  # missing
+    "SentenceTransformerTrainer.collect_features": LOOP,  # missing
+    "SentenceTransformerTrainer.compute_loss": LOOP,  # missing
+    "SentenceTransformerTrainer.create_model_card": LOOP,  # missing
+    "SentenceTransformerTrainer.data_collator_class": LOOP,  # missing
+    "SentenceTransformerTrainer.evaluation_loop": LOOP,  # missing
+    "SentenceTransformerTrainer.get_batch_sampler": LOOP,  # missing
+    "SentenceTransformerTrainer.get_data_collator": LOOP,  # missing
+    "SentenceTransformerTrainer.get_eval_dataloader": LOOP,  # missing
+    "SentenceTransformerTrainer.get_multi_dataset_batch_sampler": LOOP,  # missing
+    "SentenceTransformerTrainer.get_optimizer_cls_and_kwargs": LOOP,  # missing
+    "SentenceTransformerTrainer.get_test_dataloader": LOOP,  # missing
+    "SentenceTransformerTrainer.get_train_dataloader": LOOP,  # missing
+    "SentenceTransformerTrainer.model_card_callback_class": LOOP,  # missing
+    "SentenceTransformerTrainer.model_card_data_class": LOOP,  # missing
+    "SentenceTransformerTrainer.override_model_in_loss": LOOP,  # missing
+    "SentenceTransformerTrainer.prepare_loss": LOOP,  # missing
+    "SentenceTransformerTrainer.preprocess_dataset": LOOP,  # missing
+    "SentenceTransformerTrainer.should_dataset_name_column_be_added": LOOP,  # missing
+    "SentenceTransformerTrainer.track_loss_components": LOOP,  # missing
+    "SentenceTransformerTrainer.validate_column_names": LOOP,  # missing
+    "CrossEncoder.active_adapter": ADAPTER,  # missing
+    "CrossEncoder.active_adapters": ADAPTER,  # missing
+    "CrossEncoder.add_adapter": ADAPTER,  # missing
+    "CrossEncoder.append": SEQ,  # missing
+    "CrossEncoder.check_peft_compatible_model": ADAPTER,  # missing
+    "CrossEncoder.clear_placement_cache": NOTYET,  # missing
+    "CrossEncoder.default_activation_function": NOTYET,  # missing
+    "CrossEncoder.default_huggingface_organization": HUB,  # missing
+    "CrossEncoder.delete_adapter": ADAPTER,  # missing
+    "CrossEncoder.disable_adapters": ADAPTER,  # missing
+    "CrossEncoder.dtype": NOTYET,  # missing
+    "CrossEncoder.enable_adapters": ADAPTER,  # missing
+    "CrossEncoder.evaluate": NOTYET,  # missing
+    "CrossEncoder.extend": SEQ,  # missing
+    "CrossEncoder.fit": NOTYET,  # missing
+    "CrossEncoder.forward": NOTYET,  # no parameter 'input'
+    "CrossEncoder.get_adapter_state_dict": ADAPTER,  # missing
+    "CrossEncoder.get_backend": NOTYET,  # missing
+    "CrossEncoder.get_default_activation_fn": NOTYET,  # missing
+    "CrossEncoder.get_max_seq_length": NOTYET,  # missing
+    "CrossEncoder.get_model_kwargs": NOTYET,  # missing
+    "CrossEncoder.gradient_checkpointing_enable": NOTYET,  # missing
+    "CrossEncoder.has_peft_compatible_model": ADAPTER,  # missing
+    "CrossEncoder.insert": SEQ,  # missing
+    "CrossEncoder.is_singular_input": NOTYET,  # missing
+    "CrossEncoder.load_adapter": ADAPTER,  # missing
+    "CrossEncoder.merge": NOTYET,  # missing
+    "CrossEncoder.modalities": NOTYET,  # missing
+    "CrossEncoder.model_card_data_class": CARD,  # missing
+    "CrossEncoder.model_type": NOTYET,  # missing
+    "CrossEncoder.old_fit": NOTYET,  # missing
+    "CrossEncoder.pop": SEQ,  # missing
+    "CrossEncoder.preprocess": NOTYET,  # missing
+    "CrossEncoder.processor": NOTYET,  # missing
+    "CrossEncoder.push_to_hub": HUB,  # missing
+    "CrossEncoder.save": NOTYET,  # no parameter 'model_name'
+    "CrossEncoder.save_pretrained": NOTYET,  # no parameter 'model_name'
+    "CrossEncoder.save_to_hub": HUB,  # missing
+    "CrossEncoder.set_adapter": ADAPTER,  # missing
+    "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
+    "CrossEncoder.smart_batching_collate": NOTYET,  # missing
+    "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
+    "CrossEncoder.start_multi_process_pool": NOTYET,  # missing
+    "CrossEncoder.stop_multi_process_pool": NOTYET,  # missing
+    "CrossEncoder.supports": NOTYET,  # missing
+    "CrossEncoder.tokenize": NOTYET,  # missing
+    "CrossEncoder.transformers_model": NOTYET,  # missing
+    "SentenceTransformer.SUPPORTED_SIMILARITY_FN_NAMES": NOTYET,  # missing
+    "SentenceTransformer.active_adapter": ADAPTER,  # missing
+    "SentenceTransformer.active_adapters": ADAPTER,  # missing
+    "SentenceTransformer.add_adapter": ADAPTER,  # missing
+    "SentenceTransformer.check_peft_compatible_model": ADAPTER,  # missing
+    "SentenceTransformer.clear_placement_cache": NOTYET,  # missing
+    "SentenceTransformer.config": NOTYET,  # missing
+    "SentenceTransformer.default_huggingface_organization": HUB,  # missing
+    "SentenceTransformer.delete_adapter": ADAPTER,  # missing
+    "SentenceTransformer.disable_adapters": ADAPTER,  # missing
+    "SentenceTransformer.enable_adapters": ADAPTER,  # missing
+    "SentenceTransformer.forward": NOTYET,  # no parameter 'input'
+    "SentenceTransformer.get_adapter_state_dict": ADAPTER,  # missing
+    "SentenceTransformer.get_model_kwargs": NOTYET,  # missing
+    "SentenceTransformer.get_sentence_features": NOTYET,  # missing
+    "SentenceTransformer.gradient_checkpointing_enable": NOTYET,  # missing
+    "SentenceTransformer.has_peft_compatible_model": ADAPTER,  # missing
+    "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
+    "SentenceTransformer.merge": NOTYET,  # missing
+    "SentenceTransformer.model_card_data_class": CARD,  # missing
+    "SentenceTransformer.old_fit": NOTYET,  # missing
+    "SentenceTransformer.preprocess": NOTYET,  # missing
+    "SentenceTransformer.processor": NOTYET,  # missing
+    "SentenceTransformer.push_to_hub": HUB,  # missing
+    "SentenceTransformer.save_to_hub": HUB,  # missing
+    "SentenceTransformer.set_pooling_include_prompt": NOTYET,  # missing
+    "SentenceTransformer.smart_batching_collate": NOTYET,  # missing
+    "SparseEncoder.SUPPORTED_SIMILARITY_FN_NAMES": NOTYET,  # missing
+    "SparseEncoder.active_adapter": ADAPTER,  # missing
+    "SparseEncoder.active_adapters": ADAPTER,  # missing
+    "SparseEncoder.add_adapter": ADAPTER,  # missing
+    "SparseEncoder.append": SEQ,  # missing
+    "SparseEncoder.check_peft_compatible_model": ADAPTER,  # missing
+    "SparseEncoder.clear_placement_cache": NOTYET,  # missing
+    "SparseEncoder.config": NOTYET,  # missing
+    "SparseEncoder.default_huggingface_organization": HUB,  # missing
+    "SparseEncoder.delete_adapter": ADAPTER,  # missing
+    "SparseEncoder.disable_adapters": ADAPTER,  # missing
+    "SparseEncoder.dtype": NOTYET,  # missing
+    "SparseEncoder.enable_adapters": ADAPTER,  # missing
+    "SparseEncoder.evaluate": NOTYET,  # missing
+    "SparseEncoder.extend": SEQ,  # missing
+    "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
+    "SparseEncoder.get_adapter_state_dict": ADAPTER,  # missing
+    "SparseEncoder.get_backend": NOTYET,  # missing
+    "SparseEncoder.get_max_seq_length": NOTYET,  # missing
+    "SparseEncoder.get_model_kwargs": NOTYET,  # missing
+    "SparseEncoder.gradient_checkpointing_enable": NOTYET,  # missing
+    "SparseEncoder.has_peft_compatible_model": ADAPTER,  # missing
+    "SparseEncoder.insert": SEQ,  # missing
+    "SparseEncoder.intersection": SEQ,  # missing
+    "SparseEncoder.is_singular_input": NOTYET,  # missing
+    "SparseEncoder.load_adapter": ADAPTER,  # missing
+    "SparseEncoder.merge": NOTYET,  # missing
+    "SparseEncoder.modalities": NOTYET,  # missing
+    "SparseEncoder.model_card_data_class": CARD,  # missing
+    "SparseEncoder.model_type": NOTYET,  # missing
+    "SparseEncoder.pop": SEQ,  # missing
+    "SparseEncoder.preprocess": NOTYET,  # missing
+    "SparseEncoder.processor": NOTYET,  # missing
+    "SparseEncoder.push_to_hub": HUB,  # missing
+    "SparseEncoder.save": NOTYET,  # no parameter 'model_name'
+    "SparseEncoder.save_pretrained": NOTYET,  # no parameter 'model_name'
+    "SparseEncoder.save_to_hub": HUB,  # missing
+    "SparseEncoder.set_adapter": ADAPTER,  # missing
+    "SparseEncoder.set_pooling_include_prompt": NOTYET,  # missing
+    "SparseEncoder.similarity": NOTYET,  # no parameter 'embeddings1'
+    "SparseEncoder.similarity_pairwise": NOTYET,  # no parameter 'embeddings1'
+    "SparseEncoder.splade_pooling_chunk_size": NOTYET,  # missing
+    "SparseEncoder.start_multi_process_pool": NOTYET,  # missing
+    "SparseEncoder.stop_multi_process_pool": NOTYET,  # missing
+    "SparseEncoder.supports": NOTYET,  # missing
+    "SparseEncoder.tokenize": NOTYET,  # missing
+    "SparseEncoder.transformers_model": NOTYET,  # missing
+    "sbert.CrossEncoderModelCardData": CARD,  # missing
+    "sbert.CrossEncoderTrainer": LATER_TRAINERS,  # missing
+    "sbert.CrossEncoderTrainingArguments": LATER_TRAINERS,  # missing
+    "sbert.DefaultBatchSampler": NOTYET,  # missing
+    "sbert.MultiDatasetDefaultBatchSampler": NOTYET,  # missing
+    "sbert.MultiVectorEncoder": NOTYET,  # no parameter 'model_name_or_path'
+    "sbert.MultiVectorEncoderModelCardData": CARD,  # missing
+    "sbert.MultiVectorEncoderTrainer": LATER_TRAINERS,  # missing
+    "sbert.MultiVectorEncoderTrainingArguments": LATER_TRAINERS,  # missing
+    "sbert.ParallelSentencesDataset": NOTYET,  # missing
+    "sbert.SentenceTransformerModelCardData": CARD,  # missing
+    "sbert.SentencesDataset": NOTYET,  # missing
+    "sbert.SparseEncoderModelCardData": CARD,  # missing
+    "sbert.SparseEncoderTrainer": LATER_TRAINERS,  # missing
+    "sbert.SparseEncoderTrainingArguments": LATER_TRAINERS,  # missing
+    "sbert.evaluation.LabelAccuracyEvaluator": EVAL,  # missing
+    "sbert.evaluation.MSEEvaluatorFromDataFrame": EVAL,  # missing
+    "sbert.evaluation.NanoBEIREvaluator": EVAL,  # missing
+    "sbert.evaluation.ParaphraseMiningEvaluator": EVAL,  # missing
+    "sbert.evaluation.RerankingEvaluator": EVAL,  # missing
+    "sbert.evaluation.TranslationEvaluator": EVAL,  # missing
+    "sbert.export_dynamic_quantized_onnx_model": NOTYET,  # missing
+    "sbert.export_optimized_onnx_model": NOTYET,  # missing
+    "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
+    "sbert.losses.AdaptiveLayerLoss": LOSS,  # missing
+    "sbert.losses.AnglELoss": LOSS,  # missing
+    "sbert.losses.BatchAllTripletLoss": LOSS,  # missing
+    "sbert.losses.BatchHardSoftMarginTripletLoss": LOSS,  # missing
+    "sbert.losses.BatchHardTripletLoss": LOSS,  # missing
+    "sbert.losses.BatchHardTripletLossDistanceFunction": LOSS,  # missing
+    "sbert.losses.BatchSemiHardTripletLoss": LOSS,  # missing
+    "sbert.losses.CachedGISTEmbedLoss": LOSS,  # missing
+    "sbert.losses.CachedMultipleNegativesSymmetricRankingLoss": LOSS,  # missing
+    "sbert.losses.ContrastiveLoss": LOSS,  # missing
+    "sbert.losses.ContrastiveTensionDataLoader": LOSS,  # missing
+    "sbert.losses.ContrastiveTensionLoss": LOSS,  # missing
+    "sbert.losses.ContrastiveTensionLossInBatchNegatives": LOSS,  # missing
+    "sbert.losses.DenoisingAutoEncoderLoss": LOSS,  # missing
+    "sbert.losses.DistillKLDivLoss": LOSS,  # missing
+    "sbert.losses.GISTEmbedLoss": LOSS,  # missing
+    "sbert.losses.GlobalOrthogonalRegularizationLoss": LOSS,  # missing
+    "sbert.losses.MarginMSELoss": LOSS,  # missing
+    "sbert.losses.Matryoshka2dLoss": LOSS,  # missing
+    "sbert.losses.MegaBatchMarginLoss": LOSS,  # missing
+    "sbert.losses.MultipleNegativesSymmetricRankingLoss": LOSS,  # missing
+    "sbert.losses.OnlineContrastiveLoss": LOSS,  # missing
+    "sbert.losses.SiameseDistanceMetric": LOSS,  # missing
+    "sbert.mine_hard_negatives": NOTYET,  # missing
+    "sbert.resolve_ids": NOTYET,  # missing
+    "sbert.util.LoggingHandler": UTILINT,  # missing
+    "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
+    "sbert.util.all_gather": UTILINT,  # missing
+    "sbert.util.all_gather_padded": UTILINT,  # missing
+    "sbert.util.all_gather_with_grad": UTILINT,  # missing
+    "sbert.util.append_to_last_row": UTILINT,  # missing
+    "sbert.util.cat_padded_token_embeddings": UTILINT,  # missing
+    "sbert.util.check_package_availability": UTILINT,  # missing
+    "sbert.util.check_teacher_targets": UTILINT,  # missing
+    "sbert.util.check_version_requirements": UTILINT,  # missing
+    "sbert.util.compute_count_vector": NOTYET,  # missing
+    "sbert.util.disable_datasets_caching": UTILINT,  # missing
+    "sbert.util.disable_logging": UTILINT,  # missing
+    "sbert.util.disabled_tqdm": UTILINT,  # missing
+    "sbert.util.fullname": UTILINT,  # missing
+    "sbert.util.get_rank": UTILINT,  # missing
+    "sbert.util.get_world_size": UTILINT,  # missing
+    "sbert.util.http_get": HUB,  # missing
+    "sbert.util.import_from_string": UTILINT,  # missing
+    "sbert.util.import_module_class": UTILINT,  # missing
+    "sbert.util.information_retrieval": UTILINT,  # missing
+    "sbert.util.install_logger": UTILINT,  # missing
+    "sbert.util.is_accelerate_available": UTILINT,  # missing
+    "sbert.util.is_datasets_available": UTILINT,  # missing
+    "sbert.util.is_dist_initialized": UTILINT,  # missing
+    "sbert.util.is_sentence_transformer_model": HUB,  # missing
+    "sbert.util.is_training_available": UTILINT,  # missing
+    "sbert.util.load_dir_path": HUB,  # missing
+    "sbert.util.load_file_path": HUB,  # missing
+    "sbert.util.maxsim": NOTYET,  # missing
+    "sbert.util.maxsim_pairwise": NOTYET,  # missing
+    "sbert.util.mean_maxsim": NOTYET,  # missing
+    "sbert.util.mean_maxsim_pairwise": NOTYET,  # missing
+    "sbert.util.mine_hard_negatives": NOTYET,  # missing
+    "sbert.util.pairwise_angle_sim": NOTYET,  # missing
+    "sbert.util.repad_flattened_features": UTILINT,  # missing
+    "sbert.util.resolve_ids": NOTYET,  # missing
+    "sbert.util.save_to_hub_args_decorator": HUB,  # missing
+    "sbert.util.similarity_fct_name": UTILINT,  # missing
+    "sbert.util.stack_padded_token_embeddings": UTILINT,  # missing
+}
