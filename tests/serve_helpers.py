@@ -71,14 +71,23 @@ def serve_in_thread(*flags: str | Path, timeout: float = 300.0) -> ThreadServer:
 
     Flags parse and check as on the command line, and a model that fails to load raises here.
     """
-    import uvicorn
 
     from sbert.cli.main import build_parser
-    from sbert.cli.serve import build_app, uvicorn_options
+    from sbert.cli.serve import build_app
 
     port = free_port()
     args = build_parser().parse_args(["serve", "--port", str(port), "--device", "cpu", *map(str, flags)])
     app, settings = build_app(args)
+    return run_app_in_thread(app, settings, timeout)
+
+
+def run_app_in_thread(app: object, settings: object, timeout: float = 300.0) -> ThreadServer:
+    """A built app (sbert.serve.server.build_server) under uvicorn in a thread, on settings' port; waits for /health."""
+    import uvicorn
+
+    from sbert.cli.serve import uvicorn_options
+
+    port = settings.port  # type: ignore[attr-defined]
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     thread = threading.Thread(target=server.run, name=f"sbert-serve-{port}", daemon=True)
     thread.start()

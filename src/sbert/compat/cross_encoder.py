@@ -38,6 +38,8 @@ TORCH_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
 class CrossEncoder(NativeCrossEncoder):
     """`CrossEncoder("path/to/reranker")` loads; `predict` and `rank` answer as sentence-transformers' do."""
 
+    native_class = NativeCrossEncoder  # what the server and the evaluators use (sbert/native.py)
+
     def __init__(
         self,
         model_name_or_path: str | os.PathLike[str] | PairClassifier | LogitPairScorer | None = None,

@@ -42,6 +42,7 @@ from sbert.modules import (
 from sbert.modules.chain import save_chain
 from sbert.modules.normalize import l2_normalize
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
+from sbert.native import native
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.token_stream import STREAM_MIN_TEXTS
@@ -362,12 +363,7 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         The one conversion every consumer (evaluators, trainer, server, index) makes at its entry, so a
         `sbert.SentenceTransformer` is taken wherever the object `sbert.load` returns is.
         """
-        native = cast(type[SentenceEncoder], getattr(type(self), "native_class", type(self)))
-        if native is type(self):
-            return self
-        view = copy.copy(self)
-        view.__class__ = native
-        return view
+        return native(self)
 
     def _engine_view(self) -> SentenceEncoder:
         """This model as a plain SentenceEncoder (same modules, nothing copied): what workers call sbert's encode on.

@@ -7,6 +7,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from sbert.native import native
 from sbert.similarity import pairwise_similarity
 
 
@@ -41,6 +42,7 @@ def encode_columns(
     fp32 by default on every device: a score (and so dev-set model selection during GPU
     training) must not depend on whether the GPU's bf16 or the CPU's fp32 computed it.
     """
+    model = native(model)  # a drop-in object is evaluated as sbert's own class
     unique = list(dict.fromkeys(s for col in columns for s in col))
     position = {s: i for i, s in enumerate(unique)}
     vectors = model.encode(

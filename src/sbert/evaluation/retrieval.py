@@ -17,6 +17,7 @@ import numpy as np
 
 from sbert.data.beir import IRCollection
 from sbert.evaluation.common import Embedder
+from sbert.native import native
 from sbert.search.exact import merge_top_k, no_hits, semantic_search, top_k_rows
 from sbert.search.rerank import RERANK_TOP, rerank_rows
 from sbert.similarity import similarity_of
@@ -116,6 +117,7 @@ def evaluate_ir(
     With a `reranker` (a CrossEncoder), each query's `rerank_top` best hits are reordered by its
     scores (the rest keep their retrieval order behind them): the retrieve-then-rerank pipeline.
     """
+    model = native(model)  # a drop-in object is evaluated as sbert's own class
     encode = getattr(model, "encode_query", model.encode)
     queries = encode(collection.queries, batch_size=batch_size, show_progress=False, precision=precision)
     chunks = corpus_vectors(model, collection.corpus, batch_size, precision)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from sbert.errors import SbertError
+from sbert.native import native
 from sbert.serve.app import create_app
 from sbert.serve.calibration import server_calibration
 from sbert.serve.metrics import Metrics
@@ -48,6 +49,8 @@ def build_server(
     `sparse` (its lexical weights) and `multivector`, one set of weights.
     """
     settings.validate()
+    # Drop-in objects (sbert.SentenceTransformer, sbert.SparseEncoder, ...) serve as sbert's own classes.
+    model, reranker, sparse, multivector = native(model), native(reranker), native(sparse), native(multivector)
     if model is None and sparse is None and reranker is None and multivector is None:
         raise SbertError("nothing to serve: give a dense, sparse, multi-vector or cross-encoder model")
     metrics = Metrics()

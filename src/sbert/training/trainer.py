@@ -24,6 +24,7 @@ from sbert.device import autocast_dtype, resolve_device
 from sbert.errors import SbertError
 from sbert.losses import Loss, is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
+from sbert.native import native
 from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
 from sbert.training.agreement import check_agreement
@@ -81,7 +82,7 @@ class Trainer:
     ) -> None:
         if model is not None:
             refuse_held_int8(model)
-            model = model.as_native()  # a drop-in SentenceTransformer: sbert's conventions on the same modules
+            model = native(model)  # a drop-in SentenceTransformer: sbert's conventions on the same modules
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk (datasets, dev evaluators)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sbert.native import native
 from sbert.similarity import SimilarityFunction, pairwise_similarity
 
 
@@ -95,8 +96,7 @@ def embed(
     show_progress: bool = False,
 ) -> np.ndarray:
     """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any."""
-    native = model.as_native()
-    return np.asarray(native.encode(list(texts), batch_size=batch_size, show_progress=show_progress,
+    return np.asarray(native(model).encode(list(texts), batch_size=batch_size, show_progress=show_progress,
                                     truncate_dim=truncate_dim, task=task, prompt_name=prompt_name,
                                     prompt=prompt), dtype=np.float32)  # fmt: skip
 
