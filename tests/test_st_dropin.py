@@ -93,6 +93,14 @@ def test_prompts(prompted, method, call):
     same(getattr(ours, method)(SENTENCES, **call), getattr(theirs, method)(SENTENCES, **call))
 
 
+@pytest.mark.parametrize("task", ["query", "document"])
+@pytest.mark.parametrize("call", [{}, {"prompt_name": "clf"}, {"prompt": "x: "}], ids=str)
+def test_a_task_routes_and_adds_no_prompt(prompted, task, call):
+    """6.2's `encode(..., task=...)` only routes (a Router's branch): the task's prompt comes from encode_query only."""
+    ours, theirs = prompted
+    same(ours.encode(SENTENCES, task=task, **call), theirs.encode(SENTENCES, task=task, **call))
+
+
 def test_similarity_and_getters(pair):
     ours, theirs = pair
     a, b = ours.encode(SENTENCES[:3]), ours.encode(SENTENCES[2:])

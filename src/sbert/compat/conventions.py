@@ -19,10 +19,32 @@ def apply_prompts(settings: EncoderSettings, prompts: dict[str, str] | None, def
         settings.default_prompt_name = default
 
 
-def with_task(options: dict[str, Any], task: str) -> dict[str, Any]:
-    """Encode's options with the query / document task, unless the call names a prompt itself."""
-    named = options.get("prompt") is not None or options.get("prompt_name") is not None
-    return options if named else {**options, "task": task}
+# The prompt names encode_query / encode_document look for, in order (sentence-transformers 6.2).
+TASK_PROMPTS = {"query": ("query",), "document": ("document", "passage", "corpus")}
+
+
+def with_task(options: dict[str, Any], task: str, prompts: dict[str, str]) -> dict[str, Any]:
+    """Encode's options for encode_query / encode_document: route by `task`, prompt by the task's prompt name.
+
+    As 6.2: a prompt or prompt_name the call gives wins; else the first of the task's names the model has.
+    """
+    options = {**options, "task": task}
+    if options.get("prompt") is None and options.get("prompt_name") is None:
+        options["prompt_name"] = next((n for n in TASK_PROMPTS[task] if n in prompts), None)
+    return options
+
+
+def routed_prompt(
+    settings: EncoderSettings, task: str | None, prompt_name: str | None, prompt: str | None
+) -> str | None:
+    """The prompt for an `encode(..., task=...)` call: in 6.2 a task only routes, so its prompt is not added.
+
+    With a task and no prompt named, the model's default prompt (or none) is given explicitly, which keeps
+    sbert's encode from adding the task's prompt; otherwise `prompt` unchanged.
+    """
+    if task is None or prompt is not None or prompt_name is not None:
+        return prompt
+    return settings.resolve_prompt()
 
 
 class TaskEncodes:
@@ -33,8 +55,8 @@ class TaskEncodes:
 
     def encode_query(self: Any, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:
         """`encode` with the model's "query" prompt (none when it has none), unless a prompt is given."""
-        return self.encode(inputs, **with_task(options, "query"))
+        return self.encode(inputs, **with_task(options, "query", self.settings.prompts))
 
     def encode_document(self: Any, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:
         """`encode` with the model's "document" prompt (none when it has none), unless a prompt is given."""
-        return self.encode(inputs, **with_task(options, "document"))
+        return self.encode(inputs, **with_task(options, "document", self.settings.prompts))

@@ -20,7 +20,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from sbert.compat.conventions import TaskEncodes, apply_prompts
+from sbert.compat.conventions import TaskEncodes, apply_prompts, routed_prompt
 from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
@@ -104,6 +104,7 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
             return torch.tensor([]) if convert_to_tensor else np.asarray([]) if convert_to_numpy else []
         if "show_progress" in kwargs:  # sbert's name for it
             show_progress_bar = kwargs.pop("show_progress")
+        prompt = routed_prompt(self.settings, kwargs.get("task"), prompt_name, prompt)
         if output_value != "sentence_embedding":
             return self._outputs(inputs, output_value, prompt_name, prompt, batch_size, kwargs.get("task"))
         if precision not in QUANTIZED:

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from sbert.compat.conventions import TaskEncodes, apply_prompts
+from sbert.compat.conventions import TaskEncodes, apply_prompts, routed_prompt
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.engine import csr_to_torch
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
@@ -102,6 +102,7 @@ class SparseEncoder(TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
             )
         inputs = options.pop("sentences") if inputs is None else inputs  # sentence-transformers' older name
         options.setdefault("show_progress", bool(show_progress_bar))
+        prompt = routed_prompt(self.settings, options.get("task"), prompt_name, prompt)
         native = options.pop("convert_to", None)
         rows = super().encode(inputs, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt,
                               max_active_dims=max_active_dims, convert_to=native or "csr", **options)  # fmt: skip
