@@ -72,11 +72,24 @@ def test_a_saved_prompt_is_the_system_turn(folders, reference):
 
 
 def test_rank_orders_as_the_reference(folders, reference):
+    """Every document's score as the reference's, and its order wherever two scores are apart.
+
+    A random tiny model may score documents equal to 1e-9 (on one CPU all six tie): the order of exact
+    ties is arbitrary in both libraries, so only scores more than 1e-5 apart must keep the reference's order.
+    """
     docs = [d for _, d in PAIRS]
-    mine = CrossEncoder.load(folders[1]).rank("Who plays music?", docs, top_k=4)
-    theirs = reference.rank("Who plays music?", docs, top_k=4)
-    assert [r["corpus_id"] for r in mine] == [r["corpus_id"] for r in theirs]
-    np.testing.assert_allclose([r["score"] for r in mine], [r["score"] for r in theirs], atol=1e-5)
+    mine = CrossEncoder.load(folders[1]).rank("Who plays music?", docs)
+    theirs = reference.rank("Who plays music?", docs)
+    score = {r["corpus_id"]: r["score"] for r in theirs}
+    assert {r["corpus_id"] for r in mine} == set(score)
+    np.testing.assert_allclose([r["score"] for r in mine], [score[r["corpus_id"]] for r in mine], atol=1e-5)
+    position = {r["corpus_id"]: i for i, r in enumerate(mine)}
+    for a in score:
+        for b in score:
+            if score[a] > score[b] + 1e-5:
+                assert position[a] < position[b], (a, b, score[a], score[b])
+    top = CrossEncoder.load(folders[1]).rank("Who plays music?", docs, top_k=4)
+    np.testing.assert_allclose([r["score"] for r in top], [r["score"] for r in theirs[:4]], atol=1e-5)
 
 
 @pytest.mark.parametrize("cache_bytes", [None, 1])  # 1: the cache copies' cap leaves one row a batch
