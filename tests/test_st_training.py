@@ -127,3 +127,20 @@ def test_ignored_arguments_warn_once(folder, tmp_path):
         sbert.SentenceTransformerTrainer(model=model, args=args, train_dataset=data,
                                          loss=MultipleNegativesRankingLoss(model))  # fmt: skip
     assert len([w for w in caught if "no meaning" in str(w.message)]) == 1
+
+
+def test_a_second_run_over_checkpoints_says_how_to_resume(folder, tmp_path):
+    table = datasets.Dataset.from_dict(tables()["pair"])
+
+    def trainer():
+        model = sbert.SentenceTransformer(str(folder), device="cpu")
+        args = sbert.SentenceTransformerTrainingArguments(
+            output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_train_epochs=1, save_steps=1
+        )
+        return sbert.SentenceTransformerTrainer(model=model, args=args, train_dataset=table,
+                                                loss=MultipleNegativesRankingLoss(model))  # fmt: skip
+
+    assert trainer().train().global_step == 2
+    with pytest.raises(sbert.errors.SbertError, match=r"resume_from_checkpoint=True"):
+        trainer().train()
+    assert trainer().train(resume_from_checkpoint=True).global_step == 2  # nothing left to do

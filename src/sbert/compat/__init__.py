@@ -9,5 +9,8 @@ return its types; the native classes (`sbert.SentenceEncoder`, `sbert.cross_enco
 from sbert.compat.cross_encoder import CrossEncoder
 from sbert.compat.sentence_transformer import SentenceTransformer
 from sbert.compat.sparse_encoder import SparseEncoder
+from sbert.compat.trainer import SentenceTransformerTrainer
+
+SentenceTransformerTrainer.model_class = SentenceTransformer  # here, so neither module imports the other
 
 __all__ = ["CrossEncoder", "SentenceTransformer", "SparseEncoder"]

@@ -22,7 +22,6 @@ from transformers.trainer_callback import TrainerCallback, TrainerControl, Train
 from transformers.trainer_utils import TrainOutput
 
 from sbert.compat.args_map import EngineSettings, engine_settings, warn_unused
-from sbert.compat.sentence_transformer import SentenceTransformer
 from sbert.compat.train_data import by_position, table_columns
 from sbert.compat.training_args import SentenceTransformerTrainingArguments
 from sbert.data.common import Dataset
@@ -30,6 +29,7 @@ from sbert.errors import SbertError
 from sbert.evaluation.evaluators.base import SentenceEvaluator, SequentialEvaluator
 from sbert.formats.layout import write_json_atomic
 from sbert.losses import CoSENTLoss, Loss, MultipleNegativesRankingLoss
+from sbert.training.checkpoint import checkpoint_dirs
 from sbert.training.config import Objective, Stage, TrainConfig
 from sbert.training.trainer import Trainer
 
@@ -55,7 +55,7 @@ class EvaluatorDev:
 class SentenceTransformerTrainer:
     """Trains a SentenceTransformer on one or several tables with sentence-transformers' arguments."""
 
-    model_class = SentenceTransformer
+    model_class: type = object  # SentenceTransformer, set by sbert.compat (this module does not import the model's)
     training_args_class = SentenceTransformerTrainingArguments
 
     def __init__(
@@ -140,6 +140,7 @@ class SentenceTransformerTrainer:
     def train(self, resume_from_checkpoint: str | bool | None = None, trial: Any = None,
               ignore_keys_for_eval: list[str] | None = None, **kwargs: Any) -> TrainOutput:  # fmt: skip
         """Train the model in place; returns transformers' TrainOutput (global step, mean loss, run metrics)."""
+        self._check_resume(bool(resume_from_checkpoint))
         sets = self._datasets()
         per_epoch = self._steps_per_epoch(sets)
         settings = engine_settings(self.args, per_epoch, self.evaluator is not None)
@@ -160,6 +161,13 @@ class SentenceTransformerTrainer:
                          on_record=lambda record: self._on_record(record, dev, per_epoch))  # fmt: skip
         result = engine.run(resume=bool(resume_from_checkpoint))
         return self._end(result.steps, time.monotonic() - started, sum(len(d) for d in sets.values()))
+
+    def _check_resume(self, resume: bool) -> None:
+        """Checkpoints of an earlier run beside output_dir: say how to continue it or start over."""
+        kept = Path(f"{self.args.output_dir}.run")
+        if not resume and checkpoint_dirs(kept):
+            raise SbertError(f"{kept} holds checkpoints of an earlier run: trainer.train(resume_from_checkpoint=True) "
+                             "continues it; remove that folder to start over")  # fmt: skip
 
     def _begin(self, settings: EngineSettings, per_epoch: int) -> None:
         self.state = TrainerState(logging_steps=settings.run["log_steps"], eval_steps=settings.stage["eval_steps"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -73,9 +74,11 @@ def _post_init(self: Any) -> None:
                     raise ValueError(f"{name} must be a dict (or its JSON), got {value!r}") from None
     # What transformers' and 6.2's own __post_init__ settle the same way (switches left at None become False,
     # `debug` a list; sentence-transformers evaluates with its evaluators, so only losses in predictions).
-    for name in ("gradient_checkpointing", "activation_checkpointing", "disable_tqdm", "ddp_broadcast_buffers"):
+    for name in ("gradient_checkpointing", "activation_checkpointing", "ddp_broadcast_buffers"):
         if getattr(self, name) is None:
             setattr(self, name, False)
+    if self.disable_tqdm is None:  # transformers': no bars when its logging is quieter than warnings
+        self.disable_tqdm = logging.getLogger("transformers.training_args").getEffectiveLevel() > logging.WARN
     if isinstance(self.debug, str):
         self.debug = self.debug.split()
     self.prediction_loss_only = True
