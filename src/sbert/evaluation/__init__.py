@@ -35,30 +35,7 @@ def evaluate(
 
 
 # sentence-transformers' evaluator classes: imported last, as they use this package's search and metrics.
-from sbert.evaluation.evaluators import (  # noqa: E402
-    BaseEvaluator,
-    BinaryClassificationEvaluator,
-    EmbeddingSimilarityEvaluator,
-    InformationRetrievalEvaluator,
-    MSEEvaluator,
-    SentenceEvaluator,
-    SequentialEvaluator,
-    SimilarityFunction,
-    TripletEvaluator,
-)
+from sbert.evaluation import evaluators  # noqa: E402
+from sbert.evaluation.evaluators import *  # noqa: E402, F403
 
-__all__ = [
-    "BaseEvaluator",
-    "BinaryClassificationEvaluator",
-    "EmbeddingSimilarityEvaluator",
-    "InformationRetrievalEvaluator",
-    "MSEEvaluator",
-    "SentenceEvaluator",
-    "SequentialEvaluator",
-    "SimilarityFunction",
-    "TripletEvaluator",
-    "evaluate",
-    "evaluate_nli",
-    "evaluate_sts",
-    "evaluate_triplets",
-]
+__all__ = [*evaluators.__all__, "evaluate", "evaluate_nli", "evaluate_sts", "evaluate_triplets"]
