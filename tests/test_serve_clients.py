@@ -190,9 +190,17 @@ def test_ollama_client_embed_and_the_older_embeddings_route(served):
         client.embed(model="other", input=TEXTS)
     assert refused.value.status_code == 404
     too_long = post(server, "/api/embed", {"model": "m", "input": ["word " * 600], "truncate": False})
-    assert too_long.status_code == 413 and set(too_long.json()) == {"error"}
-    bad = post(server, "/api/embed", {"model": "m", "input": []})
-    assert bad.status_code == 400 and "input" in bad.json()["error"]
+    assert too_long.status_code == 400 and set(too_long.json()) == {"error"}  # Ollama's status for it
+    for empty in ([], ""):  # Ollama's handler: no input, no embeddings, 200
+        nothing = post(server, "/api/embed", {"model": "m", "input": empty})
+        assert nothing.status_code == 200 and nothing.json() == {"model": "m", "embeddings": []}
+    full = model.encode(TEXTS[:1], normalize=True)
+    width = full.shape[1]
+    for dimensions in (0, -3, width, width + 10):  # Ollama cuts only when 0 < dimensions < width
+        whole = client.embed(model="m", input=TEXTS[0], dimensions=dimensions)
+        assert np.abs(np.asarray(whole.embeddings) - full).max() <= 1e-5, dimensions
+    wrong = post(server, "/api/embed", {"model": "m", "input": TEXTS[0], "dimensions": "8"})
+    assert wrong.status_code == 400 and "dimensions" in wrong.json()["error"]
 
 
 @pytest.fixture

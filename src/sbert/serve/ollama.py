@@ -4,8 +4,10 @@ The `ollama` Python client, LangChain's `OllamaEmbeddings`, Haystack and many de
 these. Thin translations onto the embed code the other dialects use (serve/service.py):
 
 - /api/embed takes `input` (a string or a list), `truncate` (default true; false makes an over-long
-  input an error), `dimensions` and `model`; it answers unit-length vectors, as Ollama does, with
-  `prompt_eval_count` (the request's tokens) and the durations in nanoseconds.
+  input a 400, as Ollama answers it), `dimensions` and `model`; it answers unit-length vectors, as
+  Ollama does, with `prompt_eval_count` (the request's tokens) and the durations in nanoseconds.
+  As in Ollama's handler: `dimensions` cuts only when 0 < dimensions < the model's width (any other
+  value keeps the whole unit vector), and an empty input (`""` or `[]`) answers 200 with no embeddings.
 - /api/embeddings takes one `prompt` and answers its vector as the model gives it (not renormalized:
   Ollama's legacy route does not normalize either).
 - `model` must name the served model, as on every route. `options` and `keep_alive` are accepted and
@@ -15,14 +17,14 @@ these. Thin translations onto the embed code the other dialects use (serve/servi
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
 from sbert.serve.routes import Protected
 from sbert.serve.service import EmbedAsk, check_model_name, embed
-from sbert.serve.state import FastJSON, state
+from sbert.serve.state import ApiError, FastJSON, state
 
 ollama_router = APIRouter()
 # The paths whose errors answer in Ollama's body (app.py picks the shape by path).
@@ -34,9 +36,9 @@ class OllamaEmbedRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")  # options, keep_alive
     model: StrictStr
-    input: StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
+    input: StrictStr | list[StrictStr]
     truncate: StrictBool = True
-    dimensions: Annotated[StrictInt, Field(ge=1)] | None = None
+    dimensions: StrictInt | None = None
 
 
 class OllamaEmbeddingsRequest(BaseModel):
@@ -53,11 +55,25 @@ async def embed_ollama(body: OllamaEmbedRequest, request: Request) -> FastJSON:
     started = time.perf_counter_ns()
     st = state(request)
     check_model_name(body.model, st.model_id)
-    texts = [body.input] if isinstance(body.input, str) else body.input
-    done = await embed(st, request, EmbedAsk(texts, "input", truncate=body.truncate, dimensions=body.dimensions,
-                                             normalize=True))  # fmt: skip
+    texts = ([body.input] if body.input else []) if isinstance(body.input, str) else body.input
+    if not texts:  # Ollama answers an empty input with no embeddings, not an error
+        return FastJSON({"model": body.model, "embeddings": []})
+    ask = EmbedAsk(texts, "input", truncate=body.truncate, dimensions=ollama_dimensions(body.dimensions, st.dense),
+                   normalize=True)  # fmt: skip
+    try:
+        done = await embed(st, request, ask)
+    except ApiError as error:
+        if error.status_code == 413:  # truncate: false over the limit is Ollama's 400
+            raise ApiError(400, str(error.detail), error.code) from None
+        raise
     return FastJSON({"model": body.model, "embeddings": done.rows["float"], "total_duration": time.perf_counter_ns()
                      - started, "load_duration": 0, "prompt_eval_count": done.tokens})  # fmt: skip
+
+
+def ollama_dimensions(value: int | None, model: Any) -> int | None:
+    """Ollama's rule: cut only when 0 < dimensions < the model's width; otherwise the whole vector."""
+    width = int(model.embedding_dimension)
+    return value if value is not None and 0 < value < width else None
 
 
 @ollama_router.post("/api/embeddings", dependencies=Protected)
