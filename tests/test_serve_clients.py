@@ -5,6 +5,8 @@ body."""
 
 from __future__ import annotations
 
+import base64
+
 import httpx
 import numpy as np
 import pytest
@@ -274,3 +276,13 @@ def test_late_chunks_over_http_are_the_librarys(served):
     assert np.abs(np.asarray([r["embedding"] for r in rows]) - want).max() <= 1e-5
     bad = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [[[26, 27]]]})
     assert bad.status_code == 400 and "chunks[0][0] = (26, 27) holds no token" in bad.json()["error"]["message"]
+    # Every output option holds for chunks as for whole inputs: cut and unit again, or base64 float32 bytes.
+    cut = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [spans], "dimensions": 8})
+    short = want[:, :8] / np.linalg.norm(want[:, :8], axis=1, keepdims=True)
+    assert np.abs(np.asarray([r["embedding"] for r in cut.json()["data"]]) - short).max() <= 1e-5
+    packed = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [spans],
+                                             "encoding_format": "base64"})  # fmt: skip
+    decoded = [np.frombuffer(base64.b64decode(r["embedding"]), dtype="<f4") for r in packed.json()["data"]]
+    assert np.abs(np.asarray(decoded) - want).max() <= 1e-5
+    too_wide = post(server, "/v1/embeddings", {"model": "m", "input": [text], "chunks": [spans], "dimensions": 10**4})
+    assert too_wide.status_code == 422

@@ -104,13 +104,17 @@ async def late_chunked(body: EmbeddingsRequest, request: Request) -> FastJSON:
         raise ApiError(400, "chunks: late chunking needs a transformer model; this one is static", "invalid_chunks")
     spans = [[(a, b) for a, b in row] for row in body.chunks or []]
     task = body.input_type or "document"
+    service.check_dimensions(st, body.dimensions)
     try:
         vectors = await run_in_threadpool(lambda: st.dense.encode_document(texts, chunks=spans, task=task))
     except SbertError as why:
         raise ApiError(400, str(why), "invalid_chunks") from why
-    data = [{"object": "embedding", "index": i, "span": list(span), "embedding": row.tolist()}
-            for i, (rows, text_spans) in enumerate(zip(vectors, spans, strict=True))
-            for row, span in zip(rows, text_spans, strict=True)]  # fmt: skip
+    # The chunks' vectors shaped as any route's rows (dimensions, encoding_format: service.shaped_rows).
+    flat = np.concatenate([np.asarray(rows, dtype=np.float32).reshape(-1, vectors[0].shape[-1]) for rows in vectors])
+    ask = EmbedAsk(texts, dimensions=body.dimensions, formats=(body.encoding_format,))
+    shaped = iter(service.shaped_rows(st, flat, ask)[body.encoding_format])
+    data = [{"object": "embedding", "index": i, "span": list(span), "embedding": next(shaped)}
+            for i, text_spans in enumerate(spans) for span in text_spans]  # fmt: skip
     tokens = sum(st.count_tokens(texts, task)[0])
     return FastJSON({"object": "list", "data": data, "model": st.model_id,
                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})  # fmt: skip

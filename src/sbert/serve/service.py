@@ -63,18 +63,30 @@ def prompt_key(
 
 async def embed(st: ServerState, request: Request, ask: EmbedAsk) -> Embedded:
     """The model's vectors for `ask`, through the dense batcher, shaped and encoded as asked."""
-    model = st.dense
-    dim = model.embedding_dimension
-    if ask.dimensions is not None and ask.dimensions > dim:
-        raise ApiError(422, f"dimensions={ask.dimensions} exceeds the model's {dim}", "invalid_dimensions")
+    check_dimensions(st, ask.dimensions)
     vectors, tokens, cut = await st.embed(ask.texts, request, ask.field, truncate=ask.truncate, kind=ask.prompt)
+    return Embedded(shaped_rows(st, vectors, ask), tokens, cut)
+
+
+def check_dimensions(st: ServerState, dimensions: int | None) -> None:
+    """A 422 before any work when `dimensions` asks for more than the model's width."""
+    dim = st.dense.embedding_dimension
+    if dimensions is not None and dimensions > dim:
+        raise ApiError(422, f"dimensions={dimensions} exceeds the model's {dim}", "invalid_dimensions")
+
+
+def shaped_rows(st: ServerState, vectors: np.ndarray, ask: EmbedAsk) -> dict[str, list[object]]:
+    """The rows as every route answers them: cut to `dimensions`, unit length where asked, in each format.
+
+    The one place output options are applied, so every route that embeds (late chunks too) honours them.
+    """
     if ask.dimensions is not None:
         vectors = vectors[:, : ask.dimensions]
     if ask.normalize or (ask.normalize is None and ask.dimensions is not None):  # shortened as OpenAI does
         vectors = unit_rows(vectors)
-    similarity = similarity_of(model)
-    rows = {f: encode_rows(vectors, f, st.ranges, dim, similarity) for f in dict.fromkeys(ask.formats)}
-    return Embedded(rows, tokens, cut)
+    similarity = similarity_of(st.dense)
+    dim = st.dense.embedding_dimension
+    return {f: encode_rows(vectors, f, st.ranges, dim, similarity) for f in dict.fromkeys(ask.formats)}
 
 
 def encode_rows(
