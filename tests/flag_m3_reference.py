@@ -5,8 +5,9 @@ cannot share sbert's environment; tests/test_m3_flag.py runs this file with that
 
     python tests/flag_m3_reference.py ASK.json ANSWER.json
 
-ASK: {"folder", "texts", "max_length", "pairs", "weights"}. ANSWER: the three outputs of `encode` (one
-call, all three asked), and `compute_score` of the pairs with FlagEmbedding's default and the given weights.
+ASK: {"folder", "texts", "max_length", "pairs", "weights" (a list of weightings)}. ANSWER: the three outputs of
+`encode` (one call, all three asked), and `compute_score` of the pairs with FlagEmbedding's default and each of
+the given weightings.
 This file imports nothing from sbert.
 """
 
@@ -31,9 +32,12 @@ def main() -> None:
         "lexical_weights": [{k: float(v) for k, v in w.items()} for w in out["lexical_weights"]],
         "colbert_vecs": [v.tolist() for v in out["colbert_vecs"]],
         "scores_default": model.compute_score(pairs, max_query_length=length, max_passage_length=length),
-        "scores_weighted": model.compute_score(
-            pairs, max_query_length=length, max_passage_length=length, weights_for_different_modes=ask["weights"]
-        ),
+        "scores_weighted": [
+            model.compute_score(
+                pairs, max_query_length=length, max_passage_length=length, weights_for_different_modes=w
+            )
+            for w in ask["weights"]
+        ],
     }
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump(answer, f)

@@ -102,6 +102,10 @@ def test_scores_are_flagembeddings_formulas(m3_dir):
     dense = float(q["dense_vecs"] @ d["dense_vecs"])
     assert scores["colbert+sparse+dense"] == pytest.approx((dense + 0.3 * sparse + late) / 2.3, abs=1e-6)
     assert scores["sparse+dense"] == pytest.approx((dense + 0.3 * sparse) / 1.3, abs=1e-6)
+    # ColBERT alone: FlagEmbedding's compute_score divides 0 by 0 for "sparse+dense" (NaN, no error) and gives the
+    # ColBERT score as the whole (test_m3_flag.py checks both against FlagEmbedding itself).
+    alone = pair_scores(q, d, weights=(0.0, 0.0, 1.0))
+    assert np.isnan(alone["sparse+dense"]) and alone["colbert+sparse+dense"] == pytest.approx(late, abs=1e-6)
 
 
 def test_a_bad_head_file_is_a_one_line_error(m3_dir, tmp_path):

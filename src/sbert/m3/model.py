@@ -183,6 +183,12 @@ def pair_scores(query: dict[str, Any], document: dict[str, Any], weights: Sequen
     w_dense, w_sparse, w_colbert = weights
     return {
         "dense": dense, "sparse": sparse, "colbert": late,
-        "sparse+dense": (w_sparse * sparse + w_dense * dense) / (w_sparse + w_dense),
-        "colbert+sparse+dense": (w_colbert * late + w_sparse * sparse + w_dense * dense) / sum(weights),
+        "sparse+dense": weighted_mean((dense, sparse), (w_dense, w_sparse)),
+        "colbert+sparse+dense": weighted_mean((dense, sparse, late), (w_dense, w_sparse, w_colbert)),
     }  # fmt: skip
+
+
+def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float:
+    """sum(w * v) / sum(w), as FlagEmbedding divides: NaN (not an error) when the weights sum to 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.float64(sum(w * v for w, v in zip(weights, values, strict=True))) / np.float64(sum(weights)))
