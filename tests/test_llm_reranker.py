@@ -63,6 +63,25 @@ def test_token_ids_are_the_reference_rendering_cut_with_the_ending_put_back(fold
     assert ending and mine.pair_ids(PAIRS)[1][-len(ending) :] == ending and len(mine.pair_ids(PAIRS)[1]) == 60
 
 
+def test_the_tokenizers_truncation_side_holds_for_llm_rerankers(folders, tmp_path):
+    """A tokenizer saved with truncation_side="left" keeps each over-long rendering's last tokens, as 6.2 does."""
+    import json
+    import shutil
+
+    left = shutil.copytree(folders[1], tmp_path / "left")
+    config = json.loads((left / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (left / "tokenizer_config.json").write_text(json.dumps({**config, "truncation_side": "left"}), encoding="utf-8")
+    reference = Reference(str(left), device="cpu")
+    mine = CrossEncoder.load(left)
+    features = reference[0].preprocess(PAIRS)
+    for i, row in enumerate(mine.classifier.pair_ids(PAIRS)):
+        assert row == features["input_ids"][i][features["attention_mask"][i].bool()].tolist(), i
+    scores = mine.predict(PAIRS, activation=False)
+    np.testing.assert_allclose(scores, raw(reference, PAIRS), atol=1e-4)
+    right = CrossEncoder.load(folders[1]).classifier.pair_ids(PAIRS[1:2])[0]
+    assert mine.classifier.pair_ids(PAIRS[1:2])[0] != right  # the cut pair keeps its other end
+
+
 def test_a_saved_prompt_is_the_system_turn(folders, reference):
     mine = CrossEncoder.load(folders[1])
     prompted = mine.predict(PAIRS, prompt_name="web", activation=False)

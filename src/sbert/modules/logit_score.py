@@ -103,8 +103,15 @@ class LogitPairScorer(Transformer):
         return [list(row) for row in self.tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]]
 
     def _cut(self, rows: list[list[int]], limit: int, system: str | None) -> list[list[int]]:
+        """Rows over `limit` cut on the tokenizer's truncation side (Transformer.truncation_side: one policy).
+
+        Right: the head is kept and the template's ending written back over the last tokens, so the score is
+        still read after the ending; left: the last `limit` tokens, which end with the ending already.
+        """
         if all(len(row) <= limit for row in rows):
             return rows
+        if self.truncation_side == "left":
+            return [row[-limit:] for row in rows]
         ending = self.template_ending(system)[-limit:]
         return [row if len(row) <= limit else row[: limit - len(ending)] + ending for row in rows]
 
