@@ -62,16 +62,12 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.default_huggingface_organization": HUB,  # missing
     "CrossEncoder.delete_adapter": ADAPTER,  # missing
     "CrossEncoder.disable_adapters": ADAPTER,  # missing
-    "CrossEncoder.dtype": NOTYET,  # missing
     "CrossEncoder.enable_adapters": ADAPTER,  # missing
-    "CrossEncoder.evaluate": NOTYET,  # missing
     "CrossEncoder.extend": SEQ,  # missing
     "CrossEncoder.fit": NOTYET,  # missing
     "CrossEncoder.forward": NOTYET,  # no parameter 'input'
     "CrossEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "CrossEncoder.get_backend": NOTYET,  # missing
     "CrossEncoder.get_default_activation_fn": NOTYET,  # missing
-    "CrossEncoder.get_max_seq_length": NOTYET,  # missing
     "CrossEncoder.get_model_kwargs": NOTYET,  # missing
     "CrossEncoder.gradient_checkpointing_enable": NOTYET,  # missing
     "CrossEncoder.has_peft_compatible_model": ADAPTER,  # missing
@@ -79,9 +75,7 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.is_singular_input": NOTYET,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
-    "CrossEncoder.modalities": NOTYET,  # missing
     "CrossEncoder.model_card_data_class": CARD,  # missing
-    "CrossEncoder.model_type": NOTYET,  # missing
     "CrossEncoder.old_fit": NOTYET,  # missing
     "CrossEncoder.pop": SEQ,  # missing
     "CrossEncoder.preprocess": NOTYET,  # missing
@@ -96,7 +90,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
     "CrossEncoder.start_multi_process_pool": NOTYET,  # missing
     "CrossEncoder.stop_multi_process_pool": NOTYET,  # missing
-    "CrossEncoder.supports": NOTYET,  # missing
     "CrossEncoder.tokenize": NOTYET,  # missing
     "CrossEncoder.transformers_model": NOTYET,  # missing
     "SentenceTransformer.SUPPORTED_SIMILARITY_FN_NAMES": NOTYET,  # missing
@@ -137,14 +130,10 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.default_huggingface_organization": HUB,  # missing
     "SparseEncoder.delete_adapter": ADAPTER,  # missing
     "SparseEncoder.disable_adapters": ADAPTER,  # missing
-    "SparseEncoder.dtype": NOTYET,  # missing
     "SparseEncoder.enable_adapters": ADAPTER,  # missing
-    "SparseEncoder.evaluate": NOTYET,  # missing
     "SparseEncoder.extend": SEQ,  # missing
     "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
     "SparseEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "SparseEncoder.get_backend": NOTYET,  # missing
-    "SparseEncoder.get_max_seq_length": NOTYET,  # missing
     "SparseEncoder.get_model_kwargs": NOTYET,  # missing
     "SparseEncoder.gradient_checkpointing_enable": NOTYET,  # missing
     "SparseEncoder.has_peft_compatible_model": ADAPTER,  # missing
@@ -153,9 +142,7 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.is_singular_input": NOTYET,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing
     "SparseEncoder.merge": NOTYET,  # missing
-    "SparseEncoder.modalities": NOTYET,  # missing
     "SparseEncoder.model_card_data_class": CARD,  # missing
-    "SparseEncoder.model_type": NOTYET,  # missing
     "SparseEncoder.pop": SEQ,  # missing
     "SparseEncoder.preprocess": NOTYET,  # missing
     "SparseEncoder.processor": NOTYET,  # missing
@@ -170,7 +157,6 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.splade_pooling_chunk_size": NOTYET,  # missing
     "SparseEncoder.start_multi_process_pool": NOTYET,  # missing
     "SparseEncoder.stop_multi_process_pool": NOTYET,  # missing
-    "SparseEncoder.supports": NOTYET,  # missing
     "SparseEncoder.tokenize": NOTYET,  # missing
     "SparseEncoder.transformers_model": NOTYET,  # missing
     "sbert.CrossEncoderModelCardData": CARD,  # missing

@@ -231,3 +231,12 @@ def test_retrieve_and_rerank_example_runs_with_only_the_import_changed(cross, sp
     np.testing.assert_allclose(scores, reference[1], atol=1e-5)
     np.testing.assert_allclose(lexical, reference[3], atol=1e-4)
     assert _rounded(decoded) == _rounded(reference[4])
+
+
+def test_what_the_models_tell_about_themselves(cross, splade):
+    for ours, theirs in (cross, splade):
+        assert ours.model_type == theirs.model_type
+        assert (ours.modalities, ours.supports("text"), ours.supports("image")) == (
+            theirs.modalities, theirs.supports("text"), theirs.supports("image"))  # fmt: skip
+        assert (ours.dtype, ours.get_backend(), ours.get_max_seq_length()) == (
+            theirs.dtype, theirs.get_backend(), theirs.get_max_seq_length())  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sbert.errors import SbertError
@@ -60,3 +61,40 @@ class TaskEncodes:
     def encode_document(self: Any, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:
         """`encode` with the model's "document" prompt (none when it has none), unless a prompt is given."""
         return self.encode(inputs, **with_task(options, "document", self.settings.prompts))
+
+
+class ModelFacts:
+    """What 6.2's model classes tell about themselves, shared by the drop-in classes (a mixin placed first).
+
+    `model_type` is the class name sentence-transformers saves; a text model embeds text only.
+    """
+
+    model_type: str = ""
+
+    @property
+    def modalities(self) -> list[str]:
+        """The input types the model takes: text."""
+        return ["text"]
+
+    def supports(self, modality: str) -> bool:
+        """Whether the model takes inputs of `modality` ("text" only)."""
+        return modality in self.modalities
+
+    @property
+    def dtype(self: Any) -> Any:
+        """The dtype of the model's weights."""
+        return next(self.parameters()).dtype
+
+    def get_backend(self) -> str:
+        """The engine the model runs on by default: torch."""
+        return "torch"
+
+    def get_max_seq_length(self: Any) -> int:
+        """The token limit of each input."""
+        return int(self.max_seq_length)
+
+    def evaluate(self: Any, evaluator: Any, output_path: str | None = None) -> Any:
+        """`evaluator(self)`: its metrics (its files written under `output_path`)."""
+        if output_path is not None:
+            Path(output_path).mkdir(parents=True, exist_ok=True)
+        return evaluator(self, output_path)

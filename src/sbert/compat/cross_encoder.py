@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbert.compat.conventions import apply_prompts
+from sbert.compat.conventions import ModelFacts, apply_prompts
 from sbert.cross_encoder.model import CrossEncoder as NativeCrossEncoder
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
@@ -35,10 +35,11 @@ TORCH_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-class CrossEncoder(NativeCrossEncoder):
+class CrossEncoder(ModelFacts, NativeCrossEncoder):
     """`CrossEncoder("path/to/reranker")` loads; `predict` and `rank` answer as sentence-transformers' do."""
 
     native_class = NativeCrossEncoder  # what the server and the evaluators use (sbert/native.py)
+    model_type = "CrossEncoder"
 
     def __init__(
         self,

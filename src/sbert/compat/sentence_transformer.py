@@ -20,7 +20,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from sbert.compat.conventions import TaskEncodes, apply_prompts, routed_prompt
+from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
@@ -32,10 +32,11 @@ from sbert.similarity import pairwise_similarity
 from sbert.util import float_tensor
 
 
-class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
+class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     """`SentenceTransformer("all-MiniLM-L6-v2")` loads; `encode` answers as sentence-transformers' does."""
 
     native_class = SentenceEncoder  # what `as_native()` gives the trainer, evaluators, server and index
+    model_type = "SentenceTransformer"
 
     def __init__(
         self,
@@ -189,43 +190,14 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     def truncate_dim(self, value: int | None) -> None:
         self.settings.truncate_dim = None if value is None else check_truncate_dim(value, self.chain_dimension)
 
-    @property
-    def modalities(self) -> list[str]:
-        """The input types the model embeds: text."""
-        return ["text"]
-
-    def supports(self, modality: str) -> bool:
-        """Whether the model embeds inputs of `modality` ("text" only)."""
-        return modality in self.modalities
-
     def is_singular_input(self, inputs: Any) -> bool:
         """Whether `inputs` is one input (a text, or a {"text": ...} dict) rather than a list of them."""
         return isinstance(inputs, str | dict)
 
     @property
-    def model_type(self) -> str:
-        """The class name sentence-transformers saves in the model's config."""
-        return "SentenceTransformer"
-
-    @property
-    def dtype(self) -> torch.dtype:
-        """The dtype of the model's weights."""
-        return next(self.parameters()).dtype
-
-    @property
     def transformers_model(self) -> Any:
         """The Hugging Face model inside the Transformer module."""
         return self.transformer.auto_model
-
-    def get_backend(self) -> str:
-        """The engine `encode` runs on by default: torch."""
-        return "torch"
-
-    def evaluate(self, evaluator: Any, output_path: str | None = None) -> Any:
-        """`evaluator(self)`: its metrics (written under `output_path` when it writes files)."""
-        if output_path is not None:
-            os.makedirs(output_path, exist_ok=True)
-        return evaluator(self, output_path)
 
     def encode_multi_process(
         self, sentences: list[str], pool: dict[str, Any], prompt_name: str | None = None, prompt: str | None = None,
@@ -237,10 +209,6 @@ class SentenceTransformer(TaskEncodes, SentenceEncoder):  # type: ignore[misc]
                                             show_progress_bar=show_progress_bar, precision=precision,
                                             normalize_embeddings=normalize_embeddings, truncate_dim=truncate_dim,
                                             pool=pool, chunk_size=chunk_size))  # fmt: skip
-
-    def get_max_seq_length(self) -> int:
-        """The token limit of each input."""
-        return self.max_seq_length
 
     @property
     def tokenizer(self) -> Any:

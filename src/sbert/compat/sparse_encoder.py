@@ -19,16 +19,17 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from sbert.compat.conventions import TaskEncodes, apply_prompts, routed_prompt
+from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.engine import csr_to_torch
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 
 
-class SparseEncoder(TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
+class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
     """`SparseEncoder("path/to/splade")` loads; `encode` answers as sentence-transformers' does."""
 
     native_class = NativeSparseEncoder  # what `as_native()` gives the server, index and trainer
+    model_type = "SparseEncoder"
 
     def __init__(
         self,
