@@ -81,8 +81,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.preprocess": NOTYET,  # missing
     "CrossEncoder.processor": NOTYET,  # missing
     "CrossEncoder.push_to_hub": HUB,  # missing
-    "CrossEncoder.save": NOTYET,  # no parameter 'model_name'
-    "CrossEncoder.save_pretrained": NOTYET,  # no parameter 'model_name'
     "CrossEncoder.save_to_hub": HUB,  # missing
     "CrossEncoder.set_adapter": ADAPTER,  # missing
     "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
@@ -147,13 +145,9 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.preprocess": NOTYET,  # missing
     "SparseEncoder.processor": NOTYET,  # missing
     "SparseEncoder.push_to_hub": HUB,  # missing
-    "SparseEncoder.save": NOTYET,  # no parameter 'model_name'
-    "SparseEncoder.save_pretrained": NOTYET,  # no parameter 'model_name'
     "SparseEncoder.save_to_hub": HUB,  # missing
     "SparseEncoder.set_adapter": ADAPTER,  # missing
     "SparseEncoder.set_pooling_include_prompt": NOTYET,  # missing
-    "SparseEncoder.similarity": NOTYET,  # no parameter 'embeddings1'
-    "SparseEncoder.similarity_pairwise": NOTYET,  # no parameter 'embeddings1'
     "SparseEncoder.splade_pooling_chunk_size": NOTYET,  # missing
     "SparseEncoder.start_multi_process_pool": NOTYET,  # missing
     "SparseEncoder.stop_multi_process_pool": NOTYET,  # missing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,20 @@ class ModelFacts:
     def get_max_seq_length(self: Any) -> int:
         """The token limit of each input."""
         return int(self.max_seq_length)
+
+    def save(
+        self: Any, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,
+        train_datasets: list[str] | None = None, safe_serialization: bool = True, **options: Any,
+    ) -> None:  # fmt: skip
+        """Write the sentence-transformers layout atomically (6.2's card options accepted; sbert writes its card)."""
+        super().save(path, **options)  # type: ignore[misc]
+
+    def save_pretrained(
+        self: Any, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,
+        train_datasets: list[str] | None = None, safe_serialization: bool = True, **options: Any,
+    ) -> None:  # fmt: skip
+        """`save`, under the Hugging Face name."""
+        self.save(path, model_name, create_model_card, train_datasets, safe_serialization, **options)
 
     def evaluate(self: Any, evaluator: Any, output_path: str | None = None) -> Any:
         """`evaluator(self)`: its metrics (its files written under `output_path`)."""

@@ -184,10 +184,6 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
             for i in rank_order(np.asarray(values, dtype=np.float64), top_k)
         ]
 
-    def save_pretrained(self, path: str | os.PathLike[str]) -> None:
-        """`save`, under the Hugging Face name."""
-        self.save(path)
-
 
 def _is_single_pair(inputs: Any) -> bool:
     """One pair (two texts) rather than a list of pairs, as sentence-transformers tells them apart."""

@@ -244,17 +244,6 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
 
         fit(self, train_objectives, FitOptions(**options))
 
-    def save(  # type: ignore[override]
-        self, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,
-        train_datasets: list[str] | None = None, safe_serialization: bool = True, **options: Any,
-    ) -> None:  # fmt: skip
-        """Write the sentence-transformers layout atomically (the card options name the model in sbert's card)."""
-        super().save(path, **options)
-
-    def save_pretrained(self, path: str | os.PathLike[str], **options: Any) -> None:
-        """`save`, under the Hugging Face name."""
-        self.save(path, **options)
-
 
 def _per_text(features: dict[str, Any], n: int, name: str | None) -> list[Any]:
     """One batch's outputs split by text: token vectors up to the last attended position, or each text's features."""

@@ -117,18 +117,19 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
             out = list(out)
         return out[0] if single else out
 
-    def similarity(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:  # type: ignore[override]
         """(n, m) torch tensor: the model's similarity function of every pair of rows."""
-        left, right = as_csr(a), as_csr(b)
+        left, right = as_csr(embeddings1), as_csr(embeddings2)
         if self.similarity_fn_name == "dot":  # sparse product: the rows never become dense
             scores = np.asarray((left @ right.T).todense(), dtype=np.float32)
         else:
             scores = similarity_matrix(left.toarray(), right.toarray(), self.similarity_fn_name)
         return torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32))
 
-    def similarity_pairwise(self, a: Any, b: Any) -> torch.Tensor:  # type: ignore[override]
-        """(n,) torch tensor: the model's similarity of row i of `a` with row i of `b`."""
-        scores = pairwise_similarity(as_csr(a).toarray(), as_csr(b).toarray(), self.similarity_fn_name)
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:  # type: ignore[override]
+        """(n,) torch tensor: the model's similarity of row i of `embeddings1` with row i of `embeddings2`."""
+        left, right = as_csr(embeddings1).toarray(), as_csr(embeddings2).toarray()
+        scores = pairwise_similarity(left, right, self.similarity_fn_name)
         return torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32))
 
     def decode(self, embeddings: Any, top_k: int | None = None, **options: Any) -> Any:  # type: ignore[override]
@@ -145,10 +146,6 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
     def sparsity(embeddings: Any) -> dict[str, float]:
         """Mean active dimensions per row and the share of zeros."""
         return NativeSparseEncoder.sparsity(as_csr(embeddings))
-
-    def save_pretrained(self, path: str | os.PathLike[str]) -> None:
-        """`save`, under the Hugging Face name."""
-        self.save(path)
 
 
 def _tensor(rows: scipy.sparse.csr_matrix, sparse: bool) -> torch.Tensor:
