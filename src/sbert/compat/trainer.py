@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,13 @@ class SentenceTransformerTrainer:
         if named:  # the engine builds its own batches and optimizer: these would change nothing
             raise SbertError(f"SentenceTransformerTrainer({named[0]}=...) is not supported by sbert's engine")
         warn_unused(self.args)
+        unread = [
+            n for n, v in (("eval_dataset", eval_dataset), ("processing_class", processing_class)) if v is not None
+        ]
+        if unread:  # evaluation runs the evaluators; the model's own tokenizer tokenizes
+            warnings.warn(f"SentenceTransformerTrainer: {' and '.join(unread)} are not read by sbert's engine (the "
+                          "evaluation loss of eval_dataset is not computed: pass an evaluator)", UserWarning,
+                          stacklevel=2)  # fmt: skip
         self.loss = self._losses(loss)
         self.state = TrainerState()
         self.control = TrainerControl()
@@ -121,7 +129,7 @@ class SentenceTransformerTrainer:
         return built
 
     def _default_loss(self, data: Any) -> Loss:
-        """CoSENT for a labelled table (as sentence-transformers 6.2), MNRL for unlabelled pairs."""
+        """CoSENT, 6.2's default, for a labelled table; MNRL for unlabelled rows, which CoSENT cannot train."""
         columns = table_columns(data, "train")
         labelled = "label" in columns or "score" in columns
         return CoSENTLoss(self.model) if labelled else MultipleNegativesRankingLoss(self.model)
