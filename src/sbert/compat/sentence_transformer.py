@@ -35,7 +35,7 @@ from sbert.util import float_tensor
 class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ignore[misc]
     """`SentenceTransformer("all-MiniLM-L6-v2")` loads; `encode` answers as sentence-transformers' does."""
 
-    native_class = SentenceEncoder  # what `as_native()` gives the trainer, evaluators, server and index
+    native_class = SentenceEncoder  # what `sbert.native.native()` gives the trainer, evaluators, server and index
     model_type = "SentenceTransformer"
 
     def __init__(

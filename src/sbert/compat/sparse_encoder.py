@@ -28,7 +28,7 @@ from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: ignore[misc]
     """`SparseEncoder("path/to/splade")` loads; `encode` answers as sentence-transformers' does."""
 
-    native_class = NativeSparseEncoder  # what `as_native()` gives the server, index and trainer
+    native_class = NativeSparseEncoder  # what `sbert.native.native()` gives the server, index and trainer
     model_type = "SparseEncoder"
 
     def __init__(

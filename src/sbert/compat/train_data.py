@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sbert.data.common import Dataset, Kind
+from sbert.data.table_sources import in_memory
 from sbert.errors import SbertError
 from sbert.losses import Loss
 
@@ -20,18 +21,11 @@ LABEL_COLUMNS = ("label", "score")  # sentence-transformers' names for the label
 
 
 def table_columns(data: Any, name: str) -> dict[str, list[Any]]:
-    """A `datasets.Dataset`, a pandas DataFrame or a dict of lists as {column: values}, in column order."""
-    if hasattr(data, "column_names") and not isinstance(data, Mapping):  # datasets.Dataset (a DatasetDict is a dict)
-        if type(data).__name__ == "IterableDataset":
-            raise SbertError(f"training set {name!r} is an IterableDataset: pass a datasets.Dataset (sbert streams "
-                             "large tables itself: docs/training.md)")  # fmt: skip
-        return {c: list(data[c]) for c in data.column_names}
-    if hasattr(data, "columns") and hasattr(data, "to_dict"):  # pandas
-        return {str(c): data[c].tolist() for c in data.columns}
-    if isinstance(data, Mapping):
-        return {str(c): list(v) for c, v in data.items()}
-    raise SbertError(f"training set {name!r}: a datasets.Dataset, a pandas DataFrame or a dict of lists, "
-                     f"not {type(data).__name__}")  # fmt: skip
+    """A table in memory (data/table_sources.in_memory: datasets, pandas, pyarrow, dict of lists) as its columns."""
+    if type(data).__name__ == "IterableDataset":
+        raise SbertError(f"training set {name!r} is an IterableDataset: pass a datasets.Dataset (sbert streams "
+                         "large tables itself: docs/training.md)")  # fmt: skip
+    return in_memory(data, f"training set {name!r}").columns
 
 
 def with_prompts(columns: dict[str, list[Any]], prompts: Any, name: str) -> dict[str, list[Any]]:

@@ -42,7 +42,6 @@ from sbert.modules import (
 from sbert.modules.chain import save_chain
 from sbert.modules.normalize import l2_normalize
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
-from sbert.native import native
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.token_stream import STREAM_MIN_TEXTS
@@ -356,14 +355,6 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """float32 (n, m): the model's similarity of every row of `a` with every row of `b`."""
         return similarity_matrix(a, b, self.similarity_fn_name)
-
-    def as_native(self) -> SentenceEncoder:
-        """This model with sbert's own calling conventions: itself, or for a drop-in class a view on its modules.
-
-        The one conversion every consumer (evaluators, trainer, server, index) makes at its entry, so a
-        `sbert.SentenceTransformer` is taken wherever the object `sbert.load` returns is.
-        """
-        return native(self)
 
     def _engine_view(self) -> SentenceEncoder:
         """This model as a plain SentenceEncoder (same modules, nothing copied): what workers call sbert's encode on.

@@ -2,7 +2,7 @@
 
 An evaluator is called as `evaluator(model)` (also `output_path=`, `epoch=`, `steps=`) and returns its
 metrics as fractions (0-1, not x100) keyed `{name}_{metric}`; `primary_metric` names the one that
-selects checkpoints. The model is any sbert encoder, native or drop-in (`as_native()` is the seam).
+selects checkpoints. The model is any sbert encoder, native or drop-in (`sbert.native.native` is the seam).
 """
 
 from __future__ import annotations
