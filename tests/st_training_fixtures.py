@@ -40,3 +40,38 @@ def tables() -> dict[str, dict[str, list]]:
         "class": {"premise": ANCHORS, "hypothesis": NEGATIVES, "label": [i % 3 for i in range(ROWS)]},
         "teacher": {"english": ANCHORS, "label": [list(rng.normal(size=32).astype(float)) for _ in range(ROWS)]},
     }
+
+
+def tiny_splade_folder(base: Path) -> Path:
+    """A tiny random MaskedLM + SpladePooling saved by sentence-transformers' SparseEncoder, dropout off."""
+    import torch
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+    bert = build_bert(base / "bert")
+    config = AutoConfig.from_pretrained(bert, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(7)
+    AutoModelForMaskedLM.from_config(config).save_pretrained(base / "mlm")
+    AutoTokenizer.from_pretrained(bert).save_pretrained(base / "mlm")
+    transformer = Transformer(str(base / "mlm"), transformer_task="fill-mask")
+    out = base / "splade"
+    SparseEncoder(modules=[transformer, SpladePooling("max")], device="cpu").save(str(out))
+    return out
+
+
+def tiny_cross_encoder_folder(base: Path, labels: int) -> Path:
+    """A tiny random BERT sequence classifier with `labels` outputs, dropout off, scores spread apart."""
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    bert = build_bert(base / "bert")
+    # A wide initialisation: a tiny random model's scores would otherwise lie within float noise of each other.
+    config = AutoConfig.from_pretrained(bert, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                        num_labels=labels, initializer_range=0.5)  # fmt: skip
+    torch.manual_seed(3)
+    out = base / f"cross-encoder-{labels}"
+    AutoModelForSequenceClassification.from_config(config).save_pretrained(out)
+    AutoTokenizer.from_pretrained(bert).save_pretrained(out)
+    return out

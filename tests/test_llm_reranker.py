@@ -11,7 +11,7 @@ import torch
 from sentence_transformers import CrossEncoder as Reference
 
 import sbert
-from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.model import CrossEncoder
 from sbert.cross_encoder.shared_prefix import shared_prefix
 from sbert.errors import ModelFormatError
 from sbert.modules.logit_score import LogitPairScorer

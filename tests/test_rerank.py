@@ -9,7 +9,7 @@ import pytest
 
 from sbert import SentenceEncoder
 from sbert.cli.main import main
-from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.model import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import read_beir, write_beir
 from sbert.data.beir_build import beir_from_nli

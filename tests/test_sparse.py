@@ -350,15 +350,15 @@ def test_flops_weights_ramp_up_quadratically_and_checkpoints_carry_the_count():
 
     torch.manual_seed(0)
     a, c = torch.rand(4, 9), torch.rand(4, 9)
-    ranking = float(SpladeLoss(0.0, 0.0)([a, c], None))
+    ranking = float(SpladeLoss(query_weight=0.0, document_weight=0.0)([a, c], None))
     regular = 0.5 * float(flops(a)) + 0.25 * float(flops(c))
-    loss = SpladeLoss(0.5, 0.25, flops_warmup=4)
+    loss = SpladeLoss(query_weight=0.5, document_weight=0.25, flops_warmup=4)
     got = [float(loss([a, c], None)) - ranking for _ in range(6)]
     assert got == pytest.approx([(t / 4) ** 2 * regular for t in (0, 1, 2, 3)] + [regular, regular], rel=1e-5)
     assert int(loss.state_dict()["batches_seen"]) == 6
     loss.eval()  # evaluation does not advance the ramp
     loss([a, c], None)
-    resumed = SpladeLoss(0.5, 0.25, flops_warmup=4)
+    resumed = SpladeLoss(query_weight=0.5, document_weight=0.25, flops_warmup=4)
     resumed.load_state_dict(loss.state_dict())
     assert resumed.ramp() == 1.0 and int(resumed.batches_seen) == 6
     with pytest.raises(SbertError, match="flops_warmup must be >= 0"):

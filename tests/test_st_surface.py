@@ -21,12 +21,14 @@ from tests.surface import differences
 
 st = pytest.importorskip("sentence_transformers")
 
-MODULES = [(f"sentence_transformers{part}", f"sbert{part}") for part in ("", ".losses", ".evaluation", ".util")]
-CLASSES = ["SentenceTransformer", "CrossEncoder", "SparseEncoder", "SentenceTransformerTrainer",
-           "SentenceTransformerTrainingArguments"]  # fmt: skip
+PARTS = ("", ".losses", ".evaluation", ".util", ".cross_encoder", ".cross_encoder.losses", ".cross_encoder.evaluation",
+         ".sparse_encoder", ".sparse_encoder.losses", ".sparse_encoder.evaluation")  # fmt: skip
+MODULES = [(f"sentence_transformers{part}", f"sbert{part}") for part in PARTS]
+TRAINERS = ["SentenceTransformerTrainer", "CrossEncoderTrainer", "SparseEncoderTrainer"]
+ARGUMENTS = ["SentenceTransformerTrainingArguments", "CrossEncoderTrainingArguments", "SparseEncoderTrainingArguments"]
+CLASSES = ["SentenceTransformer", "CrossEncoder", "SparseEncoder", *TRAINERS, *ARGUMENTS]
 # What the trainer classes inherit from transformers without changing it: the training loop's own machinery.
-INHERITED = {"SentenceTransformerTrainer": transformers.Trainer,
-             "SentenceTransformerTrainingArguments": transformers.TrainingArguments}  # fmt: skip
+INHERITED = {**dict.fromkeys(TRAINERS, transformers.Trainer), **dict.fromkeys(ARGUMENTS, transformers.TrainingArguments)}
 
 
 def inherited_unchanged(cls_name: str, attr: str) -> bool:

@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import QWEN3_06B, alternate, cpu_facts, median, sts_byte_bpe, sts_pairs
-from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.model import CrossEncoder
 from sbert.encoding.engine import embed_rows
 
 # Qwen3-Reranker's prompt (its model card): the system turn, the instruction and the fixed ending.

@@ -18,7 +18,9 @@ from sbert.version import __version__
 
 if TYPE_CHECKING:
     from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
+    from sbert.compat.cross_trainer import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sbert.compat.fit import InputExample
+    from sbert.compat.sparse_trainer import SparseEncoderTrainer, SparseEncoderTrainingArguments
     from sbert.compat.trainer import SentenceTransformerTrainer
     from sbert.compat.training_args import SentenceTransformerTrainingArguments
     from sbert.dense.model import SentenceEncoder
@@ -36,9 +38,13 @@ _DROP_IN = {
     "InputExample": "sbert.compat.fit",
     "LoggingHandler": "sbert.progress",
     "quantize_embeddings": "sbert.util",
+    "CrossEncoderTrainer": "sbert.compat.cross_trainer",
+    "CrossEncoderTrainingArguments": "sbert.compat.cross_trainer",
     "SentenceTransformerTrainer": "sbert.compat.trainer",
     "SentenceTransformerTrainingArguments": "sbert.compat.training_args",
     "SimilarityFunction": "sbert.similarity",
+    "SparseEncoderTrainer": "sbert.compat.sparse_trainer",
+    "SparseEncoderTrainingArguments": "sbert.compat.sparse_trainer",
 }
 
 
@@ -91,6 +97,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CrossEncoder",
+    "CrossEncoderTrainer",
+    "CrossEncoderTrainingArguments",
     "InputExample",
     "LoggingHandler",
     "MultiVectorEncoder",
@@ -100,6 +108,8 @@ __all__ = [
     "SentenceTransformerTrainingArguments",
     "SimilarityFunction",
     "SparseEncoder",
+    "SparseEncoderTrainer",
+    "SparseEncoderTrainingArguments",
     "StaticEncoder",
     "__version__",
     "load",

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.cross_encoder.model import CrossEncoder
     from sbert.evaluation.common import Embedder
 
 # `--model` prefixes that name a baseline instead of a trained model.
@@ -23,7 +23,7 @@ def load_baseline(spec: str, device: str | None = None) -> Embedder | CrossEncod
     if not sep or kind not in {"glove", "avg", "cls", "cross"}:
         return None
     if kind == "cross":
-        from sbert.cross_encoder import CrossEncoder
+        from sbert.cross_encoder.model import CrossEncoder
 
         return CrossEncoder.load(Path(target).expanduser(), device)
     if kind == "glove":

@@ -22,7 +22,7 @@ from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.cross_encoder.model import CrossEncoder
     from sbert.data.common import Dataset
 
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace, train: Dataset) -> CrossEncoder:
     """A saved cross-encoder to continue, or a fresh head on an encoder (one output, or one per label)."""
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.cross_encoder.model import CrossEncoder
     from sbert.device import resolve_device
     from sbert.errors import ModelFormatError
 

@@ -25,7 +25,7 @@ from sbert.losses.multivector import (
     MultiVectorDistillLoss,
 )
 from sbert.losses.softmax import SoftmaxLoss
-from sbert.losses.splade import SpladeLoss
+from sbert.losses.splade import FlopsLoss, SparseMultipleNegativesRankingLoss, SpladeLoss
 from sbert.losses.triplet import TripletDistanceMetric, TripletLoss
 
 # Keyed by sbert.names.OBJECTIVES, in its order (the CLI's help reads those without torch).
@@ -143,11 +143,13 @@ __all__ = [
     "CoSENTLoss",
     "CosineSimilarityLoss",
     "EmbedDistillLoss",
+    "FlopsLoss",
     "Loss",
     "MSELoss",
     "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
     "SoftmaxLoss",
+    "SparseMultipleNegativesRankingLoss",
     "SpladeLoss",
     "TripletDistanceMetric",
     "TripletLoss",

@@ -22,6 +22,14 @@ from torch.nn import functional
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
 from sbert.losses.gather import gather_rows
+from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from sbert.losses.options import Similarity, refuse_unsupported
+from sbert.vectors.scores import dot_score
+
+# sentence-transformers 6.2's SpladeLoss options that sbert's engine does not train (refused unless at these values).
+SPLADE_ONLY = {"document_regularizer": "FlopsLoss", "query_regularizer": "FlopsLoss",
+               "document_regularizer_threshold": None, "query_regularizer_threshold": None,
+               "use_document_regularizer_only": False}  # fmt: skip
 
 
 def flops(x: Tensor) -> Tensor:
@@ -36,8 +44,45 @@ class SpladeLoss(Loss):
     in_batch_negatives = True
     batches_seen: Tensor
 
-    def __init__(self, query_weight: float = 5e-5, document_weight: float = 3e-5, flops_warmup: int = 0) -> None:
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        loss: nn.Module | None = None,
+        document_regularizer_weight: float | None = None,
+        query_regularizer_weight: float | None = None,
+        document_regularizer: nn.Module | None = None,
+        query_regularizer: nn.Module | None = None,
+        document_regularizer_threshold: int | None = None,
+        query_regularizer_threshold: int | None = None,
+        use_document_regularizer_only: bool = False,
+        *,
+        query_weight: float = 5e-5,
+        document_weight: float = 3e-5,
+        flops_warmup: int = 0,
+    ) -> None:
+        """Build in sbert's form (keywords) or in sentence-transformers 6.2's form (model, ranking loss, weights).
+
+        sbert's: `SpladeLoss(query_weight=, document_weight=, flops_warmup=)`; 6.2's: `SpladeLoss(model,
+        SparseMultipleNegativesRankingLoss(model), document_regularizer_weight, query_regularizer_weight)`.
+
+        In 6.2's form a query weight of None means no query term; the ranking loss must be the sparse MNRL
+        (its `scale` is kept) and the regularizers FLOPS without thresholds: anything else is refused.
+        """
         super().__init__()
+        self.name_model(model)
+        self.scale, self.loss = 1.0, None
+        if model is not None or loss is not None or document_regularizer_weight is not None:
+            given = {"document_regularizer": _regularizer_name(document_regularizer),
+                     "query_regularizer": _regularizer_name(query_regularizer),
+                     "document_regularizer_threshold": document_regularizer_threshold,
+                     "query_regularizer_threshold": query_regularizer_threshold,
+                     "use_document_regularizer_only": use_document_regularizer_only}  # fmt: skip
+            refuse_unsupported("SpladeLoss", given, SPLADE_ONLY)
+            if document_regularizer_weight is None:
+                raise SbertError("SpladeLoss(model, loss, document_regularizer_weight=...): the weight is required")
+            self.scale = _ranking_scale(loss)
+            self.loss = loss
+            query_weight, document_weight = query_regularizer_weight or 0.0, document_regularizer_weight
         if query_weight < 0 or document_weight < 0:
             raise SbertError(f"splade: FLOPS weights must be >= 0, got {query_weight} and {document_weight}")
         if flops_warmup < 0:
@@ -58,7 +103,7 @@ class SpladeLoss(Loss):
         # takes its means over the global batch, a term equal on every rank.
         columns = [gather_rows(c, self.gather_across_ranks, vectors=True) for c in embeddings[1:]]
         candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
-        scores = anchors @ candidates.T  # (B, B_global * (columns - 1))
+        scores = self.scale * (anchors @ candidates.T)  # (B, B_global * (columns - 1))
         target = torch.arange(len(anchors), device=anchors.device) + offset
         ranking = functional.cross_entropy(scores, target)
         share = self.ramp()
@@ -73,3 +118,43 @@ class SpladeLoss(Loss):
         if not modules or type(modules[-1]).__name__ != "SpladePooling":
             names = ", ".join(type(m).__name__ for m in modules)
             raise SbertError(f"objective 'splade' trains a SPLADE model (ending in SpladePooling), not {names}")
+
+
+class SparseMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
+    """sentence-transformers 6.2's ranking term of SPLADE: MNRL on dot products, scale 1 (used inside SpladeLoss)."""
+
+    def __init__(self, model: nn.Module | None = None, scale: float = 1.0, similarity_fct: Similarity = dot_score,
+                 gather_across_devices: bool = False, **variants: object) -> None:  # fmt: skip
+        super().__init__(model, scale, similarity_fct, gather_across_devices, **variants)  # type: ignore[arg-type]
+
+
+class FlopsLoss(nn.Module):
+    """sentence-transformers 6.2's FLOPS regularizer, named inside SpladeLoss (sbert computes it there)."""
+
+    def __init__(self, model: nn.Module | None = None, threshold: int | None = None) -> None:
+        super().__init__()
+        self.threshold = threshold
+
+    def compute_loss_from_embeddings(self, embeddings: Tensor) -> Tensor:
+        """Σ_j (mean over the rows of x_j)² (rows with more than `threshold` active dimensions only)."""
+        if self.threshold is not None:
+            embeddings = embeddings * ((embeddings != 0).sum(dim=1) > self.threshold).unsqueeze(1)
+        return flops(embeddings)
+
+
+def _regularizer_name(module: nn.Module | None) -> str:
+    """A regularizer as its class name (None: FLOPS, the default); a thresholded FLOPS counts as its threshold."""
+    if module is None:
+        return "FlopsLoss"
+    if isinstance(module, FlopsLoss) and module.threshold is not None:
+        return f"FlopsLoss(threshold={module.threshold})"
+    return type(module).__name__
+
+
+def _ranking_scale(loss: nn.Module | None) -> float:
+    """The scale of 6.2's ranking term: only the sparse MNRL on dot products is what sbert's SPLADE trains."""
+    if not isinstance(loss, SparseMultipleNegativesRankingLoss) or loss.similarity_fct is not dot_score:
+        name = type(loss).__name__
+        raise SbertError(f"SpladeLoss(loss={name}): sbert's engine trains SPLADE with "
+                         "SparseMultipleNegativesRankingLoss on dot products only")  # fmt: skip
+    return float(loss.scale)

@@ -22,7 +22,7 @@ from sbert.serve.state import Reranking, ServerState, prompt_call
 if TYPE_CHECKING:
     import numpy as np
 
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.cross_encoder.model import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder

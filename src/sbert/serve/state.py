@@ -18,7 +18,7 @@ from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder import CrossEncoder
+    from sbert.cross_encoder.model import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder

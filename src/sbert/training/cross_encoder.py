@@ -16,18 +16,23 @@ retriever returns, not only the hard negatives of labelled data.
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.model import CrossEncoder
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
+from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss, LogitMSELoss, PairLogitLoss
 from sbert.training.schedule import warmup_linear, warmup_steps
+from sbert.training.step import build_optimizer
 
 LOSSES = ("bce", "mse")
 
@@ -44,6 +49,12 @@ class CrossFitSettings:
     positive_label: str | None = None  # labelled pairs: this label is 1, the others 0
     warmup: float = 0.1
     random_negatives: int = 0  # per positive pair: pairs with other examples' second texts, scored 0
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0  # a step count; when set it wins over the `warmup` share
+    max_steps: int = 0  # stop after this many steps (0: every epoch)
+    log_steps: int = 0  # a training record every this many steps (0: only at the end)
+    eval_steps: int = 0  # an evaluation record every this many steps (0: none)
 
 
 def binary_pairs(data: Dataset, settings: CrossFitSettings) -> Dataset:
@@ -110,44 +121,71 @@ def training_targets(
     return pairs, torch.tensor(labels, dtype=torch.float32)
 
 
-def loss_function(model: CrossEncoder, loss: str) -> nn.Module:
+def loss_function(model: CrossEncoder, loss: str) -> PairLogitLoss:
     """Cross-entropy for a multi-label head, else BCE on the logit or MSE on its sigmoid."""
     if loss not in LOSSES:
         raise SbertError(f"--loss {loss!r}: known {', '.join(LOSSES)}")
     if model.num_labels > 1:
-        return nn.CrossEntropyLoss()
+        return CrossEntropyLoss()
     if loss == "mse":
-        return _SigmoidMSE()
-    return nn.BCEWithLogitsLoss()
-
-
-class _SigmoidMSE(nn.Module):
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return nn.functional.mse_loss(torch.sigmoid(logits), target)
+        return LogitMSELoss(activation_fn=torch.sigmoid)
+    return BinaryCrossEntropyLoss()
 
 
 def fit_cross_encoder(model: CrossEncoder, data: Dataset, settings: CrossFitSettings | None = None) -> float:
     """Train in place (shuffled each epoch, seeded); returns the wall time in seconds."""
     s = settings or CrossFitSettings()
+    pairs, targets = training_targets(model, data, s)
+    return run_cross_fit(model, pairs, targets, loss_function(model, s.loss), s)
+
+
+def run_cross_fit(
+    model: CrossEncoder, pairs: list[tuple[str, str]], targets: torch.Tensor, loss_fn: nn.Module,
+    s: CrossFitSettings, on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> float:  # fmt: skip
+    """The cross-encoder's training loop: AdamW (no decay on biases and norms), linear warm-up and decay.
+
+    Every `s.log_steps` steps (and at the end) `on_record` gets {"event": "train", "step", "loss" (the mean
+    since the last record), "lr" (the rate of the step)}; every `s.eval_steps` steps {"event": "eval", "step"}.
+    Returns the wall time in seconds.
+    """
     random.seed(s.seed)
     torch.manual_seed(s.seed)
-    pairs, targets = training_targets(model, data, s)
-    loss_fn = loss_function(model, s.loss)
-    steps = s.epochs * ((len(pairs) + s.batch_size - 1) // s.batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(steps, warmup_steps(steps, s.warmup)))
-    started = time.monotonic()
+    per_epoch = (len(pairs) + s.batch_size - 1) // s.batch_size
+    steps = min(s.epochs * per_epoch, s.max_steps) if s.max_steps else s.epochs * per_epoch
+    optimizer = build_optimizer(model, s.lr, s.weight_decay)
+    warm = s.warmup_steps or warmup_steps(steps, s.warmup)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(steps, warm))
+    started, step = time.monotonic(), 0
+    window: list[torch.Tensor] = []
     model.train()
-    for epoch in range(s.epochs):
+    for epoch in range(math.ceil(steps / max(per_epoch, 1))):
         order = np.random.default_rng([s.seed, epoch]).permutation(len(pairs))
         for start in range(0, len(order), s.batch_size):
+            if step == steps:
+                break
             rows = order[start : start + s.batch_size]
             logits = model(model.tokenize_pairs([pairs[i] for i in rows]))
             loss = loss_fn(logits, targets[rows].to(model.device))
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+            lr = float(schedule.get_last_lr()[0])
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             schedule.step()
+            step, window = step + 1, [*window, loss.detach()]
+            if on_record is not None:
+                window = _records(on_record, s, step, steps, window, lr)
     model.eval()
     return time.monotonic() - started
+
+
+def _records(on_record: Callable[[dict[str, Any]], None], s: CrossFitSettings, step: int, steps: int,
+             window: list[torch.Tensor], lr: float) -> list[torch.Tensor]:  # fmt: skip
+    """Hand the log and eval records of `step` to `on_record`; returns the loss window still to log."""
+    if (s.log_steps and step % s.log_steps == 0) or step == steps:
+        on_record({"event": "train", "step": step, "loss": float(torch.stack(window).mean()), "lr": lr})
+        window = []
+    if s.eval_steps and step % s.eval_steps == 0:
+        on_record({"event": "eval", "step": step})
+    return window

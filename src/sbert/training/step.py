@@ -45,6 +45,7 @@ class StepRunner:
     names: Sequence[str]
     last_good: Callable[[], str]
     deferred: bool = False
+    step_lr: float = 0.0
     _poisoned: Tensor = field(init=False)
     _first_bad: Tensor = field(init=False)
 
@@ -79,6 +80,9 @@ class StepRunner:
             loss = loss + part.detach().float()
         if replayed:
             self._average_gradients()
+        self.step_lr = float(
+            self.scheduler.get_last_lr()[0]
+        )  # the rate this update uses (logged, as transformers logs it)
         self._update(loss, number, "/".join(dict.fromkeys(self.names[b.objective] for b in batches)))
         return loss
 

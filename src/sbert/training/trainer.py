@@ -25,7 +25,7 @@ from sbert.errors import SbertError
 from sbert.losses import Loss, is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.native import native
-from sbert.sparse.trainable import splade_for_training
+from sbert.sparse.trainable import as_trainable, splade_for_training
 from sbert.training import card
 from sbert.training.agreement import check_agreement
 from sbert.training.checkpoint import (
@@ -82,7 +82,8 @@ class Trainer:
     ) -> None:
         if model is not None:
             refuse_held_int8(model)
-            model = native(model)  # a drop-in SentenceTransformer: sbert's conventions on the same modules
+            # A drop-in object: sbert's conventions on the same modules; a SparseEncoder: its SPLADE chain.
+            model = as_trainable(native(model))
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk (datasets, dev evaluators)
@@ -327,7 +328,7 @@ class Trainer:
                 step=step,
                 objective=state.prepared[objective].name,
                 loss=round(value, 6),
-                lr=state.scheduler.get_last_lr()[0],
+                lr=runner.step_lr,
                 examples_per_s=round(rate, 1),
             )
         if state.dev and stage.eval_steps and state.progress.stage_step % stage.eval_steps == 0:

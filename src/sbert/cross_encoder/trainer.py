@@ -1,0 +1,5 @@
+"""`sentence_transformers.cross_encoder.trainer`."""
+
+from sbert.compat.cross_trainer import CrossEncoderTrainer
+
+__all__ = ["CrossEncoderTrainer"]

@@ -1,0 +1,152 @@
+"""Cross-encoder and SPLADE training scripts written for sentence-transformers 6.2, run with the import changed.
+
+As tests/test_st_training.py for sentence vectors: both libraries run the same script in one process from
+the same saved folder (dropout off); the logged losses agree (1e-3 relative), the evaluators agree (1e-4)
+on the trained models, and sbert's trained folder loads in sentence-transformers with sbert's outputs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import sbert
+from sbert.errors import SbertError
+from tests.st_training_fixtures import (
+    ANCHORS,
+    NEGATIVES,
+    POSITIVES,
+    ROWS,
+    tables,
+    tiny_cross_encoder_folder,
+    tiny_splade_folder,
+)
+
+st = pytest.importorskip("sentence_transformers")
+datasets = pytest.importorskip("datasets")
+
+pytestmark = pytest.mark.reference
+
+BINARY = {"query": ANCHORS, "document": NEGATIVES, "label": [float(i % 2) for i in range(ROWS)]}
+CLASSES = {"premise": ANCHORS, "hypothesis": NEGATIVES, "label": [i % 3 for i in range(ROWS)]}
+# (output count, table, loss built from a library's cross_encoder.losses and the model)
+CROSS_LOSSES = {
+    "bce": (1, BINARY, lambda lib, m: lib.BinaryCrossEntropyLoss(m)),
+    "bce-pos-weight": (1, BINARY, lambda lib, m: lib.BinaryCrossEntropyLoss(m, pos_weight=torch.tensor(3.0))),
+    "mse-sigmoid": (1, BINARY, lambda lib, m: lib.MSELoss(m, activation_fn=torch.nn.Sigmoid())),
+    "cross-entropy": (3, CLASSES, lambda lib, m: lib.CrossEntropyLoss(m)),
+    "default": (1, BINARY, None),
+}
+
+
+def arguments(lib, out, kind):
+    module = importlib.import_module(f"{lib.__name__}.{kind}")
+    name = "CrossEncoderTrainingArguments" if kind == "cross_encoder" else "SparseEncoderTrainingArguments"
+    return getattr(module, name)(output_dir=str(out), num_train_epochs=2, per_device_train_batch_size=ROWS,
+                                 learning_rate=1e-3, logging_steps=1, save_strategy="no", report_to="none",
+                                 disable_tqdm=True)  # fmt: skip
+
+
+def train(trainer):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+
+
+def evaluators(lib, labels):
+    """Every cross-encoder evaluator of 6.2 that fits a head with `labels` outputs."""
+    ev = importlib.import_module(f"{lib.__name__}.cross_encoder.evaluation")
+    pairs = [list(p) for p in zip(ANCHORS, POSITIVES, strict=True)]
+    if labels > 1:
+        return [ev.CrossEncoderClassificationEvaluator(pairs, [i % 3 for i in range(ROWS)], name="nli")]
+    gold = [float(x) for x in np.random.default_rng(1).uniform(size=ROWS)]
+    return [
+        ev.CrossEncoderCorrelationEvaluator(pairs, gold, name="sts"),
+        ev.CrossEncoderClassificationEvaluator(pairs, [i % 2 for i in range(ROWS)], name="dup"),
+        ev.CrossEncoderRerankingEvaluator([{"query": a, "positive": [p], "negative": NEGATIVES[:4]}
+                                           for a, p in zip(ANCHORS, POSITIVES, strict=True)], at_k=3),
+        ev.CrossEncoderRerankingEvaluator([{"query": a, "positive": [p], "documents": [*NEGATIVES[:3], p]}
+                                           for a, p in zip(ANCHORS, POSITIVES, strict=True)], name="retrieved"),
+    ]  # fmt: skip
+
+
+def run_cross(lib, folder, out, table, make_loss):
+    module = importlib.import_module(f"{lib.__name__}.cross_encoder")
+    model = module.CrossEncoder(str(folder), device="cpu")
+    loss = make_loss(importlib.import_module(f"{lib.__name__}.cross_encoder.losses"), model) if make_loss else None
+    trainer = module.CrossEncoderTrainer(model=model, args=arguments(lib, out, "cross_encoder"),
+                                         train_dataset=datasets.Dataset.from_dict(table), loss=loss)  # fmt: skip
+    metrics = {}
+    losses = train(trainer)
+    for evaluator in evaluators(lib, model.num_labels):
+        metrics |= evaluator(model)
+    return losses, model, metrics
+
+
+@pytest.mark.parametrize("name", sorted(CROSS_LOSSES))
+def test_cross_encoder_script_trains_as_sentence_transformers(name, tmp_path):
+    labels, table, make_loss = CROSS_LOSSES[name]
+    folder = tiny_cross_encoder_folder(tmp_path, labels)
+    ref_losses, _, ref_metrics = run_cross(st, folder, tmp_path / "st", table, make_loss)
+    our_losses, our_model, our_metrics = run_cross(sbert, folder, tmp_path / "sbert", table, make_loss)
+    assert len(our_losses) == len(ref_losses) == 2
+    assert our_losses == pytest.approx(ref_losses, rel=1e-3)
+    assert set(our_metrics) == set(ref_metrics)
+    assert our_metrics == pytest.approx({k: float(v) for k, v in ref_metrics.items()}, abs=1e-4)
+    pairs = list(zip(ANCHORS, POSITIVES, strict=True))
+    our_model.save_pretrained(str(tmp_path / "trained"))
+    reloaded = st.CrossEncoder(str(tmp_path / "trained"), device="cpu").predict(pairs)
+    np.testing.assert_allclose(reloaded, our_model.predict(pairs), atol=1e-5)
+
+
+def test_cross_encoder_trainer_refuses_a_bi_encoder_loss(tmp_path):
+    model = sbert.cross_encoder.CrossEncoder(str(tiny_cross_encoder_folder(tmp_path, 1)), device="cpu")
+    with pytest.raises(SbertError, match=r"sbert\.cross_encoder\.losses"):
+        sbert.cross_encoder.CrossEncoderTrainer(model=model, train_dataset=datasets.Dataset.from_dict(BINARY),
+                                                loss=sbert.losses.CoSENTLoss(model))  # fmt: skip
+    three = sbert.cross_encoder.CrossEncoder(str(tiny_cross_encoder_folder(tmp_path / "3", 3)), device="cpu")
+    with pytest.raises(SbertError, match="one-output"):
+        sbert.cross_encoder.CrossEncoderTrainer(model=three, train_dataset=datasets.Dataset.from_dict(CLASSES),
+                                                loss=sbert.cross_encoder.losses.MSELoss(three))  # fmt: skip
+
+
+def run_sparse(lib, folder, out, loss_weights):
+    model = lib.SparseEncoder(str(folder), device="cpu")
+    losses = importlib.import_module(f"{lib.__name__}.sparse_encoder.losses")
+    loss = None
+    if loss_weights is not None:
+        loss = losses.SpladeLoss(model, losses.SparseMultipleNegativesRankingLoss(model), *loss_weights)
+    trainer = importlib.import_module(f"{lib.__name__}.sparse_encoder").SparseEncoderTrainer(
+        model=model, args=arguments(lib, out, "sparse_encoder"),
+        train_dataset=datasets.Dataset.from_dict(tables()["pair"]), loss=loss,
+    )  # fmt: skip
+    return train(trainer), model
+
+
+@pytest.mark.parametrize("weights", [None, (3e-3, 5e-3), (3e-3, None)], ids=["default", "both", "documents-only"])
+def test_splade_script_trains_as_sentence_transformers(weights, tmp_path):
+    folder = tiny_splade_folder(tmp_path)
+    ref_losses, _ = run_sparse(st, folder, tmp_path / "st", weights)
+    our_losses, ours = run_sparse(sbert, folder, tmp_path / "sbert", weights)
+    assert len(our_losses) == len(ref_losses) == 2
+    # Both the ranking term and the FLOPS weights' ramp (0 on the first step, full from the second).
+    assert our_losses == pytest.approx(ref_losses, rel=1e-3)
+    ours.save(str(tmp_path / "trained"))
+    texts = ["a dog runs in the park", "the cat sleeps"]
+    reloaded = st.SparseEncoder(str(tmp_path / "trained"), device="cpu").encode(texts, convert_to_sparse_tensor=False)
+    np.testing.assert_allclose(reloaded.numpy(), ours.encode(texts, convert_to_sparse_tensor=False).numpy(), atol=1e-5)
+
+
+def test_splade_loss_refuses_what_the_engine_does_not_train(tmp_path):
+    model = sbert.SparseEncoder(str(tiny_splade_folder(tmp_path)), device="cpu")
+    losses = sbert.sparse_encoder.losses
+    with pytest.raises(SbertError, match="SparseMultipleNegativesRankingLoss"):
+        losses.SpladeLoss(model, sbert.losses.CoSENTLoss(model), document_regularizer_weight=3e-5)
+    with pytest.raises(SbertError, match="use_document_regularizer_only"):
+        losses.SpladeLoss(model, losses.SparseMultipleNegativesRankingLoss(model), 3e-5,
+                          use_document_regularizer_only=True)  # fmt: skip
