@@ -145,8 +145,56 @@ def test_splade_script_trains_as_sentence_transformers(weights, tmp_path):
 def test_splade_loss_refuses_what_the_engine_does_not_train(tmp_path):
     model = sbert.SparseEncoder(str(tiny_splade_folder(tmp_path)), device="cpu")
     losses = sbert.sparse_encoder.losses
-    with pytest.raises(SbertError, match="SparseMultipleNegativesRankingLoss"):
-        losses.SpladeLoss(model, sbert.losses.CoSENTLoss(model), document_regularizer_weight=3e-5)
+    with pytest.raises(SbertError, match="sentence-vector loss"):  # a loss that runs the encoder itself
+        losses.SpladeLoss(
+            model, sbert.losses.CachedMultipleNegativesRankingLoss(model), document_regularizer_weight=3e-5
+        )
     with pytest.raises(SbertError, match="use_document_regularizer_only"):
         losses.SpladeLoss(model, losses.SparseMultipleNegativesRankingLoss(model), 3e-5,
                           use_document_regularizer_only=True)  # fmt: skip
+
+
+def test_splade_with_cosent_trains_as_sentence_transformers(tmp_path):
+    """6.2's SpladeLoss around another sparse loss (CoSENT on scored pairs): the same losses."""
+    folder = tiny_splade_folder(tmp_path)
+
+    def run(lib, out):
+        model = lib.SparseEncoder(str(folder), device="cpu")
+        losses = importlib.import_module(f"{lib.__name__}.sparse_encoder.losses")
+        loss = losses.SpladeLoss(model, losses.SparseCoSENTLoss(model), 3e-3, 5e-3)
+        trainer = importlib.import_module(f"{lib.__name__}.sparse_encoder").SparseEncoderTrainer(
+            model=model, args=arguments(lib, out, "sparse_encoder"),
+            train_dataset=datasets.Dataset.from_dict(tables()["score"]), loss=loss,
+        )  # fmt: skip
+        return train(trainer)
+
+    assert run(sbert, tmp_path / "sbert") == pytest.approx(run(st, tmp_path / "st"), rel=1e-3)
+
+
+def sparse_metrics(lib, folder):
+    """Every sparse evaluator of 6.2 that sbert has, on one model (the student its own MSE teacher)."""
+    model = lib.SparseEncoder(str(folder), device="cpu")
+    ev = importlib.import_module(f"{lib.__name__}.sparse_encoder.evaluation")
+    queries = {str(i): a for i, a in enumerate(ANCHORS)}
+    corpus = {str(i): p for i, p in enumerate(POSITIVES + NEGATIVES[:3])}
+    relevant = {str(i): {str(i)} for i in range(ROWS)}
+    metrics = {}
+    for evaluator in (
+        ev.SparseEmbeddingSimilarityEvaluator(ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="sts"),
+        ev.SparseInformationRetrievalEvaluator(queries, corpus, relevant, corpus_chunk_size=4, name="ir"),
+        ev.SparseTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"),
+        ev.SparseBinaryClassificationEvaluator(ANCHORS, POSITIVES, [i % 2 for i in range(ROWS)], name="dup"),
+        ev.SparseMSEEvaluator(ANCHORS, ANCHORS, teacher_model=model, name="mse"),
+    ):
+        metrics |= evaluator(model)
+    return metrics
+
+
+def test_sparse_evaluators_give_6_2s_keys_and_values(tmp_path):
+    folder = tiny_splade_folder(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, ours = sparse_metrics(st, folder), sparse_metrics(sbert, folder)
+    assert set(ours) == set(ref)
+    assert {"ir_avg_flops", "ir_query_active_dims", "triplet_negative_sparsity_ratio", "sts_active_dims"} <= set(ours)
+    assert ours == pytest.approx({k: float(v) for k, v in ref.items()}, abs=1e-4)

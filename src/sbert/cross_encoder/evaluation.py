@@ -5,5 +5,23 @@ from sbert.evaluation.evaluators.cross_encoder import (
     CrossEncoderCorrelationEvaluator,
     CrossEncoderRerankingEvaluator,
 )
+from sbert.evaluation.evaluators.cross_encoder_legacy import (
+    CEBinaryAccuracyEvaluator,
+    CEBinaryClassificationEvaluator,
+    CECorrelationEvaluator,
+    CEF1Evaluator,
+    CERerankingEvaluator,
+    CESoftmaxAccuracyEvaluator,
+)
 
-__all__ = ["CrossEncoderClassificationEvaluator", "CrossEncoderCorrelationEvaluator", "CrossEncoderRerankingEvaluator"]
+__all__ = [
+    "CEBinaryAccuracyEvaluator",
+    "CEBinaryClassificationEvaluator",
+    "CECorrelationEvaluator",
+    "CEF1Evaluator",
+    "CERerankingEvaluator",
+    "CESoftmaxAccuracyEvaluator",
+    "CrossEncoderClassificationEvaluator",
+    "CrossEncoderCorrelationEvaluator",
+    "CrossEncoderRerankingEvaluator",
+]

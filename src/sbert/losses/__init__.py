@@ -25,7 +25,8 @@ from sbert.losses.multivector import (
     MultiVectorDistillLoss,
 )
 from sbert.losses.softmax import SoftmaxLoss
-from sbert.losses.splade import FlopsLoss, SparseMultipleNegativesRankingLoss, SpladeLoss
+from sbert.losses.sparse_parts import FlopsLoss, SparseMultipleNegativesRankingLoss
+from sbert.losses.splade import SpladeLoss
 from sbert.losses.triplet import TripletDistanceMetric, TripletLoss
 
 # Keyed by sbert.names.OBJECTIVES, in its order (the CLI's help reads those without torch).

@@ -29,10 +29,11 @@ class PairLogitLoss(nn.Module):
     # Whether targets are class indices (a long tensor) rather than float scores.
     class_targets = False
 
-    def __init__(self, model: nn.Module | None = None, activation_fn: Activation | None = None) -> None:
+    # A module instance as the default, as 6.2's signature has it (the identity holds no state).
+    def __init__(self, model: nn.Module | None = None, activation_fn: Activation = nn.Identity()) -> None:  # noqa: B008
         super().__init__()
         self.__dict__["_named_model"] = model  # the cross-encoder named at construction (not a submodule)
-        self.activation_fn: Activation = activation_fn if activation_fn is not None else nn.Identity()
+        self.activation_fn = activation_fn
 
     @property
     def model(self) -> nn.Module | None:
@@ -52,7 +53,7 @@ class PairLogitLoss(nn.Module):
 class BinaryCrossEntropyLoss(PairLogitLoss):
     """Binary cross-entropy on each pair's logit; `pos_weight` scales the positive term (class imbalance)."""
 
-    def __init__(self, model: nn.Module | None = None, activation_fn: Activation | None = None,
+    def __init__(self, model: nn.Module | None = None, activation_fn: Activation = nn.Identity(),  # noqa: B008
                  pos_weight: Tensor | float | None = None) -> None:  # fmt: skip
         super().__init__(model, activation_fn)
         self.pos_weight = None if pos_weight is None else torch.as_tensor(pos_weight, dtype=torch.float32)

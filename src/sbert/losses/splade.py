@@ -22,19 +22,13 @@ from torch.nn import functional
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
 from sbert.losses.gather import gather_rows
-from sbert.losses.mnrl import MultipleNegativesRankingLoss
-from sbert.losses.options import Similarity, refuse_unsupported
-from sbert.vectors.scores import dot_score
+from sbert.losses.options import refuse_unsupported
+from sbert.losses.sparse_parts import FlopsLoss, flops
 
 # sentence-transformers 6.2's SpladeLoss options that sbert's engine does not train (refused unless at these values).
 SPLADE_ONLY = {"document_regularizer": "FlopsLoss", "query_regularizer": "FlopsLoss",
                "document_regularizer_threshold": None, "query_regularizer_threshold": None,
                "use_document_regularizer_only": False}  # fmt: skip
-
-
-def flops(x: Tensor) -> Tensor:
-    """Σ_j (mean over the batch of |x_j|)²: the expected cost of the vectors' posting lists, up to a constant."""
-    return x.abs().mean(dim=0).pow(2).sum()
 
 
 class SpladeLoss(Loss):
@@ -65,12 +59,13 @@ class SpladeLoss(Loss):
         sbert's: `SpladeLoss(query_weight=, document_weight=, flops_warmup=)`; 6.2's: `SpladeLoss(model,
         SparseMultipleNegativesRankingLoss(model), document_regularizer_weight, query_regularizer_weight)`.
 
-        In 6.2's form a query weight of None means no query term; the ranking loss must be the sparse MNRL
-        (its `scale` is kept) and the regularizers FLOPS without thresholds: anything else is refused.
+        In 6.2's form a query weight of None means no query term; the main loss is any sentence-vector loss of
+        sbert's engine (6.2's Sparse* losses are those, on sparse vectors) and its data kinds are the ones this
+        loss trains on; the regularizers are FLOPS without thresholds: anything else is refused.
         """
         super().__init__()
         self.name_model(model)
-        self.scale, self.loss = 1.0, None
+        self.loss: Loss | None = None
         if model is not None or loss is not None or document_regularizer_weight is not None:
             given = {"document_regularizer": _regularizer_name(document_regularizer),
                      "query_regularizer": _regularizer_name(query_regularizer),
@@ -80,8 +75,9 @@ class SpladeLoss(Loss):
             refuse_unsupported("SpladeLoss", given, SPLADE_ONLY)
             if document_regularizer_weight is None:
                 raise SbertError("SpladeLoss(model, loss, document_regularizer_weight=...): the weight is required")
-            self.scale = _ranking_scale(loss)
-            self.loss = loss
+            self.loss = _main_loss(loss)
+            # The main loss decides which tables fit and whether batches must avoid duplicate texts.
+            self.kinds, self.in_batch_negatives = self.loss.kinds, self.loss.in_batch_negatives  # type: ignore[misc,assignment]
             query_weight, document_weight = query_regularizer_weight or 0.0, document_regularizer_weight
         if query_weight < 0 or document_weight < 0:
             raise SbertError(f"splade: FLOPS weights must be >= 0, got {query_weight} and {document_weight}")
@@ -97,15 +93,18 @@ class SpladeLoss(Loss):
         return torch.clamp((self.batches_seen.float() / self.flops_warmup) ** 2, max=1.0)
 
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
-        """Ranking cross-entropy over dot products, plus both FLOPS terms (at the ramp's current share)."""
+        """The main loss (ranking cross-entropy over dot products by default), plus both FLOPS terms at the ramp."""
         anchors = embeddings[0]
         # Under torchrun (losses/gather.py): this rank's anchors against every rank's candidates, as MNRL; FLOPS
         # takes its means over the global batch, a term equal on every rank.
         columns = [gather_rows(c, self.gather_across_ranks, vectors=True) for c in embeddings[1:]]
         candidates, offset = torch.cat([c for c, _ in columns], dim=0), columns[0][1]
-        scores = self.scale * (anchors @ candidates.T)  # (B, B_global * (columns - 1))
-        target = torch.arange(len(anchors), device=anchors.device) + offset
-        ranking = functional.cross_entropy(scores, target)
+        if self.loss is not None:
+            ranking = self.loss(embeddings, labels)
+        else:
+            scores = anchors @ candidates.T  # (B, B_global * (columns - 1))
+            target = torch.arange(len(anchors), device=anchors.device) + offset
+            ranking = functional.cross_entropy(scores, target)
         share = self.ramp()
         if self.training:
             self.batches_seen += 1
@@ -120,28 +119,6 @@ class SpladeLoss(Loss):
             raise SbertError(f"objective 'splade' trains a SPLADE model (ending in SpladePooling), not {names}")
 
 
-class SparseMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
-    """sentence-transformers 6.2's ranking term of SPLADE: MNRL on dot products, scale 1 (used inside SpladeLoss)."""
-
-    def __init__(self, model: nn.Module | None = None, scale: float = 1.0, similarity_fct: Similarity = dot_score,
-                 gather_across_devices: bool = False, **variants: object) -> None:  # fmt: skip
-        super().__init__(model, scale, similarity_fct, gather_across_devices, **variants)  # type: ignore[arg-type]
-
-
-class FlopsLoss(nn.Module):
-    """sentence-transformers 6.2's FLOPS regularizer, named inside SpladeLoss (sbert computes it there)."""
-
-    def __init__(self, model: nn.Module | None = None, threshold: int | None = None) -> None:
-        super().__init__()
-        self.threshold = threshold
-
-    def compute_loss_from_embeddings(self, embeddings: Tensor) -> Tensor:
-        """Σ_j (mean over the rows of x_j)² (rows with more than `threshold` active dimensions only)."""
-        if self.threshold is not None:
-            embeddings = embeddings * ((embeddings != 0).sum(dim=1) > self.threshold).unsqueeze(1)
-        return flops(embeddings)
-
-
 def _regularizer_name(module: nn.Module | None) -> str:
     """A regularizer as its class name (None: FLOPS, the default); a thresholded FLOPS counts as its threshold."""
     if module is None:
@@ -151,10 +128,11 @@ def _regularizer_name(module: nn.Module | None) -> str:
     return type(module).__name__
 
 
-def _ranking_scale(loss: nn.Module | None) -> float:
-    """The scale of 6.2's ranking term: only the sparse MNRL on dot products is what sbert's SPLADE trains."""
-    if not isinstance(loss, SparseMultipleNegativesRankingLoss) or loss.similarity_fct is not dot_score:
-        name = type(loss).__name__
-        raise SbertError(f"SpladeLoss(loss={name}): sbert's engine trains SPLADE with "
-                         "SparseMultipleNegativesRankingLoss on dot products only")  # fmt: skip
-    return float(loss.scale)
+def _main_loss(loss: nn.Module | None) -> Loss:
+    """6.2's main loss inside SpladeLoss: any sentence-vector loss sbert's engine computes from the vectors."""
+    if not isinstance(loss, Loss) or loss.needs_model or loss.token_level or loss.needs_features:
+        raise SbertError(
+            f"SpladeLoss(loss={type(loss).__name__}): sbert trains SPLADE with a sentence-vector "
+            "loss of sbert.sparse_encoder.losses (SparseMultipleNegativesRankingLoss, ...)"
+        )
+    return loss

@@ -1,5 +1,21 @@
-"""`sentence_transformers.sparse_encoder.losses`: the SPLADE objective sbert's engine trains."""
+"""`sentence_transformers.sparse_encoder.losses`: SpladeLoss and the sparse losses sbert's engine trains."""
 
-from sbert.losses import FlopsLoss, SparseMultipleNegativesRankingLoss, SpladeLoss
+from sbert.losses.sparse_parts import (
+    FlopsLoss,
+    SparseCoSENTLoss,
+    SparseCosineSimilarityLoss,
+    SparseMSELoss,
+    SparseMultipleNegativesRankingLoss,
+    SparseTripletLoss,
+)
+from sbert.losses.splade import SpladeLoss
 
-__all__ = ["FlopsLoss", "SparseMultipleNegativesRankingLoss", "SpladeLoss"]
+__all__ = [
+    "FlopsLoss",
+    "SparseCoSENTLoss",
+    "SparseCosineSimilarityLoss",
+    "SparseMSELoss",
+    "SparseMultipleNegativesRankingLoss",
+    "SparseTripletLoss",
+    "SpladeLoss",
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,10 @@ class SentenceEvaluator:
 BaseEvaluator = SentenceEvaluator
 
 
+# While a sparse evaluator runs (evaluators/sparse.py): every batch of vectors `embed` makes, in order.
+RECORDED: ContextVar[list[np.ndarray] | None] = ContextVar("RECORDED", default=None)
+
+
 def embed(
     model: Any,
     texts: Sequence[str],
@@ -95,10 +100,28 @@ def embed(
     prompt: str | None = None,
     show_progress: bool = False,
 ) -> np.ndarray:
-    """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any."""
-    return np.asarray(native(model).encode(list(texts), batch_size=batch_size, show_progress=show_progress,
-                                    truncate_dim=truncate_dim, task=task, prompt_name=prompt_name,
-                                    prompt=prompt), dtype=np.float32)  # fmt: skip
+    """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any.
+
+    A sparse model's vectors come dense (n, vocab); for it `truncate_dim` is its `max_active_dims`, as the
+    sparse evaluators name that argument.
+    """
+    view = native(model)
+    options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
+               "prompt": prompt}  # fmt: skip
+    if _is_sparse(view):
+        out = np.asarray(view.encode(list(texts), max_active_dims=truncate_dim, **options).toarray(), np.float32)
+    else:
+        out = np.asarray(view.encode(list(texts), truncate_dim=truncate_dim, **options), dtype=np.float32)
+    recorded = RECORDED.get()
+    if recorded is not None:
+        recorded.append(out)
+    return out
+
+
+def _is_sparse(model: Any) -> bool:
+    from sbert.sparse.model import SparseEncoder
+
+    return isinstance(model, SparseEncoder)
 
 
 class SequentialEvaluator(SentenceEvaluator):

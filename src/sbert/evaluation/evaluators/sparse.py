@@ -1,0 +1,180 @@
+"""sentence-transformers 6.2's sparse evaluators: the dense ones on a SparseEncoder, plus how sparse its vectors are.
+
+Each returns its dense twin's metrics (scored on the vectors as they are, by the model's similarity: dot
+for SPLADE) and, per column, `active_dims` (mean non-zero entries per vector) and `sparsity_ratio`
+(1 - active_dims / width); the retrieval one adds `avg_flops`, the expected number of dimensions a query
+and a document share. `max_active_dims` takes the place of the dense evaluators' `truncate_dim`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from sbert.evaluation.evaluators.base import RECORDED
+from sbert.evaluation.evaluators.binary import BinaryClassificationEvaluator
+from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
+from sbert.evaluation.evaluators.similarity import EmbeddingSimilarityEvaluator
+from sbert.evaluation.evaluators.triplet import MSEEvaluator, TripletEvaluator
+
+
+def sparsity(vectors: np.ndarray) -> dict[str, float]:
+    """Mean non-zero entries per row, and 1 minus their share of the width."""
+    if not vectors.size:
+        return {"active_dims": 0.0, "sparsity_ratio": 1.0}
+    active = float(np.count_nonzero(vectors, axis=1).mean())
+    return {"active_dims": active, "sparsity_ratio": 1.0 - active / vectors.shape[1]}
+
+
+@contextmanager
+def recording() -> Iterator[list[np.ndarray]]:
+    """Every batch of vectors the evaluator embeds while the block runs, in order."""
+    seen: list[np.ndarray] = []
+    token = RECORDED.set(seen)
+    try:
+        yield seen
+    finally:
+        RECORDED.reset(token)
+
+
+def _with_sparsity(run: Callable[[], dict[str, float]], evaluator: Any,
+                   columns: Callable[[list[np.ndarray]], dict[str, np.ndarray]]) -> dict[str, float]:  # fmt: skip
+    """The evaluator's metrics, plus the sparsity of each named column of what it embedded (name-prefixed)."""
+    with recording() as seen:
+        metrics = run()
+    stats: dict[str, float] = {}
+    for column, vectors in columns(seen).items():
+        stats |= {f"{column}_{k}" if column else k: v for k, v in sparsity(vectors).items()}
+    return metrics | {(f"{evaluator.name}_{k}" if evaluator.name else k): v for k, v in stats.items()}
+
+
+def _all(seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+    return {"": np.vstack(seen)}
+
+
+def _triplet_columns(seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+    return dict(zip(("anchor", "positive", "negative"), seen, strict=True))
+
+
+class SparseEmbeddingSimilarityEvaluator(EmbeddingSimilarityEvaluator):
+    """EmbeddingSimilarityEvaluator on sparse vectors, plus active_dims and sparsity_ratio."""
+
+    def __init__(self, sentences1: list[str], sentences2: list[str], scores: list[float], batch_size: int = 16,
+                 main_similarity: Any = None, similarity_fn_names: list[str] | None = None, name: str = "",
+                 show_progress_bar: bool = False, write_csv: bool = True,
+                 max_active_dims: int | None = None) -> None:  # fmt: skip
+        super().__init__(sentences1, sentences2, scores, batch_size, main_similarity, similarity_fn_names, name,
+                         show_progress_bar, write_csv, truncate_dim=max_active_dims)  # fmt: skip
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The similarity metrics and the vectors' sparsity."""
+        return _with_sparsity(lambda: super(SparseEmbeddingSimilarityEvaluator, self).__call__(
+            model, output_path, epoch, steps), self, _all)  # fmt: skip
+
+
+class SparseBinaryClassificationEvaluator(BinaryClassificationEvaluator):
+    """BinaryClassificationEvaluator on sparse vectors, plus active_dims and sparsity_ratio."""
+
+    def __init__(self, sentences1: list[str], sentences2: list[str], labels: list[int], name: str = "",
+                 batch_size: int = 32, show_progress_bar: bool = False, write_csv: bool = True,
+                 max_active_dims: int | None = None, similarity_fn_names: list[str] | None = None) -> None:  # fmt: skip
+        super().__init__(sentences1, sentences2, labels, name, batch_size, show_progress_bar, write_csv,
+                         max_active_dims, similarity_fn_names)  # fmt: skip
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The classification metrics and the vectors' sparsity."""
+        return _with_sparsity(lambda: super(SparseBinaryClassificationEvaluator, self).__call__(
+            model, output_path, epoch, steps), self, _all)  # fmt: skip
+
+
+class SparseTripletEvaluator(TripletEvaluator):
+    """TripletEvaluator on sparse vectors, plus the sparsity of anchors, positives and negatives."""
+
+    def __init__(self, anchors: list[str], positives: list[str], negatives: list[str],
+                 main_similarity_function: Any = None, margin: float | dict[str, float] | None = None,
+                 name: str = "", batch_size: int = 16, show_progress_bar: bool = False, write_csv: bool = True,
+                 max_active_dims: int | None = None, similarity_fn_names: list[str] | None = None,
+                 main_distance_function: Any = "deprecated") -> None:  # fmt: skip
+        super().__init__(anchors, positives, negatives, main_similarity_function, margin, name, batch_size,
+                         show_progress_bar, write_csv, max_active_dims, similarity_fn_names,
+                         main_distance_function)  # fmt: skip
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The triplet accuracy and each column's sparsity."""
+        return _with_sparsity(lambda: super(SparseTripletEvaluator, self).__call__(model, output_path, epoch, steps),
+                              self, _triplet_columns)  # fmt: skip
+
+
+class SparseMSEEvaluator(MSEEvaluator):
+    """MSEEvaluator of a sparse student against its teacher's vectors, plus the student's sparsity."""
+
+    def __init__(self, source_sentences: list[str], target_sentences: list[str], teacher_model: Any = None,
+                 show_progress_bar: bool = False, batch_size: int = 32, name: str = "", write_csv: bool = True,
+                 max_active_dims: int | None = None) -> None:  # fmt: skip
+        super().__init__(source_sentences, target_sentences, teacher_model, show_progress_bar, batch_size, name,
+                         write_csv, max_active_dims)  # fmt: skip
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The negated MSE and the student's sparsity."""
+        return _with_sparsity(lambda: super(SparseMSEEvaluator, self).__call__(model, output_path, epoch, steps),
+                              self, _all)  # fmt: skip
+
+
+class SparseInformationRetrievalEvaluator(InformationRetrievalEvaluator):
+    """InformationRetrievalEvaluator on sparse vectors, plus query and corpus sparsity and avg_flops."""
+
+    def __init__(
+        self,
+        queries: dict[str, str],
+        corpus: dict[str, str],
+        relevant_docs: dict[str, set[str]],
+        corpus_chunk_size: int = 50000,
+        mrr_at_k: list[int] = [10],  # noqa: B006 (6.2's defaults, copied by the dense evaluator)
+        ndcg_at_k: list[int] = [10],  # noqa: B006
+        accuracy_at_k: list[int] = [1, 3, 5, 10],  # noqa: B006
+        precision_recall_at_k: list[int] = [1, 3, 5, 10],  # noqa: B006
+        map_at_k: list[int] = [100],  # noqa: B006
+        show_progress_bar: bool = False,
+        batch_size: int = 32,
+        name: str = "",
+        write_csv: bool = True,
+        max_active_dims: int | None = None,
+        score_functions: dict[str, Any] | None = None,
+        main_score_function: Any = None,
+        query_prompt: str | None = None,
+        query_prompt_name: str | None = None,
+        corpus_prompt: str | None = None,
+        corpus_prompt_name: str | None = None,
+        write_predictions: bool = False,
+    ) -> None:
+        super().__init__(queries, corpus, relevant_docs, corpus_chunk_size, mrr_at_k, ndcg_at_k, accuracy_at_k,
+                         precision_recall_at_k, map_at_k, show_progress_bar, batch_size, name, write_csv,
+                         max_active_dims, score_functions, main_score_function, query_prompt, query_prompt_name,
+                         corpus_prompt, corpus_prompt_name, write_predictions)  # fmt: skip
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The retrieval metrics, each side's sparsity, and avg_flops."""
+        chunks = -(-len(self.corpus) // self.corpus_chunk_size)
+        sides: dict[str, np.ndarray] = {}
+
+        def split(seen: list[np.ndarray]) -> dict[str, np.ndarray]:  # the first score function's pass
+            sides.update(query=seen[0], corpus=np.vstack(seen[1 : 1 + chunks]))
+            return sides
+
+        metrics = _with_sparsity(lambda: super(SparseInformationRetrievalEvaluator, self).__call__(
+            model, output_path, epoch, steps), self, split)  # fmt: skip
+        key = f"{self.name}_avg_flops" if self.name else "avg_flops"
+        return metrics | {key: avg_flops(sides["query"], sides["corpus"])}
+
+
+def avg_flops(queries: np.ndarray, documents: np.ndarray) -> float:
+    """The expected number of dimensions a query and a document both use: Σ_j P(q_j != 0) · P(d_j != 0)."""
+    return float(np.dot((queries != 0).mean(axis=0), (documents != 0).mean(axis=0)))
