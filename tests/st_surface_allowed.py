@@ -204,7 +204,6 @@ ALLOWED: dict[str, str] = {
     "sbert.losses.MultipleNegativesSymmetricRankingLoss": LOSS,  # missing
     "sbert.losses.OnlineContrastiveLoss": LOSS,  # missing
     "sbert.losses.SiameseDistanceMetric": LOSS,  # missing
-    "sbert.mine_hard_negatives": NOTYET,  # missing
     "sbert.resolve_ids": NOTYET,  # missing
     "sbert.util.LoggingHandler": UTILINT,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
@@ -239,7 +238,6 @@ ALLOWED: dict[str, str] = {
     "sbert.util.maxsim_pairwise": NOTYET,  # missing
     "sbert.util.mean_maxsim": NOTYET,  # missing
     "sbert.util.mean_maxsim_pairwise": NOTYET,  # missing
-    "sbert.util.mine_hard_negatives": NOTYET,  # missing
     "sbert.util.pairwise_angle_sim": NOTYET,  # missing
     "sbert.util.repad_flattened_features": UTILINT,  # missing
     "sbert.util.resolve_ids": NOTYET,  # missing

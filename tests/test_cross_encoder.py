@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from sbert.cli.main import main
-from sbert.cross_encoder.model import CrossEncoder
 from sbert.data import load_dataset
 from sbert.errors import ModelFormatError, SbertError
+from sbert.reranker.model import CrossEncoder
 from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 from tests.conftest import SHARED_DATA
 

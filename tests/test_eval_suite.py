@@ -213,8 +213,8 @@ def test_eval_cli_writes_tables_and_plots_and_report_merges(tmp_path, capsys):
 
 def test_cross_encoder_trains_saves_loads_and_scores_sts(tiny_dirs, tmp_path):
     from sbert.baselines import load_baseline
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.data import load_dataset
+    from sbert.reranker.model import CrossEncoder
     from sbert.training.cross_encoder import fit_cross_encoder
 
     lines = (SHARED_DATA / "stsbenchmark" / "sts-train.csv").read_text(encoding="utf-8").splitlines()[:64]

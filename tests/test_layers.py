@@ -12,7 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "sbert"
 ABOVE_RUNTIME = ("sbert.search", "sbert.serve", "sbert.cli", "sbert.demo", "sbert.training", "sbert.evaluation",
                  "sbert.scale")  # fmt: skip
-KINDS_PKGS = ("sbert.dense", "sbert.cross_encoder", "sbert.sparse", "sbert.static", "sbert.multivector",
+KINDS_PKGS = ("sbert.dense", "sbert.reranker", "sbert.sparse", "sbert.static", "sbert.multivector",
               "sbert.model_kind")  # fmt: skip
 # Lower layers never import these (module-name prefixes).
 UPWARD = {
@@ -30,7 +30,7 @@ UPWARD = {
     "sbert.backends": ("sbert.encoding", *KINDS_PKGS, *ABOVE_RUNTIME),
     "sbert.encoding": (*KINDS_PKGS, *ABOVE_RUNTIME),
     "sbert.dense": ABOVE_RUNTIME,
-    "sbert.cross_encoder": ABOVE_RUNTIME,
+    "sbert.reranker": ABOVE_RUNTIME,
     "sbert.sparse": ABOVE_RUNTIME,
     "sbert.static": ABOVE_RUNTIME,
     "sbert.multivector": ABOVE_RUNTIME,

@@ -11,10 +11,10 @@ import torch
 from sentence_transformers import CrossEncoder as Reference
 
 import sbert
-from sbert.cross_encoder.model import CrossEncoder
-from sbert.cross_encoder.shared_prefix import shared_prefix
 from sbert.errors import ModelFormatError
 from sbert.modules.logit_score import LogitPairScorer
+from sbert.reranker.model import CrossEncoder
+from sbert.reranker.shared_prefix import shared_prefix
 from tests.llm_reranker_fixtures import build_causal_lm, save_st_reranker
 from tests.serve_helpers import serve_in_thread
 
@@ -113,7 +113,7 @@ def test_rank_orders_as_the_reference(folders, reference):
 
 @pytest.mark.parametrize("cache_bytes", [None, 1])  # 1: the cache copies' cap leaves one row a batch
 def test_one_querys_shared_prefix_runs_once_and_scores_as_the_reference(cache_bytes, tmp_path, monkeypatch):
-    from sbert.cross_encoder import shared_prefix as module
+    from sbert.reranker import shared_prefix as module
 
     if cache_bytes is not None:
         monkeypatch.setattr(module, "CACHE_BYTES", cache_bytes)

@@ -7,7 +7,7 @@ from sentence_transformers import SentenceTransformer
 
 import sbert
 from sbert import SentenceEncoder, StaticEncoder
-from sbert.cross_encoder.model import CrossEncoder
+from sbert.reranker.model import CrossEncoder
 from sbert.sparse import SparseEncoder
 from tests.test_cross_encoder import _st_saved
 from tests.test_router import st_static

@@ -9,11 +9,11 @@ import pytest
 
 from sbert import SentenceEncoder
 from sbert.cli.main import main
-from sbert.cross_encoder.model import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import read_beir, write_beir
 from sbert.data.beir_build import beir_from_nli
 from sbert.evaluation.retrieval import evaluate_ir, ranked_ids, rerank_hits, search
+from sbert.reranker.model import CrossEncoder
 from sbert.search import semantic_search
 from tests.conftest import SHARED_DATA
 from tests.tiny_models import save_tiny_reranker

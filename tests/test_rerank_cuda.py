@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sbert.cross_encoder.model import CrossEncoder
+from sbert.reranker.model import CrossEncoder
 from tests.llm_reranker_fixtures import build_causal_lm
 
 pytestmark = [

@@ -8,7 +8,7 @@ import httpx
 import numpy as np
 import pytest
 
-from sbert.cross_encoder.model import CrossEncoder
+from sbert.reranker.model import CrossEncoder
 from tests.serve_helpers import raw_request, serve_in_thread
 from tests.tiny_models import save_tiny_reranker
 

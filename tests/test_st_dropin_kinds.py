@@ -15,7 +15,7 @@ import torch
 from sbert import CrossEncoder as Ours
 from sbert import SentenceEncoder
 from sbert import SparseEncoder as OursSparse
-from sbert.cross_encoder.model import CrossEncoder as NativeCrossEncoder
+from sbert.reranker.model import CrossEncoder as NativeCrossEncoder
 from sbert.sparse import SparseEncoder as NativeSparseEncoder
 from tests.test_cross_encoder import PAIRS, _st_saved
 from tests.test_sparse import build_mlm, st_splade

@@ -181,6 +181,8 @@ def sparse_metrics(lib, folder):
     metrics = {}
     for evaluator in (
         ev.SparseEmbeddingSimilarityEvaluator(ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="sts"),
+        ev.SparseEmbeddingSimilarityEvaluator(ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="cut",
+                                              max_active_dims=5),  # fmt: skip
         ev.SparseInformationRetrievalEvaluator(queries, corpus, relevant, corpus_chunk_size=4, name="ir"),
         ev.SparseTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"),
         ev.SparseBinaryClassificationEvaluator(ANCHORS, POSITIVES, [i % 2 for i in range(ROWS)], name="dup"),
@@ -197,4 +199,5 @@ def test_sparse_evaluators_give_6_2s_keys_and_values(tmp_path):
         ref, ours = sparse_metrics(st, folder), sparse_metrics(sbert, folder)
     assert set(ours) == set(ref)
     assert {"ir_avg_flops", "ir_query_active_dims", "triplet_negative_sparsity_ratio", "sts_active_dims"} <= set(ours)
+    assert ours["cut_active_dims"] <= 5 < ours["sts_active_dims"]
     assert ours == pytest.approx({k: float(v) for k, v in ref.items()}, abs=1e-4)

@@ -235,7 +235,7 @@ def save_tiny_reranker(encoder_dir: Path, path: Path) -> Path:
     """
     import torch
 
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
     torch.manual_seed(0)
     model = CrossEncoder.new(encoder_dir)

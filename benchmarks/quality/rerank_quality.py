@@ -37,10 +37,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import STS_DIR, ir_set
 from sbert import SentenceEncoder
-from sbert.cross_encoder.model import CrossEncoder
 from sbert.data import load_dataset
 from sbert.data.beir import IRCollection
 from sbert.evaluation.retrieval import ir_metrics, ranked_ids, rerank_hits, search
+from sbert.reranker.model import CrossEncoder
 from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
 SNLI = STS_DIR.parent / "snli"

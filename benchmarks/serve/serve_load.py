@@ -55,7 +55,7 @@ def offline_rate(sentences: list[str], backend: str) -> float:
 
 def offline_rerank_rates(payloads: list[bytes], folder: str, backend: str) -> tuple[float, float]:
     """Pairs per second of offline rank, request by request, and of one predict over every pair (medians of 3)."""
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
     model = CrossEncoder.load(folder)
     requests = [json.loads(p) for p in payloads]

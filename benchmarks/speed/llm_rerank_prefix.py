@@ -31,8 +31,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import QWEN3_06B, alternate, cpu_facts, median, sts_byte_bpe, sts_pairs
-from sbert.cross_encoder.model import CrossEncoder
 from sbert.encoding.engine import embed_rows
+from sbert.reranker.model import CrossEncoder
 
 # Qwen3-Reranker's prompt (its model card): the system turn, the instruction and the fixed ending.
 SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '

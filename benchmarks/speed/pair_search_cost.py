@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import distinct_real_sentences
 from sbert import SentenceEncoder
-from sbert.cross_encoder.model import CrossEncoder
+from sbert.reranker.model import CrossEncoder
 from sbert.search import paraphrase_mining
 
 MODEL = "all-MiniLM-L6-v2"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
     from sbert.progress import LoggingHandler
+    from sbert.search.mine_table import mine_hard_negatives
     from sbert.similarity import SimilarityFunction
     from sbert.static import StaticEncoder
     from sbert.training.api import train
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 _DROP_IN = {
     "InputExample": "sbert.compat.fit",
     "LoggingHandler": "sbert.progress",
+    "mine_hard_negatives": "sbert.search.mine_table",
     "quantize_embeddings": "sbert.util",
     "CrossEncoderTrainer": "sbert.compat.cross_trainer",
     "CrossEncoderTrainingArguments": "sbert.compat.cross_trainer",
@@ -113,6 +115,7 @@ __all__ = [
     "StaticEncoder",
     "__version__",
     "load",
+    "mine_hard_negatives",
     "quantize_embeddings",
     "train",
 ]

@@ -16,11 +16,11 @@ from sbert.formats.model_config import read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3 import M3Encoder
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
+    from sbert.reranker.model import CrossEncoder
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
 
@@ -83,7 +83,7 @@ def load(
 
         return MultiVectorEncoder.load(root, device=device, **options)
     if kind == "cross-encoder":
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         return CrossEncoder.load(root, device=device, **options)
     from sbert.dense.model import SentenceEncoder

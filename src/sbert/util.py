@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from sbert.search.cluster import community_detection as _communities
+from sbert.search.mine_table import mine_hard_negatives
 from sbert.search.quantize import calibration_ranges
 from sbert.search.quantize import quantize_embeddings as _quantize
 from sbert.similarity import SimilarityFunction
@@ -191,6 +192,7 @@ __all__ = [
     "float_tensor",
     "get_device_name",
     "manhattan_sim",
+    "mine_hard_negatives",
     "normalize_embeddings",
     "pairwise_cos_sim",
     "pairwise_dot_score",

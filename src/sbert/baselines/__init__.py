@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.evaluation.common import Embedder
+    from sbert.reranker.model import CrossEncoder
 
 # `--model` prefixes that name a baseline instead of a trained model.
 BASELINES = ("glove", "glove:PATH", "avg:ENCODER", "cls:ENCODER", "cross:DIR")
@@ -23,7 +23,7 @@ def load_baseline(spec: str, device: str | None = None) -> Embedder | CrossEncod
     if not sep or kind not in {"glove", "avg", "cls", "cross"}:
         return None
     if kind == "cross":
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         return CrossEncoder.load(Path(target).expanduser(), device)
     if kind == "glove":

@@ -22,8 +22,8 @@ from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.data.common import Dataset
+    from sbert.reranker.model import CrossEncoder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace, train: Dataset) -> CrossEncoder:
     """A saved cross-encoder to continue, or a fresh head on an encoder (one output, or one per label)."""
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.device import resolve_device
     from sbert.errors import ModelFormatError
+    from sbert.reranker.model import CrossEncoder
 
     device = str(resolve_device(args.device))
     try:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_baseline(args.model, args.device) or _multi_vector(args, tasks) or load_encoder(args)
     reranker = None
     if args.reranker:
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         reranker = CrossEncoder.load(args.reranker, device=args.device)
     run_record: dict = {"model": args.name or args.model, "tasks": {}}

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     settings = MiningSettings(args.rank_min, args.rank_max, args.margin, args.max_score, args.negatives, args.block)
     rescore = None
     if args.cross_encoder:
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         rescore = CrossEncoder.load(args.cross_encoder, device=args.device).predict
     counts = mine_to_file(load_model(args), pairs, corpus, args.output, settings, rescore, args.n_tuple)

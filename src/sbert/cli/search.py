@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     index = SearchIndex(args.index)
     reranker = None
     if args.rerank:
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         reranker = CrossEncoder.load(args.rerank, device=args.device)  # a bad folder fails before the encoder loads
     depth = args.rerank_top if reranker else args.top_k

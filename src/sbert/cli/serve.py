@@ -141,7 +141,7 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     reranker_path = root if kind == "cross-encoder" else args.reranker
     reranker = sparse = multivector = None
     if reranker_path:
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
 
         reranker = CrossEncoder.load(reranker_path, device=args.device)
     if kind == "m3":  # its three views on one set of weights (m3/views.py)

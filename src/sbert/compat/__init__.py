@@ -2,7 +2,7 @@
 
 `from sbert import SentenceTransformer, CrossEncoder, SparseEncoder, util` (docs/migrating.md). Above
 the kinds and search: these classes are thin subclasses that take sentence-transformers' arguments and
-return its types; the native classes (`sbert.SentenceEncoder`, `sbert.cross_encoder.CrossEncoder`,
+return its types; the native classes (`sbert.SentenceEncoder`, `sbert.reranker.CrossEncoder`,
 `sbert.sparse.SparseEncoder`) are what `sbert.load`, the server, the index and the CLI use.
 """
 

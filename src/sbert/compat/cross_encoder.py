@@ -1,6 +1,6 @@
 """`CrossEncoder`: sentence-transformers' constructor, `predict` and `rank` on sbert's cross-encoder.
 
-A thin subclass of `sbert.cross_encoder.CrossEncoder` (one engine): `CrossEncoder(path, max_length=...)`
+A thin subclass of `sbert.reranker.CrossEncoder` (one engine): `CrossEncoder(path, max_length=...)`
 loads a saved cross-encoder, or puts a fresh head on a plain encoder, as sentence-transformers 6.2 does;
 `predict` takes 6.2's arguments (`activation_fn` a callable on torch scores, `apply_softmax`,
 `convert_to_numpy`, `convert_to_tensor`, prompts) and returns its types: a float32 numpy array, a torch
@@ -20,11 +20,11 @@ import torch
 from torch import nn
 
 from sbert.compat.conventions import ModelFacts, apply_prompts
-from sbert.cross_encoder.model import CrossEncoder as NativeCrossEncoder
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
+from sbert.reranker.model import CrossEncoder as NativeCrossEncoder
 from sbert.similarity import rank_order
 
 # The activations sbert records by dotted name, as the torch modules sentence-transformers hands out.

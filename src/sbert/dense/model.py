@@ -430,6 +430,10 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         for view in getattr(self, "_routes", {}).values():  # routes share these weights
             view.mark_weights_changed()
 
+    def training_chain(self) -> SentenceEncoder:
+        """What sbert's training engine trains for this model: the model itself."""
+        return self
+
     def save(
         self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None, merge_adapter: bool = False
     ) -> None:

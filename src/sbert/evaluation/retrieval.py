@@ -24,7 +24,7 @@ from sbert.similarity import similarity_of
 from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES, maxsim_matrix
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 NDCG_K, MRR_K, MAP_K = 10, 10, 100
 RECALL_K, ACCURACY_K = (1, 10, 100), (1, 10)

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 from sbert.data.common import Dataset
 from sbert.evaluation.common import Embedder, encode_columns

@@ -18,7 +18,7 @@ from sbert.data.senteval import TASK_FOLDERS, TransferTask, read_task, read_tran
 from sbert.evaluation.common import Embedder
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 TRANSFER_FORMATS = {name.lower(): name for name in TASK_FOLDERS}  # mr:, cr:, subj:, mpqa:, sst2:, trec:, mrpc:
 TASK_FORMATS = (*KNOWN_FORMATS, "ir", "transfer", *TRANSFER_FORMATS)

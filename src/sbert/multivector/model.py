@@ -253,6 +253,10 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         probes.pop(SCORED)
         return open_feature_graph(chain, backend, TOKENS, probes, dtype)
 
+    def training_chain(self) -> MultiVectorEncoder:
+        """What sbert's training engine trains for this model: the model itself."""
+        return self
+
     def save(self, path: str | os.PathLike[str], extras: Callable[[Path], None] | None = None) -> None:
         """Write the folder atomically in the layout it came in: sentence-transformers 6's, or PyLate's.
 

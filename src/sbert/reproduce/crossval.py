@@ -107,7 +107,7 @@ def score_fold(settings: CrossValSettings, data: Dataset, fold: Fold, work: Path
     train, test = data.subset(fold.train, f"{fold.name}:train"), data.subset(fold.test, f"{fold.name}:test")
     started = time.monotonic()
     if settings.cross_encoder:
-        from sbert.cross_encoder.model import CrossEncoder
+        from sbert.reranker.model import CrossEncoder
         from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
         cross = CrossEncoder.new(settings.model, max_seq_length=settings.max_seq_length)

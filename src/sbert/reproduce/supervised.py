@@ -81,9 +81,9 @@ def run_table2(s: SupervisedSettings, results: Results, work: Path) -> None:
 def _cross_encoder(s: SupervisedSettings, seed: int, test: Dataset) -> tuple[float, float]:
     import numpy as np
 
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.data import load_dataset
     from sbert.evaluation.sts import cross_scores
+    from sbert.reranker.model import CrossEncoder
     from sbert.training.cross_encoder import CrossFitSettings, fit_cross_encoder
 
     train_set = load_dataset(f"stsb:{s.data / 'stsbenchmark' / 'sts-train.csv'}")

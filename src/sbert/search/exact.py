@@ -11,7 +11,7 @@ import torch
 from sbert.similarity import check_similarity, scaled_rows, similarity_matrix, unit_rows
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 _SCORE_BLOCK = 1 << 24
 

@@ -27,7 +27,7 @@ from sbert.search import quantized_index as quantized
 from sbert.similarity import check_similarity, scaled_rows
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -16,7 +16,7 @@ import numpy as np
 from sbert.similarity import rank_order
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
+    from sbert.reranker.model import CrossEncoder
 
 RERANK_TOP = 100
 TextsFor = Callable[[Sequence[int]], Sequence[str]]  # corpus rows -> their texts

@@ -22,10 +22,10 @@ from sbert.serve.state import Reranking, ServerState, prompt_call
 if TYPE_CHECKING:
     import numpy as np
 
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
+    from sbert.reranker.model import CrossEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.multivector_index import MultiVectorIndex
     from sbert.search.sparse_side import SparseSearch

@@ -18,10 +18,10 @@ from sbert.serve.scheduler import ClientGone, DynamicBatcher, QueueFull
 from sbert.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
-    from sbert.cross_encoder.model import CrossEncoder
     from sbert.dense.model import SentenceEncoder
     from sbert.m3.views import LexicalView
     from sbert.multivector import MultiVectorEncoder
+    from sbert.reranker.model import CrossEncoder
     from sbert.search.index import SearchIndex
     from sbert.search.multivector_index import MultiVectorIndex
     from sbert.search.sparse_side import SparseSearch
@@ -198,7 +198,7 @@ class Reranking:
         lengths = [len(row) for row in await run_in_threadpool(self.model.classifier.pair_ids, pairs)]
         tokens = server.check_request_tokens(lengths, "send fewer documents")
         logits = (await queued(self.batcher, pairs, lengths, request))[:, 0]
-        from sbert.cross_encoder import ACTIVATIONS
+        from sbert.reranker import ACTIVATIONS
 
         return (logits if raw else ACTIVATIONS[self.model.activation](logits)), tokens
 

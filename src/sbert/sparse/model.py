@@ -101,6 +101,10 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
 
         return self.cached_engine(("graph", runtime), build)
 
+    def training_chain(self) -> SentenceEncoder:
+        """What sbert's training engine trains for this model: its SPLADE chain (as_sentence_encoder)."""
+        return self.as_sentence_encoder()
+
     def as_sentence_encoder(self) -> SentenceEncoder:
         """The SPLADE modules as a SentenceEncoder chain sharing their weights: what `sbert train` trains.
 

@@ -30,11 +30,6 @@ def splade_for_training(name: str, wants_splade: bool, device: Any = None) -> An
     return SparseEncoder.load(root, device=device).as_sentence_encoder()
 
 
-def as_trainable(model: Any) -> Any:
-    """A model given in memory as the engine trains it: a SparseEncoder as its SentenceEncoder chain (same weights)."""
-    return model.as_sentence_encoder() if isinstance(model, SparseEncoder) else model
-
-
 def _sparse_router(root: Path, names: set[str]) -> bool:
     """Whether the model is a Router of sparse routes (inference-free SPLADE), not a dense Router."""
     if "Router" not in names:

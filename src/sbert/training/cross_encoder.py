@@ -27,10 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from sbert.cross_encoder.model import CrossEncoder
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss, LogitMSELoss, PairLogitLoss
+from sbert.reranker.model import CrossEncoder
 from sbert.training.schedule import warmup_linear, warmup_steps
 from sbert.training.step import build_optimizer
 

@@ -25,7 +25,7 @@ from sbert.errors import SbertError
 from sbert.losses import Loss, is_token_level
 from sbert.multivector.trainable import multi_vector_for_training
 from sbert.native import native
-from sbert.sparse.trainable import as_trainable, splade_for_training
+from sbert.sparse.trainable import splade_for_training
 from sbert.training import card
 from sbert.training.agreement import check_agreement
 from sbert.training.checkpoint import (
@@ -82,8 +82,12 @@ class Trainer:
     ) -> None:
         if model is not None:
             refuse_held_int8(model)
-            # A drop-in object: sbert's conventions on the same modules; a SparseEncoder: its SPLADE chain.
-            model = as_trainable(native(model))
+            # A drop-in object: sbert's conventions on the same modules; then what the engine trains for its
+            # kind (a SparseEncoder's SPLADE chain, sharing its weights).
+            chain = getattr(native(model), "training_chain", None)
+            if chain is None:
+                raise SbertError(f"sbert's training engine does not train a {type(model).__name__}")
+            model = chain()
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk (datasets, dev evaluators)

@@ -11,13 +11,16 @@ import csv
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from sbert.native import native
 from sbert.similarity import SimilarityFunction, pairwise_similarity
+from sbert.util import select_max_active_dims
 
 
 def similarity_name(value: str | SimilarityFunction | None) -> str | None:
@@ -86,8 +89,15 @@ class SentenceEvaluator:
 BaseEvaluator = SentenceEvaluator
 
 
-# While a sparse evaluator runs (evaluators/sparse.py): every batch of vectors `embed` makes, in order.
-RECORDED: ContextVar[list[np.ndarray] | None] = ContextVar("RECORDED", default=None)
+@dataclass
+class SparseRun:
+    """While a sparse evaluator runs (evaluators/sparse.py): its `max_active_dims`, and every batch `embed` made."""
+
+    max_active_dims: int | None
+    seen: list[np.ndarray] = field(default_factory=list)
+
+
+SPARSE_RUN: ContextVar[SparseRun | None] = ContextVar("SPARSE_RUN", default=None)
 
 
 def embed(
@@ -102,26 +112,20 @@ def embed(
 ) -> np.ndarray:
     """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any.
 
-    A sparse model's vectors come dense (n, vocab); for it `truncate_dim` is its `max_active_dims`, as the
-    sparse evaluators name that argument.
+    Sparse vectors (a scipy matrix) come dense, (n, vocab); under a sparse evaluator each keeps its
+    `max_active_dims` largest entries (6.2's rule, util.select_max_active_dims) and is recorded.
     """
-    view = native(model)
     options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
                "prompt": prompt}  # fmt: skip
-    if _is_sparse(view):
-        out = np.asarray(view.encode(list(texts), max_active_dims=truncate_dim, **options).toarray(), np.float32)
-    else:
-        out = np.asarray(view.encode(list(texts), truncate_dim=truncate_dim, **options), dtype=np.float32)
-    recorded = RECORDED.get()
-    if recorded is not None:
-        recorded.append(out)
-    return out
-
-
-def _is_sparse(model: Any) -> bool:
-    from sbert.sparse.model import SparseEncoder
-
-    return isinstance(model, SparseEncoder)
+    if truncate_dim is not None:
+        options["truncate_dim"] = truncate_dim
+    out = native(model).encode(list(texts), **options)
+    vectors = np.asarray(out.toarray() if scipy.sparse.issparse(out) else out, dtype=np.float32)
+    run = SPARSE_RUN.get()
+    if run is not None:
+        vectors = np.asarray(select_max_active_dims(vectors, run.max_active_dims), dtype=np.float32)
+        run.seen.append(vectors)
+    return vectors
 
 
 class SequentialEvaluator(SentenceEvaluator):

@@ -3,7 +3,8 @@
 Each returns its dense twin's metrics (scored on the vectors as they are, by the model's similarity: dot
 for SPLADE) and, per column, `active_dims` (mean non-zero entries per vector) and `sparsity_ratio`
 (1 - active_dims / width); the retrieval one adds `avg_flops`, the expected number of dimensions a query
-and a document share. `max_active_dims` takes the place of the dense evaluators' `truncate_dim`.
+and a document share. `max_active_dims` (in the place of the dense evaluators' `truncate_dim`) keeps
+each vector's largest entries.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sbert.evaluation.evaluators.base import RECORDED
+from sbert.evaluation.evaluators.base import SPARSE_RUN, SparseRun
 from sbert.evaluation.evaluators.binary import BinaryClassificationEvaluator
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.similarity import EmbeddingSimilarityEvaluator
@@ -30,20 +31,20 @@ def sparsity(vectors: np.ndarray) -> dict[str, float]:
 
 
 @contextmanager
-def recording() -> Iterator[list[np.ndarray]]:
-    """Every batch of vectors the evaluator embeds while the block runs, in order."""
-    seen: list[np.ndarray] = []
-    token = RECORDED.set(seen)
+def recording(max_active_dims: int | None) -> Iterator[list[np.ndarray]]:
+    """Every batch of vectors the evaluator embeds while the block runs, in order, cut to `max_active_dims`."""
+    run = SparseRun(max_active_dims)
+    token = SPARSE_RUN.set(run)
     try:
-        yield seen
+        yield run.seen
     finally:
-        RECORDED.reset(token)
+        SPARSE_RUN.reset(token)
 
 
 def _with_sparsity(run: Callable[[], dict[str, float]], evaluator: Any,
                    columns: Callable[[list[np.ndarray]], dict[str, np.ndarray]]) -> dict[str, float]:  # fmt: skip
     """The evaluator's metrics, plus the sparsity of each named column of what it embedded (name-prefixed)."""
-    with recording() as seen:
+    with recording(evaluator.max_active_dims) as seen:
         metrics = run()
     stats: dict[str, float] = {}
     for column, vectors in columns(seen).items():
@@ -67,7 +68,8 @@ class SparseEmbeddingSimilarityEvaluator(EmbeddingSimilarityEvaluator):
                  show_progress_bar: bool = False, write_csv: bool = True,
                  max_active_dims: int | None = None) -> None:  # fmt: skip
         super().__init__(sentences1, sentences2, scores, batch_size, main_similarity, similarity_fn_names, name,
-                         show_progress_bar, write_csv, truncate_dim=max_active_dims)  # fmt: skip
+                         show_progress_bar, write_csv)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip
@@ -82,8 +84,9 @@ class SparseBinaryClassificationEvaluator(BinaryClassificationEvaluator):
     def __init__(self, sentences1: list[str], sentences2: list[str], labels: list[int], name: str = "",
                  batch_size: int = 32, show_progress_bar: bool = False, write_csv: bool = True,
                  max_active_dims: int | None = None, similarity_fn_names: list[str] | None = None) -> None:  # fmt: skip
-        super().__init__(sentences1, sentences2, labels, name, batch_size, show_progress_bar, write_csv,
-                         max_active_dims, similarity_fn_names)  # fmt: skip
+        super().__init__(sentences1, sentences2, labels, name, batch_size, show_progress_bar, write_csv, None,
+                         similarity_fn_names)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip
@@ -101,8 +104,8 @@ class SparseTripletEvaluator(TripletEvaluator):
                  max_active_dims: int | None = None, similarity_fn_names: list[str] | None = None,
                  main_distance_function: Any = "deprecated") -> None:  # fmt: skip
         super().__init__(anchors, positives, negatives, main_similarity_function, margin, name, batch_size,
-                         show_progress_bar, write_csv, max_active_dims, similarity_fn_names,
-                         main_distance_function)  # fmt: skip
+                         show_progress_bar, write_csv, None, similarity_fn_names, main_distance_function)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip
@@ -118,7 +121,8 @@ class SparseMSEEvaluator(MSEEvaluator):
                  show_progress_bar: bool = False, batch_size: int = 32, name: str = "", write_csv: bool = True,
                  max_active_dims: int | None = None) -> None:  # fmt: skip
         super().__init__(source_sentences, target_sentences, teacher_model, show_progress_bar, batch_size, name,
-                         write_csv, max_active_dims)  # fmt: skip
+                         write_csv)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip
@@ -156,8 +160,9 @@ class SparseInformationRetrievalEvaluator(InformationRetrievalEvaluator):
     ) -> None:
         super().__init__(queries, corpus, relevant_docs, corpus_chunk_size, mrr_at_k, ndcg_at_k, accuracy_at_k,
                          precision_recall_at_k, map_at_k, show_progress_bar, batch_size, name, write_csv,
-                         max_active_dims, score_functions, main_score_function, query_prompt, query_prompt_name,
+                         None, score_functions, main_score_function, query_prompt, query_prompt_name,
                          corpus_prompt, corpus_prompt_name, write_predictions)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip

@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 from sbert.backends import Backend, Chain, open_backend
-from sbert.cross_encoder.shared_prefix import groups_worth_sharing, prefix_scores
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError, SbertError
@@ -32,6 +31,7 @@ from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
 from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
+from sbert.reranker.shared_prefix import groups_worth_sharing, prefix_scores
 from sbert.similarity import rank_order
 from sbert.weights_state import TracksWeights
 
