@@ -181,8 +181,9 @@ def sparse_metrics(lib, folder):
     metrics = {}
     for evaluator in (
         ev.SparseEmbeddingSimilarityEvaluator(ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="sts"),
-        ev.SparseEmbeddingSimilarityEvaluator(ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="cut",
-                                              max_active_dims=5),  # fmt: skip
+        ev.SparseEmbeddingSimilarityEvaluator(
+            ANCHORS, POSITIVES, [0.1 * i for i in range(ROWS)], name="cut", max_active_dims=5
+        ),
         ev.SparseInformationRetrievalEvaluator(queries, corpus, relevant, corpus_chunk_size=4, name="ir"),
         ev.SparseTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"),
         ev.SparseBinaryClassificationEvaluator(ANCHORS, POSITIVES, [i % 2 for i in range(ROWS)], name="dup"),

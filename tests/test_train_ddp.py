@@ -139,6 +139,27 @@ def test_two_processes_take_the_one_process_step(setup, objective, tmp_path):
     assert alone > 10 * max(two, 1e-4)  # the test can fail: each rank's share alone is another step
 
 
+@pytest.mark.e2e  # two launches
+def test_an_uneven_batch_takes_the_one_process_step(setup, tmp_path):
+    """7 rows on 2 processes (4 + 3): weighted by global rows, the step and the logged loss are one process's."""
+    model, table = setup
+    uneven = tmp_path / "seven.csv"
+    uneven.write_text("\n".join(table.read_text(encoding="utf-8").splitlines()[:7]) + "\n", encoding="utf-8")
+    runs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}"
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543"]
+        args = ["-m", "sbert.cli.main", "train", "--model", str(model), "--objective", "mnrl", "--train",
+                f"stsb:{uneven}", "--output", str(out), "--batch-size", "8", "--epochs", "1", "--lr", "1e-4",
+                "--warmup", "0", "--device", "cpu", "--no-progress", "--seed", "0", "--log-steps", "1"]  # fmt: skip
+        command = [*(launcher if processes == 2 else [sys.executable]), *args]
+        proc = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[processes] = out
+    assert logged_losses(runs[2]) == pytest.approx(logged_losses(runs[1]), rel=1e-3)
+    assert relative(update(model, runs[2]), update(model, runs[1])) <= 0.01
+
+
 RANK_SCRIPT = """
 import os, sys
 import sbert
@@ -152,14 +173,22 @@ if rank == 1 and differ == "model":  # this node holds another checkpoint of the
     model = other
 if rank == 1 and differ == "settings":
     settings["batch_size"] = 4
+if rank == 1 and differ in ("warmup", "weight_decay"):  # settings that change the update, not the step count
+    settings[differ] = 0.5
 sbert.train(model, output, datasets={"qa": pairs}, objectives={"qa": "mnrl"}, **settings)
 """
 
 
-@pytest.mark.e2e  # three torchrun launches
+@pytest.mark.e2e  # five torchrun launches
 @pytest.mark.parametrize(
     ("differ", "what"),
-    [("data", "training data of objective 1 (mnrl)"), ("model", "model"), ("settings", "settings")],
+    [
+        ("data", "training data of objective 1 (mnrl)"),
+        ("model", "model"),
+        ("settings", "settings"),
+        ("warmup", "settings"),
+        ("weight_decay", "settings"),
+    ],
 )
 def test_ranks_that_disagree_stop_with_one_line_before_the_first_step(setup, tiny_dirs, differ, what, tmp_path):
     model, table = setup

@@ -29,11 +29,29 @@ def _digest(*parts: object) -> str:
 
 
 def settings_print(config: TrainConfig, stage: Stage) -> str:
-    """The settings that decide the steps (paths left out: nodes may mount the same files at other paths)."""
+    """Every setting that decides the updates or when the ranks meet (log, eval and checkpoint steps).
+
+    Paths are left out (the model, the tables, the dev sets, the output): nodes may mount the same files at
+    other paths, and what the files hold is compared by the model and data prints instead.
+    """
     objectives = [(o.name, sorted(o.options.items())) for o in stage.objectives]
-    return _digest(objectives, stage.epochs, stage.batch_size, stage.batch_tokens, stage.grad_accum, stage.max_steps,
-                   stage.lr, stage.sampling, stage.length_groups, stage.matryoshka, config.seed, config.precision,
-                   config.gather_across_ranks)  # fmt: skip
+    update = (stage.epochs, stage.batch_size, stage.batch_tokens, stage.grad_accum, stage.max_steps, stage.lr,
+              stage.warmup, stage.warmup_steps, stage.weight_decay, stage.max_grad_norm, stage.allow_duplicates,
+              stage.sampling, stage.length_groups, stage.matryoshka)  # fmt: skip
+    model = (config.pooling, tuple(config.dense), config.max_seq_length, _lora(config.lora),
+             config.gradient_checkpointing, config.precision, config.gather_across_ranks)  # fmt: skip
+    meetings = (stage.eval_steps, _dev_count(stage.dev), config.log_steps, config.checkpoint_steps)
+    return _digest(objectives, update, model, meetings, config.seed)
+
+
+def _lora(spec: object) -> object:
+    """A LoRA spec as comparable data (a TOML table's keys in order)."""
+    return sorted(spec.items()) if isinstance(spec, dict) else spec
+
+
+def _dev_count(dev: str | tuple[str, ...] | None) -> int:
+    """How many dev sets a stage evaluates (their paths may differ per node)."""
+    return 0 if dev is None else 1 if isinstance(dev, str) else len(dev)
 
 
 def model_print(model: nn.Module) -> str:

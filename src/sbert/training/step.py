@@ -60,7 +60,7 @@ class StepRunner:
 
         Returns the step's loss as a detached device tensor: read it only when it is logged.
         """
-        total = sum(b.examples for b in batches)
+        weights = self._weights(batches)
         loss = torch.zeros((), device=self.device)
         # A cached loss replays the encoder once per mini-batch inside backward: DDP's reducer would see each
         # parameter ready several times. Its gradients stay local and are averaged here after the backward.
@@ -70,7 +70,7 @@ class StepRunner:
                 with self._no_sync(replayed or i < len(batches) - 1), known_rows(batch.rank_rows):
                     with autocast(self.dtype, self.device):
                         part = self.wrapped(batch.objective, batch.columns, batch.labels, batch.splits)
-                        part = part * (batch.examples / total)
+                        part = part * weights[i]
                     self.scaler.scale(part).backward()
             except torch.OutOfMemoryError:
                 raise TrainingError(
@@ -85,6 +85,20 @@ class StepRunner:
         )  # the rate this update uses (logged, as transformers logs it)
         self._update(loss, number, "/".join(dict.fromkeys(self.names[b.objective] for b in batches)))
         return loss
+
+    def _weights(self, batches: Sequence[StepBatch]) -> list[float]:
+        """Each micro-batch's share of the step: its rows over the step's rows, counted over every rank.
+
+        Each rank's loss is a mean over its own rows and DDP averages the ranks' gradients equally, so under
+        torchrun a rank's loss is scaled by world size x its rows / the global rows: a batch split unevenly
+        (7 rows as 4 + 3, the last batch of an epoch) then takes the one-process step, and the logged mean over
+        ranks is the global batch's loss. A term equal on every rank (SPLADE's FLOPS) keeps its weight.
+        """
+        if batches[0].rank_rows is None:
+            total = sum(b.examples for b in batches)
+            return [b.examples / total for b in batches]
+        world_rows = sum(sum(b.rank_rows or ()) for b in batches)
+        return [self.world.size * b.examples / world_rows for b in batches]
 
     def _average_gradients(self) -> None:
         """What DDP's reducer does, by hand: every rank's gradients summed and divided by the process count.
