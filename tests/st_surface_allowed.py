@@ -182,7 +182,6 @@ ALLOWED: dict[str, str] = {
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
     "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
     "sbert.losses.AdaptiveLayerLoss": LOSS,  # missing
-    "sbert.losses.AnglELoss": LOSS,  # missing
     "sbert.losses.BatchAllTripletLoss": LOSS,  # missing
     "sbert.losses.BatchHardSoftMarginTripletLoss": LOSS,  # missing
     "sbert.losses.BatchHardTripletLoss": LOSS,  # missing
@@ -190,20 +189,14 @@ ALLOWED: dict[str, str] = {
     "sbert.losses.BatchSemiHardTripletLoss": LOSS,  # missing
     "sbert.losses.CachedGISTEmbedLoss": LOSS,  # missing
     "sbert.losses.CachedMultipleNegativesSymmetricRankingLoss": LOSS,  # missing
-    "sbert.losses.ContrastiveLoss": LOSS,  # missing
     "sbert.losses.ContrastiveTensionDataLoader": LOSS,  # missing
     "sbert.losses.ContrastiveTensionLoss": LOSS,  # missing
     "sbert.losses.ContrastiveTensionLossInBatchNegatives": LOSS,  # missing
     "sbert.losses.DenoisingAutoEncoderLoss": LOSS,  # missing
-    "sbert.losses.DistillKLDivLoss": LOSS,  # missing
     "sbert.losses.GISTEmbedLoss": LOSS,  # missing
     "sbert.losses.GlobalOrthogonalRegularizationLoss": LOSS,  # missing
-    "sbert.losses.MarginMSELoss": LOSS,  # missing
     "sbert.losses.Matryoshka2dLoss": LOSS,  # missing
     "sbert.losses.MegaBatchMarginLoss": LOSS,  # missing
-    "sbert.losses.MultipleNegativesSymmetricRankingLoss": LOSS,  # missing
-    "sbert.losses.OnlineContrastiveLoss": LOSS,  # missing
-    "sbert.losses.SiameseDistanceMetric": LOSS,  # missing
     "sbert.resolve_ids": NOTYET,  # missing
     "sbert.util.LoggingHandler": UTILINT,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
@@ -238,7 +231,6 @@ ALLOWED: dict[str, str] = {
     "sbert.util.maxsim_pairwise": NOTYET,  # missing
     "sbert.util.mean_maxsim": NOTYET,  # missing
     "sbert.util.mean_maxsim_pairwise": NOTYET,  # missing
-    "sbert.util.pairwise_angle_sim": NOTYET,  # missing
     "sbert.util.repad_flattened_features": UTILINT,  # missing
     "sbert.util.resolve_ids": NOTYET,  # missing
     "sbert.util.save_to_hub_args_decorator": HUB,  # missing

@@ -39,7 +39,13 @@ def tables() -> dict[str, dict[str, list]]:
         "score": {"sentence1": ANCHORS, "sentence2": NEGATIVES, "score": scores},
         "class": {"premise": ANCHORS, "hypothesis": NEGATIVES, "label": [i % 3 for i in range(ROWS)]},
         "teacher": {"english": ANCHORS, "label": [list(rng.normal(size=32).astype(float)) for _ in range(ROWS)]},
-    }
+        "binary": {"sentence1": ANCHORS, "sentence2": NEGATIVES, "label": [i % 2 for i in range(ROWS)]},
+        # a cross-encoder teacher's margin (positive minus negative), or its score of each candidate
+        "margins": {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
+                    "label": [float(x) for x in rng.normal(size=ROWS)]},
+        "teacher-scores": {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
+                           "label": [list(rng.normal(size=2).astype(float)) for _ in range(ROWS)]},
+    }  # fmt: skip
 
 
 def tiny_splade_folder(base: Path) -> Path:

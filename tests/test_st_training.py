@@ -44,6 +44,17 @@ LOSSES = {
     ),
     "matryoshka": ("pair", lambda lib, m: lib.MatryoshkaLoss(m, lib.MultipleNegativesRankingLoss(m), [32, 16, 8])),
     "mse": ("teacher", lambda lib, m: lib.MSELoss(m)),
+    "contrastive": ("binary", lambda lib, m: lib.ContrastiveLoss(m)),
+    "contrastive-euclidean": (
+        "binary",
+        lambda lib, m: lib.ContrastiveLoss(m, lib.SiameseDistanceMetric.EUCLIDEAN, margin=2.0, size_average=False),
+    ),
+    "online-contrastive": ("binary", lambda lib, m: lib.OnlineContrastiveLoss(m, margin=0.9)),
+    "mnrl-symmetric": ("pair", lambda lib, m: lib.MultipleNegativesSymmetricRankingLoss(m)),
+    "angle": ("score", lambda lib, m: lib.AnglELoss(m)),
+    "margin-mse": ("margins", lambda lib, m: lib.MarginMSELoss(m)),
+    "margin-mse-scores": ("teacher-scores", lambda lib, m: lib.MarginMSELoss(m)),
+    "distill-kl": ("teacher-scores", lambda lib, m: lib.DistillKLDivLoss(m, temperature=2.0)),
 }
 
 

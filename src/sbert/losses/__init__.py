@@ -11,14 +11,18 @@ from typing import Any
 
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
+from sbert.losses.angle import AnglELoss
 from sbert.losses.base import Loss
 from sbert.losses.cached_mnrl import CachedMultipleNegativesRankingLoss
+from sbert.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss, SiameseDistanceMetric
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.embed_distill import EmbedDistillLoss, MSELoss
 from sbert.losses.infomax import InfomaxLoss
+from sbert.losses.margin_distill import DistillKLDivLoss, MarginMSELoss
 from sbert.losses.matryoshka import MatryoshkaLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
+from sbert.losses.mnrl_symmetric import MultipleNegativesSymmetricRankingLoss
 from sbert.losses.multivector import (
     CachedMultiVectorContrastiveLoss,
     MultiVectorContrastiveLoss,
@@ -140,15 +144,22 @@ def _check_class_labels(dataset: Dataset) -> None:
 __all__ = [
     "AUTO",
     "LOSSES",
+    "AnglELoss",
     "CachedMultipleNegativesRankingLoss",
     "CoSENTLoss",
+    "ContrastiveLoss",
     "CosineSimilarityLoss",
+    "DistillKLDivLoss",
     "EmbedDistillLoss",
     "FlopsLoss",
     "Loss",
     "MSELoss",
+    "MarginMSELoss",
     "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
+    "MultipleNegativesSymmetricRankingLoss",
+    "OnlineContrastiveLoss",
+    "SiameseDistanceMetric",
     "SoftmaxLoss",
     "SparseMultipleNegativesRankingLoss",
     "SpladeLoss",

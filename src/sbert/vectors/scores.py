@@ -77,3 +77,18 @@ def pairwise_manhattan_sim(a: Any, b: Any) -> Tensor:
 
 
 pytorch_cos_sim = cos_sim  # sentence-transformers' older name
+
+
+def pairwise_angle_sim(x: Any, y: Any) -> Tensor:
+    """(n,): AnglE's similarity |cos(x_i, y_i) + sin(x_i, y_i)| of unit rows (Li & Li 2023, arXiv:2309.12871).
+
+    The sine term pairs dimension j with j + D/2 (the rows read as complex numbers); an odd width gets a 0 appended.
+    """
+    x, y = as_rows(x), as_rows(y)
+    if x.shape[1] % 2:
+        x, y = (torch.nn.functional.pad(t, (0, 1)) for t in (x, y))
+    x, y = (torch.nn.functional.normalize(t, p=2, dim=1) for t in (x, y))
+    (x_re, x_im), (y_re, y_im) = torch.chunk(x, 2, dim=1), torch.chunk(y, 2, dim=1)
+    cosines = (x * y).sum(dim=1)
+    sines = (x_im * y_re - x_re * y_im).sum(dim=1)
+    return (cosines + sines).abs()
