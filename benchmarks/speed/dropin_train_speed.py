@@ -8,7 +8,8 @@ batch 16, lr 2e-5, warm-up 10%, weight decay 0.01:
 - `sbert.SentenceTransformerTrainer` (the script with only the import changed);
 - sentence-transformers 6.2's own SentenceTransformerTrainer.
 
-Rounds alternate; prints each one's median wall time, the drop-in's ratio to each, and STSb test Spearman.
+Rounds rotate the order (each way starts one round); prints each one's median wall time, the drop-in's
+ratio to each, and STSb test Spearman.
 
     python benchmarks/speed/dropin_train_speed.py [--rows 1600] [--repeats 2] [--output results.json]
 """
@@ -98,8 +99,10 @@ def main() -> None:
     }
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     spearman: dict[str, float] = {}
-    for _ in range(args.repeats):
-        for name, run in ways.items():
+    names = list(ways)
+    for round_ in range(args.repeats):  # each round starts with the next way: no way always runs first or last
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            run = ways[name]
             with tempfile.TemporaryDirectory() as tmp:
                 seconds[name].append(run(tmp))
                 spearman[name] = test_spearman(tmp)

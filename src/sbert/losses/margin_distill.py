@@ -45,8 +45,10 @@ class MarginMSELoss(Loss):
         if target.shape[1] == margins.shape[1] + 1:  # the teacher's scores: positive first, then each negative
             target = target[:, :1] - target[:, 1:]
         if target.shape != margins.shape:
-            raise SbertError(f"MarginMSELoss: labels of {target.shape[1]} values per row for {margins.shape[1]} "
-                             "negatives (give one margin per negative, or the positive's and each negative's score)")  # fmt: skip
+            raise SbertError(
+                f"MarginMSELoss: labels of {target.shape[1]} values per row for {margins.shape[1]} "
+                "negatives (one margin per negative, or the positive's and each negative's score)"
+            )
         return functional.mse_loss(margins, target)
 
 
