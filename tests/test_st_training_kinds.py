@@ -202,3 +202,18 @@ def test_sparse_evaluators_give_6_2s_keys_and_values(tmp_path):
     assert {"ir_avg_flops", "ir_query_active_dims", "triplet_negative_sparsity_ratio", "sts_active_dims"} <= set(ours)
     assert ours["cut_active_dims"] <= 5 < ours["sts_active_dims"]
     assert ours == pytest.approx({k: float(v) for k, v in ref.items()}, abs=1e-4)
+
+
+@pytest.mark.parametrize("strategy", ["steps", "epoch"])
+def test_cross_encoder_trainer_evaluates_during_training(strategy, tmp_path):
+    """An evaluator given to the trainer runs at eval_steps (or each epoch) and its metrics reach log_history."""
+    model = sbert.cross_encoder.CrossEncoder(str(tiny_cross_encoder_folder(tmp_path, 1)), device="cpu")
+    args = sbert.CrossEncoderTrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=2,
+                                               per_device_train_batch_size=4, eval_strategy=strategy, eval_steps=1,
+                                               save_strategy="no", report_to="none", disable_tqdm=True)  # fmt: skip
+    evaluator = evaluators(sbert, 1)[0]
+    trainer = sbert.CrossEncoderTrainer(model=model, args=args, train_dataset=datasets.Dataset.from_dict(BINARY),
+                                        evaluator=evaluator)  # fmt: skip
+    train(trainer)
+    evaluated = [entry["step"] for entry in trainer.state.log_history if "eval_sts_spearman" in entry]
+    assert evaluated == ([1, 2, 3, 4] if strategy == "steps" else [2, 4])

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from transformers.trainer_utils import TrainOutput
 
-from sbert.compat.args_map import engine_settings
+from sbert.compat.args_map import EngineSettings, engine_settings
 from sbert.compat.train_data import LABEL_COLUMNS, table_columns, with_prompts
 from sbert.compat.trainer import EvaluatorDev, SentenceTransformerTrainer
 from sbert.compat.training_args import SentenceTransformerTrainingArguments
@@ -88,7 +88,7 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
                                warmup=stage["warmup"], weight_decay=stage["weight_decay"],
                                max_grad_norm=stage["max_grad_norm"], warmup_steps=stage["warmup_steps"],
                                max_steps=stage["max_steps"], log_steps=run["log_steps"],
-                               eval_steps=stage["eval_steps"])  # fmt: skip
+                               eval_steps=_eval_every(settings, per_epoch))  # fmt: skip
         _warn_unrun(stage, run)
         dev = EvaluatorDev(self.evaluator, settings.metric_for_best, self.model) if self.evaluator else None
         self._begin(settings, per_epoch)
@@ -101,6 +101,13 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
 
         run_cross_fit(native(self.model), pairs, labels, self.loss[name], fit, on_record)
         return self._end(self.state.global_step, time.monotonic() - started, len(pairs))
+
+
+def _eval_every(settings: EngineSettings, per_epoch: int) -> int:
+    """Steps between evaluations: eval_steps, or one epoch for eval_strategy="epoch" (0: no evaluation)."""
+    if not settings.evaluate_during_training:
+        return 0
+    return int(settings.stage["eval_steps"]) or per_epoch
 
 
 def _warn_unrun(stage: dict[str, Any], run: dict[str, Any]) -> None:
