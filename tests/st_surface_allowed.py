@@ -182,11 +182,6 @@ ALLOWED: dict[str, str] = {
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
     "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
     "sbert.losses.AdaptiveLayerLoss": LOSS,  # missing
-    "sbert.losses.BatchAllTripletLoss": LOSS,  # missing
-    "sbert.losses.BatchHardSoftMarginTripletLoss": LOSS,  # missing
-    "sbert.losses.BatchHardTripletLoss": LOSS,  # missing
-    "sbert.losses.BatchHardTripletLossDistanceFunction": LOSS,  # missing
-    "sbert.losses.BatchSemiHardTripletLoss": LOSS,  # missing
     "sbert.losses.CachedGISTEmbedLoss": LOSS,  # missing
     "sbert.losses.CachedMultipleNegativesSymmetricRankingLoss": LOSS,  # missing
     "sbert.losses.ContrastiveTensionDataLoader": LOSS,  # missing

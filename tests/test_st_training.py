@@ -55,6 +55,14 @@ LOSSES = {
     "margin-mse": ("margins", lambda lib, m: lib.MarginMSELoss(m)),
     "margin-mse-scores": ("teacher-scores", lambda lib, m: lib.MarginMSELoss(m)),
     "distill-kl": ("teacher-scores", lambda lib, m: lib.DistillKLDivLoss(m, temperature=2.0)),
+    "batch-hard": ("labelled", lambda lib, m: lib.BatchHardTripletLoss(m)),
+    "batch-hard-soft": ("labelled", lambda lib, m: lib.BatchHardSoftMarginTripletLoss(m)),
+    "batch-all": ("labelled", lambda lib, m: lib.BatchAllTripletLoss(m, margin=0.5)),
+    "batch-semi-hard": ("labelled", lambda lib, m: lib.BatchSemiHardTripletLoss(m, margin=0.1)),
+    "batch-hard-cosine": (
+        "labelled",
+        lambda lib, m: lib.BatchHardTripletLoss(m, lib.BatchHardTripletLossDistanceFunction.cosine_distance, 0.2),
+    ),
 }
 
 

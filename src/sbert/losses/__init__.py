@@ -13,6 +13,13 @@ from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.losses.angle import AnglELoss
 from sbert.losses.base import Loss
+from sbert.losses.batch_triplet import (
+    BatchAllTripletLoss,
+    BatchHardSoftMarginTripletLoss,
+    BatchHardTripletLoss,
+    BatchHardTripletLossDistanceFunction,
+    BatchSemiHardTripletLoss,
+)
 from sbert.losses.cached_mnrl import CachedMultipleNegativesRankingLoss
 from sbert.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss, SiameseDistanceMetric
 from sbert.losses.cosent import CoSENTLoss
@@ -145,6 +152,11 @@ __all__ = [
     "AUTO",
     "LOSSES",
     "AnglELoss",
+    "BatchAllTripletLoss",
+    "BatchHardSoftMarginTripletLoss",
+    "BatchHardTripletLoss",
+    "BatchHardTripletLossDistanceFunction",
+    "BatchSemiHardTripletLoss",
     "CachedMultipleNegativesRankingLoss",
     "CoSENTLoss",
     "ContrastiveLoss",
