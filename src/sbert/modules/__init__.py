@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sbert.errors import ModelFormatError
+from sbert.formats.modality import multimodal
 from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
@@ -52,7 +53,10 @@ def check_chain(modules: list[Module]) -> None:
 
 def module_class(type_name: str) -> type[Module]:
     """Find the class for a modules.json `type`, or fail naming the known ones."""
-    cls = MODULES.get(type_name.rsplit(".", 1)[-1])
+    name = type_name.rsplit(".", 1)[-1]
+    if name == "CLIPModel":  # sentence-transformers 5.x's image-text layout (clip-ViT-B-32's 0_CLIPModel)
+        raise ModelFormatError(multimodal(f"a {type_name} module", ["image", "text"]))
+    cls = MODULES.get(name)
     if cls is None:
         raise ModelFormatError(f"unsupported module type {type_name!r}; known: {', '.join(MODULES)}")
     return cls

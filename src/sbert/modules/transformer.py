@@ -16,6 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from sbert.adapters import peft_io
 from sbert.errors import ModelFormatError, first_line
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, write_json
+from sbert.formats.modality import check_text_only
 from sbert.modules.base import Features, Module
 from sbert.progress import weight_bars
 from sbert.vectors.tokens import fast_ids
@@ -95,6 +96,7 @@ class Transformer(Module):
         `config_changes` override fields of its config.json (num_labels=1 for a new head).
         """
         torch_dtype = load_dtype(dtype)
+        check_text_only(Path(path), None)  # a plain CLIP or SigLIP checkpoint: one clear error, not a crash later
         try:
             config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, **config_changes)
             # weights_only: a pickle checkpoint is read as tensors only; it can never run code.
@@ -133,6 +135,7 @@ class Transformer(Module):
         config: dict[str, Any] = {}
         if (path / cls.config_file).is_file():
             config = cls.read_config(path)
+        check_text_only(path, config.get("modality_config"))
         if peft_io.is_adapter_dir(path):
             module = cls.from_adapter(path, config.get("max_seq_length"), trust_remote_code, dtype)
         else:

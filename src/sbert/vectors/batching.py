@@ -30,8 +30,22 @@ def check_sentences(sentences: str | Iterable[str]) -> tuple[list[str], bool]:
     texts = list(sentences)
     for i, item in enumerate(texts):
         if not isinstance(item, str):
+            modality = _modality(item)
+            if modality is not None:  # sentence-transformers 6.2's error for a text model given an image
+                raise ValueError(f"sentences[{i}]: Modality {modality!r} is not supported by this model. "
+                                 "Supported modalities: text.")  # fmt: skip
             raise TypeError(f"sentences[{i}] is {type(item).__name__}, expected str")
     return texts, False
+
+
+def _modality(item: object) -> str | None:
+    """The non-text input kind `item` is, as sentence-transformers 6.2 reads it, or None for none of them."""
+    if isinstance(item, dict):
+        return next((k for k in ("image", "audio", "video") if k in item), None)
+    if type(item).__module__.startswith("PIL."):
+        return "image"
+    shape = getattr(item, "shape", None)  # an HWC array or tensor
+    return "image" if shape is not None and len(shape) == 3 else None
 
 
 def token_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int) -> list[list[int]]:

@@ -1,0 +1,41 @@
+"""Which inputs a saved model reads: text only, or other modalities sbert does not run yet (one clear error).
+
+sentence-transformers 6.2 saves a multimodal model as a root Transformer whose `modality_config` maps
+each input kind to a method (CLIP and SigLIP: `text` to get_text_features, `image` to
+get_image_features; chat-message VLM embedders a `message` entry; audio and video models theirs);
+its 5.x layout names a `CLIPModel` module. sbert runs text models: any of these is refused when
+loaded, naming the model class and the modalities, instead of failing later inside the chain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sbert.errors import ModelFormatError
+from sbert.formats.layout import architectures
+
+# Model classes whose checkpoints embed more than text, whatever sentence_bert_config.json says.
+_MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "ForRetrieval", "VLForConditionalGeneration",
+                             "ForImageTextToText")  # fmt: skip
+
+
+def check_text_only(folder: Path, modality_config: dict[str, Any] | None) -> None:
+    """Raise ModelFormatError when the Transformer saved in `folder` reads anything but text.
+
+    `modality_config` is its sentence_bert_config.json entry (None when it has none); the folder's
+    config.json architectures are read too.
+    """
+    modalities = sorted((modality_config or {}).keys())
+    classes = [a for a in architectures(folder) if any(a.endswith(m) for m in _MULTIMODAL_ARCHITECTURES)]
+    if set(modalities) - {"text"} or classes:
+        raise ModelFormatError(f"{folder}: {multimodal(classes[0] if classes else 'a multimodal model', modalities)}")
+
+
+def multimodal(what: str, modalities: list[str]) -> str:
+    """The one message for a model sbert cannot run because it reads images, audio, video or chat messages."""
+    reads = f" (modalities: {', '.join(modalities)})" if modalities else ""
+    return (
+        f"{what}{reads} embeds more than text; sbert loads text models only (image-text models such as "
+        "CLIP and SigLIP are not supported yet)"
+    )

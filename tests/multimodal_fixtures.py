@@ -1,0 +1,54 @@
+"""Tiny random image-text (CLIP) folders: a plain Hugging Face checkpoint, sentence-transformers 6.2's layout,
+and its 5.x layout (a `CLIPModel` module), for the tests that sbert refuses them in one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _byte_symbols() -> list[str]:
+    """GPT-2/CLIP's printable stand-in for each of the 256 bytes (the base vocabulary of a byte-level BPE)."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    extra = iter(range(256, 512))
+    return [chr(b) if b in kept else chr(next(extra)) for b in range(256)]
+
+
+def tiny_clip(base: Path) -> Path:
+    """A random CLIPModel (32-wide towers, 32-pixel images) with its processor, saved as transformers saves it."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    symbols = _byte_symbols()
+    vocab = [*symbols, *(s + "</w>" for s in symbols), "<|startoftext|>", "<|endoftext|>"]
+    (base / "tok").mkdir(parents=True, exist_ok=True)
+    (base / "tok" / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(vocab)}), encoding="utf-8")
+    (base / "tok" / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    tokenizer = CLIPTokenizer(str(base / "tok" / "vocab.json"), str(base / "tok" / "merges.txt"))
+    towers = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
+    text = {**towers, "vocab_size": len(vocab), "max_position_embeddings": 64, "bos_token_id": len(vocab) - 2,
+            "eos_token_id": len(vocab) - 1}  # fmt: skip
+    config = CLIPConfig(text_config=text, vision_config={**towers, "image_size": 32, "patch_size": 8},
+                        projection_dim=16)  # fmt: skip
+    torch.manual_seed(0)
+    out = base / "clip"
+    CLIPModel(config).save_pretrained(out)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    return out
+
+
+def st_clip(clip: Path, out: Path) -> Path:
+    """The CLIP checkpoint as sentence-transformers 6.2 saves it (a Transformer whose modality_config reads images)."""
+    from sentence_transformers import SentenceTransformer
+
+    SentenceTransformer(str(clip), device="cpu").save(str(out))
+    return out
+
+
+def legacy_clip(out: Path) -> Path:
+    """sentence-transformers 5.x's clip-ViT-B-32 layout: modules.json naming one `CLIPModel` module."""
+    (out / "0_CLIPModel").mkdir(parents=True, exist_ok=True)
+    modules = [{"idx": 0, "name": "0", "path": "0_CLIPModel", "type": "sentence_transformers.models.CLIPModel"}]
+    (out / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
+    return out
