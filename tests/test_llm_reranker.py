@@ -239,7 +239,7 @@ def test_it_trains_pointwise_like_any_cross_encoder_and_stays_loadable(folders, 
 
     def loss() -> float:
         with torch.no_grad():
-            return float(loss_function(model, "bce")(model(model.tokenize_pairs(pairs)), targets))
+            return float(loss_function(model, "bce").pair_loss(model(model.tokenize_pairs(pairs)), targets))
 
     before = loss()
     fit_cross_encoder(model, data, settings)  # binary cross-entropy on the yes-minus-no logit, scores in [0, 1]

@@ -3,8 +3,9 @@
 sentence-transformers 6.2 saves a multimodal model as a root Transformer whose `modality_config` maps
 each input kind to a method (CLIP and SigLIP: `text` to get_text_features, `image` to
 get_image_features; chat-message VLM embedders a `message` entry; audio and video models theirs);
-its 5.x layout names a `CLIPModel` module. sbert runs text models: any of these is refused when
-loaded, naming the model class and the modalities, instead of failing later inside the chain.
+its 5.x layout names a `CLIPModel` module. An LLM reranker's `message` entry is chat text, which sbert
+runs; a vision-language model is told apart by its class. sbert runs text models: the others are refused
+when loaded, naming the model class and the modalities, instead of failing later inside the chain.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 from sbert.errors import ModelFormatError
 from sbert.formats.layout import architectures
 
+# Chat messages are text too: sentence-transformers 6.2 saves an LLM reranker (LogitScore) with a `message` entry.
+TEXT_MODALITIES = {"text", "message"}
 # Model classes whose checkpoints embed more than text, whatever sentence_bert_config.json says.
 _MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "ForRetrieval", "VLForConditionalGeneration",
                              "ForImageTextToText")  # fmt: skip
@@ -28,7 +31,7 @@ def check_text_only(folder: Path, modality_config: dict[str, Any] | None) -> Non
     """
     modalities = sorted((modality_config or {}).keys())
     classes = [a for a in architectures(folder) if any(a.endswith(m) for m in _MULTIMODAL_ARCHITECTURES)]
-    if set(modalities) - {"text"} or classes:
+    if set(modalities) - TEXT_MODALITIES or classes:
         raise ModelFormatError(f"{folder}: {multimodal(classes[0] if classes else 'a multimodal model', modalities)}")
 
 

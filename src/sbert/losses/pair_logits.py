@@ -19,35 +19,41 @@ from torch import Tensor, nn
 from torch.nn import functional
 
 from sbert.errors import SbertError
+from sbert.losses.base import Loss
 
 Activation = Callable[[Tensor], Tensor]
 
 
-class PairLogitLoss(nn.Module):
-    """The loss of one batch of pair logits (n, labels) and their targets."""
+class PairLogitLoss(Loss):
+    """The loss of one batch of pair logits (n, labels) and their targets.
 
+    On sbert's engine the batch is one column of pairs (reranker/training.py's PairChain) whose
+    "sentence vector" is the classifier's logits; `pair_loss` is the math on the logits alone.
+    """
+
+    kinds = ("text",)
     # Whether targets are class indices (a long tensor) rather than float scores.
     class_targets = False
 
     # A module instance as the default, as 6.2's signature has it (the identity holds no state).
     def __init__(self, model: nn.Module | None = None, activation_fn: Activation = nn.Identity()) -> None:  # noqa: B008
         super().__init__()
-        self.__dict__["_named_model"] = model  # the cross-encoder named at construction (not a submodule)
+        self.name_model(model)
         self.activation_fn = activation_fn
 
-    @property
-    def model(self) -> nn.Module | None:
-        """The cross-encoder named at construction, or None."""
-        return self.__dict__.get("_named_model")
+    def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        """The loss of the column of pair logits against the labels."""
+        assert labels is not None
+        return self.pair_loss(embeddings[0], labels)
+
+    def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
+        """The batch's mean loss from the logits (n, labels) and the targets."""
+        raise NotImplementedError
 
     def check_labels(self, num_labels: int) -> None:
         """Raise SbertError when a model with `num_labels` outputs cannot train on this objective."""
         if num_labels != 1:
             raise SbertError(f"{type(self).__name__} trains a one-output cross-encoder; this one has {num_labels}")
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        """The batch's mean loss."""
-        raise NotImplementedError
 
 
 class BinaryCrossEntropyLoss(PairLogitLoss):
@@ -58,7 +64,7 @@ class BinaryCrossEntropyLoss(PairLogitLoss):
         super().__init__(model, activation_fn)
         self.pos_weight = None if pos_weight is None else torch.as_tensor(pos_weight, dtype=torch.float32)
 
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+    def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
         """BCE with logits over the batch (labels as floats)."""
         weight = None if self.pos_weight is None else self.pos_weight.to(logits.device)
         return functional.binary_cross_entropy_with_logits(self.activation_fn(logits.view(-1)),
@@ -73,7 +79,7 @@ class CrossEntropyLoss(PairLogitLoss):
     def check_labels(self, num_labels: int) -> None:
         """Any head: one output per class."""
 
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+    def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
         """Cross-entropy of each pair's logits against its class."""
         return functional.cross_entropy(self.activation_fn(logits), targets.view(-1).long())
 
@@ -81,6 +87,6 @@ class CrossEntropyLoss(PairLogitLoss):
 class LogitMSELoss(PairLogitLoss):
     """Mean squared error of each pair's (activated) logit against its label: scores, or a teacher's logits."""
 
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+    def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
         """MSE over the batch."""
         return functional.mse_loss(self.activation_fn(logits.view(-1)), targets.view(-1).float())

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from sbert.backends import Backend, Chain, open_backend
+from sbert.dense.model import SentenceEncoder
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.engine import check_batch_sizes, embed_rows
 from sbert.errors import ModelFormatError, SbertError
@@ -212,8 +213,17 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
 
         return model_digest(nn.Sequential(self.classifier))
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write sentence-transformers' CrossEncoder layout atomically (a kill mid-save keeps the old copy)."""
+    def training_chain(self) -> SentenceEncoder:
+        """What sbert's training engine trains for this model: its classifier as a chain over pairs (training.py)."""
+        from sbert.reranker.training import PairChain
+
+        return PairChain(self)
+
+    def save(self, path: str | os.PathLike[str], *, extras: Callable[[Path], None] | None = None) -> None:
+        """Write sentence-transformers' CrossEncoder layout atomically (a kill mid-save keeps the old copy).
+
+        `extras` may add files (a model card, the training log) inside the same atomic write.
+        """
         from sbert.backends.torch_int8 import holds_int8
 
         if holds_int8(self):
@@ -229,6 +239,8 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
                 "prompts": dict(self.settings.prompts), "default_prompt_name": self.settings.default_prompt_name,
             })  # fmt: skip
             layout.write_modules(tmp, self.classifier.module_entries())
+            if extras is not None:
+                extras(tmp)
 
 
 def _scorer(root: Path, architectures: list[str], dtype: str | torch.dtype | None) -> PairClassifier | LogitPairScorer:

@@ -1,4 +1,6 @@
-"""Training a CrossEncoder: AdamW with linear warm-up on scored or labelled pairs.
+"""Training a CrossEncoder on scored or labelled pairs, on sbert's training engine (reranker/training.py).
+
+AdamW with linear warm-up and decay, as `sbert train` runs it: the pairs are one column of a table.
 
 Objectives, as sentence-transformers' CrossEncoder losses name them:
 - scores in [0, 1] (STS, relevance): binary cross-entropy on the logit (`bce`, the default),
@@ -16,23 +18,19 @@ retriever returns, not only the hard negatives of labelled data.
 
 from __future__ import annotations
 
-import math
-import random
+import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss, LogitMSELoss, PairLogitLoss
 from sbert.reranker.model import CrossEncoder
-from sbert.training.schedule import warmup_linear, warmup_steps
-from sbert.training.step import build_optimizer
+from sbert.training.config import Objective, Stage, TrainConfig
+from sbert.training.trainer import Trainer
 
 LOSSES = ("bce", "mse")
 
@@ -53,8 +51,6 @@ class CrossFitSettings:
     max_grad_norm: float = 1.0
     warmup_steps: int = 0  # a step count; when set it wins over the `warmup` share
     max_steps: int = 0  # stop after this many steps (0: every epoch)
-    log_steps: int = 0  # a training record every this many steps (0: only at the end)
-    eval_steps: int = 0  # an evaluation record every this many steps (0: none)
 
 
 def binary_pairs(data: Dataset, settings: CrossFitSettings) -> Dataset:
@@ -133,59 +129,18 @@ def loss_function(model: CrossEncoder, loss: str) -> PairLogitLoss:
 
 
 def fit_cross_encoder(model: CrossEncoder, data: Dataset, settings: CrossFitSettings | None = None) -> float:
-    """Train in place (shuffled each epoch, seeded); returns the wall time in seconds."""
+    """Train in place on sbert's training engine (the pairs as one column, seeded); returns the wall time in s."""
     s = settings or CrossFitSettings()
     pairs, targets = training_targets(model, data, s)
-    return run_cross_fit(model, pairs, targets, loss_function(model, s.loss), s)
-
-
-def run_cross_fit(
-    model: CrossEncoder, pairs: list[tuple[str, str]], targets: torch.Tensor, loss_fn: nn.Module,
-    s: CrossFitSettings, on_record: Callable[[dict[str, Any]], None] | None = None,
-) -> float:  # fmt: skip
-    """The cross-encoder's training loop: AdamW (no decay on biases and norms), linear warm-up and decay.
-
-    Every `s.log_steps` steps (and at the end) `on_record` gets {"event": "train", "step", "loss" (the mean
-    since the last record), "lr" (the rate of the step)}; every `s.eval_steps` steps {"event": "eval", "step"}.
-    Returns the wall time in seconds.
-    """
-    random.seed(s.seed)
-    torch.manual_seed(s.seed)
-    per_epoch = (len(pairs) + s.batch_size - 1) // s.batch_size
-    steps = min(s.epochs * per_epoch, s.max_steps) if s.max_steps else s.epochs * per_epoch
-    optimizer = build_optimizer(model, s.lr, s.weight_decay)
-    warm = s.warmup_steps or warmup_steps(steps, s.warmup)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(steps, warm))
-    started, step = time.monotonic(), 0
-    window: list[torch.Tensor] = []
-    model.train()
-    for epoch in range(math.ceil(steps / max(per_epoch, 1))):
-        order = np.random.default_rng([s.seed, epoch]).permutation(len(pairs))
-        for start in range(0, len(order), s.batch_size):
-            if step == steps:
-                break
-            rows = order[start : start + s.batch_size]
-            logits = model(model.tokenize_pairs([pairs[i] for i in rows]))
-            loss = loss_fn(logits, targets[rows].to(model.device))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
-            lr = float(schedule.get_last_lr()[0])
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            schedule.step()
-            step, window = step + 1, [*window, loss.detach()]
-            if on_record is not None:
-                window = _records(on_record, s, step, steps, window, lr)
+    loss = loss_function(model, s.loss)
+    rows = Dataset(data.name, "text", [(pair,) for pair in pairs], targets.tolist())  # type: ignore[misc]
+    stage = Stage((Objective(type(loss).__name__, "memory:pairs", loss=loss),), epochs=s.epochs,
+                  batch_size=s.batch_size, lr=s.lr, warmup=s.warmup, warmup_steps=s.warmup_steps,
+                  weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm, max_steps=s.max_steps)  # fmt: skip
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sbert-cross-fit-") as out:  # the caller saves the model itself
+        config = TrainConfig(model="(a cross-encoder in memory)", output=out, stages=(stage,), seed=s.seed,
+                             device=str(model.device))  # fmt: skip
+        Trainer(config, show_progress=False, datasets={"memory:pairs": rows}, model=model).run()
     model.eval()
     return time.monotonic() - started
-
-
-def _records(on_record: Callable[[dict[str, Any]], None], s: CrossFitSettings, step: int, steps: int,
-             window: list[torch.Tensor], lr: float) -> list[torch.Tensor]:  # fmt: skip
-    """Hand the log and eval records of `step` to `on_record`; returns the loss window still to log."""
-    if (s.log_steps and step % s.log_steps == 0) or step == steps:
-        on_record({"event": "train", "step": step, "loss": float(torch.stack(window).mean()), "lr": lr})
-        window = []
-    if s.eval_steps and step % s.eval_steps == 0:
-        on_record({"event": "eval", "step": step})
-    return window

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -77,7 +77,7 @@ class Trainer:
         config: TrainConfig,
         show_progress: bool = True,
         datasets: Mapping[str, Any] | None = None,
-        model: SentenceEncoder | None = None,
+        model: torch.nn.Module | None = None,  # any encoder with training_chain() (a drop-in one too)
         on_record: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if model is not None:
@@ -87,7 +87,7 @@ class Trainer:
             chain = getattr(native(model), "training_chain", None)
             if chain is None:
                 raise SbertError(f"sbert's training engine does not train a {type(model).__name__}")
-            model = chain()
+            model = cast(SentenceEncoder, chain())
         config.validate()
         self.config = config
         self.datasets = datasets  # specs served from memory instead of read from disk (datasets, dev evaluators)
