@@ -13,8 +13,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from transformers.trainer_callback import TrainerCallback
 
 import sbert
+import sbert.cross_encoder
+import sbert.sparse_encoder
 from sbert.errors import SbertError
 from tests.st_training_fixtures import (
     ANCHORS,
@@ -217,3 +220,40 @@ def test_cross_encoder_trainer_evaluates_during_training(strategy, tmp_path):
     train(trainer)
     evaluated = [entry["step"] for entry in trainer.state.log_history if "eval_sts_spearman" in entry]
     assert evaluated == ([1, 2, 3, 4] if strategy == "steps" else [2, 4])
+
+
+class _StopAt(TrainerCallback):
+    """Stops a run by raising at a given step's log line (a crash after that step's update)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_log(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise RuntimeError("stopped")
+
+
+@pytest.mark.e2e  # three short runs; make test's budget is tight
+def test_cross_encoder_training_resumes_to_the_uninterrupted_weights(tmp_path):
+    """Checkpoints hold for a cross-encoder on the engine: a run stopped at step 3 and resumed ends as one run."""
+    folder = tiny_cross_encoder_folder(tmp_path, 1)
+    table = datasets.Dataset.from_dict(BINARY)
+
+    def trainer(out, callbacks=()):
+        model = sbert.cross_encoder.CrossEncoder(str(folder), device="cpu")
+        args = sbert.CrossEncoderTrainingArguments(output_dir=str(out), max_steps=4, per_device_train_batch_size=4,
+                                                   save_strategy="steps", save_steps=1, logging_steps=1,
+                                                   report_to="none", disable_tqdm=True)  # fmt: skip
+        return model, sbert.CrossEncoderTrainer(model=model, args=args, train_dataset=table, callbacks=list(callbacks))
+
+    whole, run = trainer(tmp_path / "whole")
+    train(run)
+    _, stopped = trainer(tmp_path / "cut", [_StopAt(3)])
+    with pytest.raises(RuntimeError, match="stopped"):
+        train(stopped)
+    resumed, again = trainer(tmp_path / "cut")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again.train(resume_from_checkpoint=True)
+    pairs = list(zip(ANCHORS, POSITIVES, strict=True))
+    np.testing.assert_allclose(resumed.predict(pairs), whole.predict(pairs), atol=1e-6)
