@@ -9,7 +9,7 @@ each vector's largest entries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,26 +41,38 @@ def recording(max_active_dims: int | None) -> Iterator[list[np.ndarray]]:
         SPARSE_RUN.reset(token)
 
 
-def _with_sparsity(run: Callable[[], dict[str, float]], evaluator: Any,
-                   columns: Callable[[list[np.ndarray]], dict[str, np.ndarray]]) -> dict[str, float]:  # fmt: skip
-    """The evaluator's metrics, plus the sparsity of each named column of what it embedded (name-prefixed)."""
-    with recording(evaluator.max_active_dims) as seen:
-        metrics = run()
-    stats: dict[str, float] = {}
-    for column, vectors in columns(seen).items():
-        stats |= {f"{column}_{k}" if column else k: v for k, v in sparsity(vectors).items()}
-    return metrics | {(f"{evaluator.name}_{k}" if evaluator.name else k): v for k, v in stats.items()}
+class _SparseStats:
+    """The sparse evaluators' call: the dense twin's metrics (next in the MRO), plus the sparsity of what it embedded.
+
+    `columns` names the embedded vectors ("" for all of them together), `extra` adds evaluator-wide figures;
+    every key gets the evaluator's name prefix, as the dense metrics do.
+    """
+
+    name: str
+    max_active_dims: int | None
+
+    def columns(self, seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """The vectors the run embedded, by column name."""
+        return {"": np.vstack(seen)}
+
+    def extra(self, columns: dict[str, np.ndarray]) -> dict[str, float]:
+        """Figures beyond each column's sparsity (none by default)."""
+        return {}
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:  # fmt: skip
+        """The dense evaluator's metrics on the sparse vectors, then active_dims and sparsity_ratio per column."""
+        with recording(self.max_active_dims) as seen:
+            metrics: dict[str, float] = super().__call__(model, output_path, epoch, steps)  # type: ignore[misc]
+        columns = self.columns(seen)
+        stats: dict[str, float] = {}
+        for column, vectors in columns.items():
+            stats |= {f"{column}_{k}" if column else k: v for k, v in sparsity(vectors).items()}
+        stats |= self.extra(columns)
+        return metrics | {(f"{self.name}_{k}" if self.name else k): v for k, v in stats.items()}
 
 
-def _all(seen: list[np.ndarray]) -> dict[str, np.ndarray]:
-    return {"": np.vstack(seen)}
-
-
-def _triplet_columns(seen: list[np.ndarray]) -> dict[str, np.ndarray]:
-    return dict(zip(("anchor", "positive", "negative"), seen, strict=True))
-
-
-class SparseEmbeddingSimilarityEvaluator(EmbeddingSimilarityEvaluator):
+class SparseEmbeddingSimilarityEvaluator(_SparseStats, EmbeddingSimilarityEvaluator):
     """EmbeddingSimilarityEvaluator on sparse vectors, plus active_dims and sparsity_ratio."""
 
     def __init__(self, sentences1: list[str], sentences2: list[str], scores: list[float], batch_size: int = 16,
@@ -71,14 +83,8 @@ class SparseEmbeddingSimilarityEvaluator(EmbeddingSimilarityEvaluator):
                          show_progress_bar, write_csv)  # fmt: skip
         self.max_active_dims = max_active_dims
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
-                 steps: int = -1) -> dict[str, float]:  # fmt: skip
-        """The similarity metrics and the vectors' sparsity."""
-        return _with_sparsity(lambda: super(SparseEmbeddingSimilarityEvaluator, self).__call__(
-            model, output_path, epoch, steps), self, _all)  # fmt: skip
 
-
-class SparseBinaryClassificationEvaluator(BinaryClassificationEvaluator):
+class SparseBinaryClassificationEvaluator(_SparseStats, BinaryClassificationEvaluator):
     """BinaryClassificationEvaluator on sparse vectors, plus active_dims and sparsity_ratio."""
 
     def __init__(self, sentences1: list[str], sentences2: list[str], labels: list[int], name: str = "",
@@ -88,14 +94,8 @@ class SparseBinaryClassificationEvaluator(BinaryClassificationEvaluator):
                          similarity_fn_names)  # fmt: skip
         self.max_active_dims = max_active_dims
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
-                 steps: int = -1) -> dict[str, float]:  # fmt: skip
-        """The classification metrics and the vectors' sparsity."""
-        return _with_sparsity(lambda: super(SparseBinaryClassificationEvaluator, self).__call__(
-            model, output_path, epoch, steps), self, _all)  # fmt: skip
 
-
-class SparseTripletEvaluator(TripletEvaluator):
+class SparseTripletEvaluator(_SparseStats, TripletEvaluator):
     """TripletEvaluator on sparse vectors, plus the sparsity of anchors, positives and negatives."""
 
     def __init__(self, anchors: list[str], positives: list[str], negatives: list[str],
@@ -107,14 +107,12 @@ class SparseTripletEvaluator(TripletEvaluator):
                          show_progress_bar, write_csv, None, similarity_fn_names, main_distance_function)  # fmt: skip
         self.max_active_dims = max_active_dims
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
-                 steps: int = -1) -> dict[str, float]:  # fmt: skip
-        """The triplet accuracy and each column's sparsity."""
-        return _with_sparsity(lambda: super(SparseTripletEvaluator, self).__call__(model, output_path, epoch, steps),
-                              self, _triplet_columns)  # fmt: skip
+    def columns(self, seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Anchors, positives and negatives apart."""
+        return dict(zip(("anchor", "positive", "negative"), seen, strict=True))
 
 
-class SparseMSEEvaluator(MSEEvaluator):
+class SparseMSEEvaluator(_SparseStats, MSEEvaluator):
     """MSEEvaluator of a sparse student against its teacher's vectors, plus the student's sparsity."""
 
     def __init__(self, source_sentences: list[str], target_sentences: list[str], teacher_model: Any = None,
@@ -124,14 +122,8 @@ class SparseMSEEvaluator(MSEEvaluator):
                          write_csv)  # fmt: skip
         self.max_active_dims = max_active_dims
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
-                 steps: int = -1) -> dict[str, float]:  # fmt: skip
-        """The negated MSE and the student's sparsity."""
-        return _with_sparsity(lambda: super(SparseMSEEvaluator, self).__call__(model, output_path, epoch, steps),
-                              self, _all)  # fmt: skip
 
-
-class SparseInformationRetrievalEvaluator(InformationRetrievalEvaluator):
+class SparseInformationRetrievalEvaluator(_SparseStats, InformationRetrievalEvaluator):
     """InformationRetrievalEvaluator on sparse vectors, plus query and corpus sparsity and avg_flops."""
 
     def __init__(
@@ -164,20 +156,14 @@ class SparseInformationRetrievalEvaluator(InformationRetrievalEvaluator):
                          corpus_prompt, corpus_prompt_name, write_predictions)  # fmt: skip
         self.max_active_dims = max_active_dims
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
-                 steps: int = -1) -> dict[str, float]:  # fmt: skip
-        """The retrieval metrics, each side's sparsity, and avg_flops."""
+    def columns(self, seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Queries, then the corpus chunks, of the first score function's pass."""
         chunks = -(-len(self.corpus) // self.corpus_chunk_size)
-        sides: dict[str, np.ndarray] = {}
+        return {"query": seen[0], "corpus": np.vstack(seen[1 : 1 + chunks])}
 
-        def split(seen: list[np.ndarray]) -> dict[str, np.ndarray]:  # the first score function's pass
-            sides.update(query=seen[0], corpus=np.vstack(seen[1 : 1 + chunks]))
-            return sides
-
-        metrics = _with_sparsity(lambda: super(SparseInformationRetrievalEvaluator, self).__call__(
-            model, output_path, epoch, steps), self, split)  # fmt: skip
-        key = f"{self.name}_avg_flops" if self.name else "avg_flops"
-        return metrics | {key: avg_flops(sides["query"], sides["corpus"])}
+    def extra(self, columns: dict[str, np.ndarray]) -> dict[str, float]:
+        """avg_flops: the dimensions a query and a document are expected to share."""
+        return {"avg_flops": avg_flops(columns["query"], columns["corpus"])}
 
 
 def avg_flops(queries: np.ndarray, documents: np.ndarray) -> float:
