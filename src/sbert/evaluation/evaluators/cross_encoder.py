@@ -6,7 +6,6 @@ saved activation applied, as 6.2 applies it) and returns 6.2's keys, as fraction
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from sbert.evaluation.evaluators.base import SentenceEvaluator
 from sbert.evaluation.evaluators.binary import average_precision, best_accuracy, best_f1
+from sbert.evaluation.retrieval import dcg
 from sbert.native import native
 
 
@@ -116,10 +116,10 @@ def ranking_metrics(relevant: Sequence[int], scores: np.ndarray, at_k: int) -> t
     """(MRR@k, nDCG@k, average precision) of one query's documents ranked by `scores`."""
     order = np.argsort(scores)[::-1]  # as 6.2 ranks: ties put the later document first
     mrr = next((1 / (rank + 1) for rank, i in enumerate(order[:at_k]) if relevant[i]), 0.0)
-    gains = [relevant[i] / math.log2(rank + 2) for rank, i in enumerate(order[:at_k])]
-    ideal = [g / math.log2(rank + 2) for rank, g in enumerate(sorted(relevant, reverse=True)[:at_k])]
+    ideal = dcg(sorted(relevant, reverse=True)[:at_k])
+    ndcg = dcg([relevant[i] for i in order[:at_k]]) / ideal if ideal else 0.0
     ap = average_precision(scores.astype(np.float64), np.asarray(relevant, dtype=np.int64))
-    return float(mrr), sum(gains) / sum(ideal) if sum(ideal) else 0.0, ap
+    return float(mrr), ndcg, ap
 
 
 class CrossEncoderRerankingEvaluator(_PairEvaluator):
