@@ -20,8 +20,9 @@ import torch
 
 from sbert.errors import SbertError
 from sbert.native import native
+from sbert.search.exact import semantic_search
 from sbert.search.mine_rows import ROW_BUILDERS, Mined
-from sbert.similarity import pairwise_similarity, similarity_matrix, similarity_of
+from sbert.similarity import pairwise_similarity, similarity_of
 
 FORMATS = tuple(ROW_BUILDERS)
 
@@ -67,7 +68,9 @@ def _candidates(model: Any, queries: list[str], corpus: list[str], depth: int, p
                              prompt=corpus_prompt, show_progress=verbose))  # fmt: skip
     q = _unit(encoder.encode(queries, batch_size=batch_size, task="query", prompt_name=query_name, prompt=query_prompt,
                              show_progress=verbose))  # fmt: skip
-    scores, indices = torch.topk(torch.from_numpy(similarity_matrix(q, c, name)), k=min(depth, len(corpus)), dim=1)
+    # The project's exact search: the corpus scored a block at a time, never a whole queries x corpus matrix.
+    found, rows = semantic_search(q, c, min(depth, len(corpus)), score_function=name)
+    scores, indices = torch.from_numpy(np.ascontiguousarray(found)), torch.from_numpy(np.ascontiguousarray(rows))
     missing = depth - scores.size(1)
     if missing > 0:
         scores = torch.cat([scores, scores.new_full((len(queries), missing), -float("inf"))], dim=1)
