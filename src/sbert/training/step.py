@@ -80,9 +80,8 @@ class StepRunner:
             loss = loss + part.detach().float()
         if replayed:
             self._average_gradients()
-        self.step_lr = float(
-            self.scheduler.get_last_lr()[0]
-        )  # the rate this update uses (logged, as transformers logs it)
+        # The rate this update uses: what the log records, as transformers logs it.
+        self.step_lr = float(self.scheduler.get_last_lr()[0])
         self._update(loss, number, "/".join(dict.fromkeys(self.names[b.objective] for b in batches)))
         return loss
 
