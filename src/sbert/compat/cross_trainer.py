@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from sbert.compat.train_data import LABEL_COLUMNS, table_columns, with_prompts
 from sbert.compat.trainer import SentenceTransformerTrainer
 from sbert.compat.training_args import SentenceTransformerTrainingArguments
@@ -34,23 +32,23 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
     training_args_class = CrossEncoderTrainingArguments
 
     def _losses(self, loss: Any) -> dict[str, Any]:
+        """The base trainer's reading of `loss` (one, a dict, a factory, or the default), for one pair table."""
         sets = self._sets(self.train_dataset)
         if len(sets) != 1:
             raise SbertError(f"CrossEncoderTrainer trains on one training set here, got {len(sets)}: "
                              f"{', '.join(sets)} (concatenate them)")  # fmt: skip
-        if isinstance(loss, dict):
-            loss = next(iter(loss.values()))
-        built = self.get_default_loss(self.model) if loss is None else loss
-        built = built if isinstance(built, torch.nn.Module) else built(self.model)  # a factory of the model
-        if not isinstance(built, PairLogitLoss):
-            raise SbertError(
-                f"loss is a {type(built).__name__}: sbert trains cross-encoders with "
-                "BinaryCrossEntropyLoss, CrossEntropyLoss or MSELoss (sbert.cross_encoder.losses)"
-            )
-        if built.model is not None and built.model is not self.model:
-            raise SbertError("the loss was built on another model than the trainer's")
-        built.check_labels(self.model.num_labels)
-        return {name: built for name in sets}
+        built = super()._losses(loss)
+        for value in built.values():
+            if not isinstance(value, PairLogitLoss):
+                raise SbertError(
+                    f"loss is a {type(value).__name__}: sbert trains cross-encoders with "
+                    "BinaryCrossEntropyLoss, CrossEntropyLoss or MSELoss (sbert.cross_encoder.losses)"
+                )
+            value.check_labels(self.model.num_labels)
+        return built
+
+    def _default_loss(self, data: Any) -> PairLogitLoss:
+        return self.get_default_loss(self.model)
 
     def get_default_loss(self, model: Any) -> PairLogitLoss:
         """6.2's default: BinaryCrossEntropyLoss for a one-output model, else CrossEntropyLoss."""
