@@ -172,12 +172,7 @@ ALLOWED: dict[str, str] = {
     "sbert.SentenceTransformerModelCardData": CARD,  # missing
     "sbert.SentencesDataset": NOTYET,  # missing
     "sbert.SparseEncoderModelCardData": CARD,  # missing
-    "sbert.evaluation.LabelAccuracyEvaluator": EVAL,  # missing
-    "sbert.evaluation.MSEEvaluatorFromDataFrame": EVAL,  # missing
     "sbert.evaluation.NanoBEIREvaluator": EVAL,  # missing
-    "sbert.evaluation.ParaphraseMiningEvaluator": EVAL,  # missing
-    "sbert.evaluation.RerankingEvaluator": EVAL,  # missing
-    "sbert.evaluation.TranslationEvaluator": EVAL,  # missing
     "sbert.export_dynamic_quantized_onnx_model": NOTYET,  # missing
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
     "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
@@ -251,10 +246,7 @@ ALLOWED: dict[str, str] = {
     "sbert.cross_encoder.losses.RankNetLoss": CE_LOSS,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.SparseEncoderModelCardData": CARD,  # missing
-    "sbert.sparse_encoder.evaluation.ReciprocalRankFusionEvaluator": EVAL,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
-    "sbert.sparse_encoder.evaluation.SparseRerankingEvaluator": EVAL,  # missing
-    "sbert.sparse_encoder.evaluation.SparseTranslationEvaluator": EVAL,  # missing
     "sbert.sparse_encoder.losses.CSRLoss": SPARSE_LOSS,  # missing
     "sbert.sparse_encoder.losses.CSRReconstructionLoss": SPARSE_LOSS,  # missing
     "sbert.sparse_encoder.losses.CachedSpladeLoss": SPARSE_LOSS,  # missing

@@ -6,6 +6,8 @@ same keys in the same order, values within 1e-6 (fractions, not x100) and the sa
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from sbert import SentenceEncoder
@@ -49,6 +51,16 @@ def cases(sts):
         "ir-k": lambda lib: lib.InformationRetrievalEvaluator(
             queries, corpus, relevant, ndcg_at_k=[3, 5], accuracy_at_k=[2], map_at_k=[10]
         ),
+        "reranking": lambda lib: lib.RerankingEvaluator(
+            [{"query": s1[i], "positive": [s2[i]], "negative": s2[i + 1 : i + 4]} for i in range(20)], at_k=3, name="rr"
+        ),
+        "translation": lambda lib: lib.TranslationEvaluator(s1, s2, name="tr"),
+        "paraphrases": lambda lib: lib.ParaphraseMiningEvaluator(
+            {f"s{i}": t for i, t in enumerate(s1 + s2)},
+            [(f"s{i}", f"s{i + 40}") for i in range(0, 40, 2)] + [("s1", "s3"), ("s3", "s5")],
+            add_transitive_closure=True,
+            top_k=5,
+        ),
         "sequential": lambda lib: lib.SequentialEvaluator(
             [lib.EmbeddingSimilarityEvaluator(s1, s2, scores, name="a"), lib.TripletEvaluator(s1, s2, negatives)]
         ),
@@ -68,6 +80,28 @@ def test_evaluators_answer_as_6_2s(models, sts, tmp_path):
     s1, s2, _ = sts
     got = ours.MSEEvaluator(s1, s2, teacher_model=mine_model)(mine_model)
     assert got == pytest.approx(theirs.MSEEvaluator(s1, s2, teacher_model=their_model)(their_model), abs=1e-6)
+    frame = [{"en": a, "de": b, "fr": b.upper()} for a, b in zip(s1, s2, strict=True)]
+    got = ours.MSEEvaluatorFromDataFrame(frame, mine_model, [("en", "de"), ("en", "fr")], name="d")(mine_model)
+    want = theirs.MSEEvaluatorFromDataFrame(frame, their_model, [("en", "de"), ("en", "fr")], name="d")(their_model)
+    assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_label_accuracy_scores_a_softmax_head_as_6_2(models, sts):
+    from torch.utils.data import DataLoader
+
+    from sbert import InputExample
+    from sbert.losses import SoftmaxLoss
+
+    mine_model, their_model = models
+    s1, s2, scores = sts
+    examples = [InputExample(texts=[a, b], label=int(s * 3) % 3) for a, b, s in zip(s1, s2, scores, strict=True)]
+    head = SoftmaxLoss(mine_model, mine_model.get_embedding_dimension(), num_labels=3)
+    losses = importlib.import_module("sentence_transformers.sentence_transformer.losses")
+    reference = losses.SoftmaxLoss(their_model, their_model.get_embedding_dimension(), num_labels=3)
+    reference.classifier.load_state_dict(head.classifier.state_dict())
+    want = theirs.LabelAccuracyEvaluator(DataLoader(examples, batch_size=8), "nli", reference)(their_model)
+    got = ours.LabelAccuracyEvaluator(DataLoader(examples, batch_size=8), "nli", head)(mine_model)
+    assert got == pytest.approx(want, abs=1e-9) and 0 < got["nli_accuracy"] < 1
 
 
 def test_an_evaluator_takes_a_native_model_and_writes_its_csv(models, sts, tmp_path):
@@ -76,3 +110,20 @@ def test_an_evaluator_takes_a_native_model_and_writes_its_csv(models, sts, tmp_p
     native = SentenceEncoder.load(device="cpu")
     assert evaluator(native, str(tmp_path)) == pytest.approx(evaluator(models[0]), abs=1e-6)
     assert (tmp_path / "similarity_evaluation_dev_results.csv").read_text().startswith("epoch,steps,cosine_pearson")
+
+
+def test_reciprocal_rank_fusion_answers_as_6_2(tmp_path):
+    sparse_theirs = importlib.import_module("sentence_transformers.sparse_encoder.evaluation")
+    sparse_ours = importlib.import_module("sbert.sparse_encoder.evaluation")
+    docs = [f"d{i}" for i in range(12)]
+    dense = [{"query_id": q, "query": f"q{q}", "positive": [docs[q], docs[q + 3]], "documents": docs[q : q + 8]}
+             for q in range(4)]  # fmt: skip
+    sparse = [{**s, "documents": list(reversed(docs))[: 6 + s["query_id"]]} for s in dense]
+    got = sparse_ours.ReciprocalRankFusionEvaluator(dense, sparse, at_k=5, name="rrf", write_predictions=True)
+    want = sparse_theirs.ReciprocalRankFusionEvaluator(dense, sparse, at_k=5, name="rrf", write_predictions=True)
+    ours_out, theirs_out = got(str(tmp_path / "ours")), want(str(tmp_path / "theirs"))
+    assert list(ours_out) == list(theirs_out) and ours_out == pytest.approx(theirs_out, abs=1e-9)
+    name = "ReciprocalRankFusion_evaluation_rrf_predictions.jsonl"
+    assert (tmp_path / "ours" / name).read_text() == (tmp_path / "theirs" / name).read_text()
+    with pytest.raises(ValueError, match="Query ID mismatch at index 0"):
+        sparse_ours.ReciprocalRankFusionEvaluator(dense[:1], [{**sparse[1]}])

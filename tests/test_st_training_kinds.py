@@ -191,6 +191,11 @@ def sparse_metrics(lib, folder):
         ev.SparseTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"),
         ev.SparseBinaryClassificationEvaluator(ANCHORS, POSITIVES, [i % 2 for i in range(ROWS)], name="dup"),
         ev.SparseMSEEvaluator(ANCHORS, ANCHORS, teacher_model=model, name="mse"),
+        ev.SparseRerankingEvaluator(
+            [{"query": a, "positive": [p], "negative": NEGATIVES[:2]} for a, p in zip(ANCHORS, POSITIVES, strict=True)],
+            name="rr",
+        ),
+        ev.SparseTranslationEvaluator(ANCHORS, POSITIVES, name="tr"),
     ):
         metrics |= evaluator(model)
     return metrics
@@ -202,7 +207,8 @@ def test_sparse_evaluators_give_6_2s_keys_and_values(tmp_path):
         warnings.simplefilter("ignore")
         ref, ours = sparse_metrics(st, folder), sparse_metrics(sbert, folder)
     assert set(ours) == set(ref)
-    assert {"ir_avg_flops", "ir_query_active_dims", "triplet_negative_sparsity_ratio", "sts_active_dims"} <= set(ours)
+    assert {"ir_avg_flops", "ir_query_active_dims", "triplet_negative_sparsity_ratio", "sts_active_dims",
+            "rr_corpus_active_dims", "tr_sparsity_ratio"} <= set(ours)  # fmt: skip
     assert ours["cut_active_dims"] <= 5 < ours["sts_active_dims"]
     assert ours == pytest.approx({k: float(v) for k, v in ref.items()}, abs=1e-4)
 

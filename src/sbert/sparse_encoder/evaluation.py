@@ -1,17 +1,23 @@
 """`sentence_transformers.sparse_encoder.evaluation`: the sparse evaluators (sbert/evaluation/evaluators/sparse.py)."""
 
+from sbert.evaluation.evaluators.ranking import ReciprocalRankFusionEvaluator
 from sbert.evaluation.evaluators.sparse import (
     SparseBinaryClassificationEvaluator,
     SparseEmbeddingSimilarityEvaluator,
     SparseInformationRetrievalEvaluator,
     SparseMSEEvaluator,
+    SparseRerankingEvaluator,
+    SparseTranslationEvaluator,
     SparseTripletEvaluator,
 )
 
 __all__ = [
+    "ReciprocalRankFusionEvaluator",
     "SparseBinaryClassificationEvaluator",
     "SparseEmbeddingSimilarityEvaluator",
     "SparseInformationRetrievalEvaluator",
     "SparseMSEEvaluator",
+    "SparseRerankingEvaluator",
+    "SparseTranslationEvaluator",
     "SparseTripletEvaluator",
 ]

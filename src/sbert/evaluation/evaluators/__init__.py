@@ -11,6 +11,8 @@ from sbert.evaluation.evaluators.base import (
     SimilarityFunction,
 )
 from sbert.evaluation.evaluators.binary import BinaryClassificationEvaluator
+from sbert.evaluation.evaluators.labels import LabelAccuracyEvaluator, MSEEvaluatorFromDataFrame
+from sbert.evaluation.evaluators.ranking import ParaphraseMiningEvaluator, RerankingEvaluator, TranslationEvaluator
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.similarity import EmbeddingSimilarityEvaluator
 from sbert.evaluation.evaluators.triplet import MSEEvaluator, TripletEvaluator
@@ -20,9 +22,14 @@ __all__ = [
     "BinaryClassificationEvaluator",
     "EmbeddingSimilarityEvaluator",
     "InformationRetrievalEvaluator",
+    "LabelAccuracyEvaluator",
     "MSEEvaluator",
+    "MSEEvaluatorFromDataFrame",
+    "ParaphraseMiningEvaluator",
+    "RerankingEvaluator",
     "SentenceEvaluator",
     "SequentialEvaluator",
     "SimilarityFunction",
+    "TranslationEvaluator",
     "TripletEvaluator",
 ]

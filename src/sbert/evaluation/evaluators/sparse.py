@@ -9,17 +9,20 @@ each vector's largest entries.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import torch
 
 from sbert.evaluation.evaluators.base import SPARSE_RUN, SparseRun
 from sbert.evaluation.evaluators.binary import BinaryClassificationEvaluator
+from sbert.evaluation.evaluators.ranking import RerankingEvaluator, TranslationEvaluator
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.similarity import EmbeddingSimilarityEvaluator
 from sbert.evaluation.evaluators.triplet import MSEEvaluator, TripletEvaluator
+from sbert.vectors.scores import cos_sim
 
 
 def sparsity(vectors: np.ndarray) -> dict[str, float]:
@@ -164,6 +167,33 @@ class SparseInformationRetrievalEvaluator(_SparseStats, InformationRetrievalEval
     def extra(self, columns: dict[str, np.ndarray]) -> dict[str, float]:
         """avg_flops: the dimensions a query and a document are expected to share."""
         return {"avg_flops": avg_flops(columns["query"], columns["corpus"])}
+
+
+class SparseRerankingEvaluator(_SparseStats, RerankingEvaluator):
+    """RerankingEvaluator on sparse vectors, plus query and corpus sparsity."""
+
+    def __init__(self, samples: list[dict[str, str | list[str]]], at_k: int = 10, name: str = "",
+                 write_csv: bool = True, similarity_fct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = cos_sim,
+                 batch_size: int = 64, show_progress_bar: bool = False, use_batched_encoding: bool = True,
+                 max_active_dims: int | None = None, mrr_at_k: int | None = None) -> None:  # fmt: skip
+        super().__init__(samples, at_k, name, write_csv, similarity_fct, batch_size, show_progress_bar,
+                         use_batched_encoding, None, mrr_at_k)  # fmt: skip
+        self.max_active_dims = max_active_dims
+
+    def columns(self, seen: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """The queries, then every sample's documents."""
+        return {"query": seen[0], "corpus": seen[1]}
+
+
+class SparseTranslationEvaluator(_SparseStats, TranslationEvaluator):
+    """TranslationEvaluator on sparse vectors, plus their sparsity."""
+
+    def __init__(self, source_sentences: list[str], target_sentences: list[str], show_progress_bar: bool = False,
+                 batch_size: int = 16, name: str = "", print_wrong_matches: bool = False, write_csv: bool = True,
+                 max_active_dims: int | None = None) -> None:  # fmt: skip
+        super().__init__(source_sentences, target_sentences, show_progress_bar, batch_size, name, print_wrong_matches,
+                         write_csv)  # fmt: skip
+        self.max_active_dims = max_active_dims
 
 
 def avg_flops(queries: np.ndarray, documents: np.ndarray) -> float:
