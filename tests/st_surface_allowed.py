@@ -65,8 +65,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.add_adapter": ADAPTER,  # missing
     "CrossEncoder.append": SEQ,  # missing
     "CrossEncoder.check_peft_compatible_model": ADAPTER,  # missing
-    "CrossEncoder.clear_placement_cache": NOTYET,  # missing
-    "CrossEncoder.default_activation_function": NOTYET,  # missing
     "CrossEncoder.default_huggingface_organization": HUB,  # missing
     "CrossEncoder.delete_adapter": ADAPTER,  # missing
     "CrossEncoder.disable_adapters": ADAPTER,  # missing
@@ -75,64 +73,41 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.fit": NOTYET,  # missing
     "CrossEncoder.forward": NOTYET,  # no parameter 'input'
     "CrossEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "CrossEncoder.get_default_activation_fn": NOTYET,  # missing
-    "CrossEncoder.get_model_kwargs": NOTYET,  # missing
-    "CrossEncoder.gradient_checkpointing_enable": NOTYET,  # missing
     "CrossEncoder.has_peft_compatible_model": ADAPTER,  # missing
     "CrossEncoder.insert": SEQ,  # missing
-    "CrossEncoder.is_singular_input": NOTYET,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
     "CrossEncoder.model_card_data_class": CARD,  # missing
     "CrossEncoder.old_fit": NOTYET,  # missing
     "CrossEncoder.pop": SEQ,  # missing
-    "CrossEncoder.preprocess": NOTYET,  # missing
-    "CrossEncoder.processor": NOTYET,  # missing
     "CrossEncoder.push_to_hub": HUB,  # missing
     "CrossEncoder.save_to_hub": HUB,  # missing
     "CrossEncoder.set_adapter": ADAPTER,  # missing
     "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
-    "CrossEncoder.smart_batching_collate": NOTYET,  # missing
     "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
-    "CrossEncoder.start_multi_process_pool": NOTYET,  # missing
-    "CrossEncoder.stop_multi_process_pool": NOTYET,  # missing
-    "CrossEncoder.tokenize": NOTYET,  # missing
-    "CrossEncoder.transformers_model": NOTYET,  # missing
-    "SentenceTransformer.SUPPORTED_SIMILARITY_FN_NAMES": NOTYET,  # missing
     "SentenceTransformer.active_adapter": ADAPTER,  # missing
     "SentenceTransformer.active_adapters": ADAPTER,  # missing
     "SentenceTransformer.add_adapter": ADAPTER,  # missing
     "SentenceTransformer.check_peft_compatible_model": ADAPTER,  # missing
-    "SentenceTransformer.clear_placement_cache": NOTYET,  # missing
-    "SentenceTransformer.config": NOTYET,  # missing
     "SentenceTransformer.default_huggingface_organization": HUB,  # missing
     "SentenceTransformer.delete_adapter": ADAPTER,  # missing
     "SentenceTransformer.disable_adapters": ADAPTER,  # missing
     "SentenceTransformer.enable_adapters": ADAPTER,  # missing
     "SentenceTransformer.forward": NOTYET,  # no parameter 'input'
     "SentenceTransformer.get_adapter_state_dict": ADAPTER,  # missing
-    "SentenceTransformer.get_model_kwargs": NOTYET,  # missing
     "SentenceTransformer.get_sentence_features": NOTYET,  # missing
-    "SentenceTransformer.gradient_checkpointing_enable": NOTYET,  # missing
     "SentenceTransformer.has_peft_compatible_model": ADAPTER,  # missing
     "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
     "SentenceTransformer.merge": NOTYET,  # missing
     "SentenceTransformer.model_card_data_class": CARD,  # missing
     "SentenceTransformer.old_fit": NOTYET,  # missing
-    "SentenceTransformer.preprocess": NOTYET,  # missing
-    "SentenceTransformer.processor": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
-    "SentenceTransformer.set_pooling_include_prompt": NOTYET,  # missing
-    "SentenceTransformer.smart_batching_collate": NOTYET,  # missing
-    "SparseEncoder.SUPPORTED_SIMILARITY_FN_NAMES": NOTYET,  # missing
     "SparseEncoder.active_adapter": ADAPTER,  # missing
     "SparseEncoder.active_adapters": ADAPTER,  # missing
     "SparseEncoder.add_adapter": ADAPTER,  # missing
     "SparseEncoder.append": SEQ,  # missing
     "SparseEncoder.check_peft_compatible_model": ADAPTER,  # missing
-    "SparseEncoder.clear_placement_cache": NOTYET,  # missing
-    "SparseEncoder.config": NOTYET,  # missing
     "SparseEncoder.default_huggingface_organization": HUB,  # missing
     "SparseEncoder.delete_adapter": ADAPTER,  # missing
     "SparseEncoder.disable_adapters": ADAPTER,  # missing
@@ -140,27 +115,16 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.extend": SEQ,  # missing
     "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
     "SparseEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "SparseEncoder.get_model_kwargs": NOTYET,  # missing
-    "SparseEncoder.gradient_checkpointing_enable": NOTYET,  # missing
     "SparseEncoder.has_peft_compatible_model": ADAPTER,  # missing
     "SparseEncoder.insert": SEQ,  # missing
     "SparseEncoder.intersection": SEQ,  # missing
-    "SparseEncoder.is_singular_input": NOTYET,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing
     "SparseEncoder.merge": NOTYET,  # missing
     "SparseEncoder.model_card_data_class": CARD,  # missing
     "SparseEncoder.pop": SEQ,  # missing
-    "SparseEncoder.preprocess": NOTYET,  # missing
-    "SparseEncoder.processor": NOTYET,  # missing
     "SparseEncoder.push_to_hub": HUB,  # missing
     "SparseEncoder.save_to_hub": HUB,  # missing
     "SparseEncoder.set_adapter": ADAPTER,  # missing
-    "SparseEncoder.set_pooling_include_prompt": NOTYET,  # missing
-    "SparseEncoder.splade_pooling_chunk_size": NOTYET,  # missing
-    "SparseEncoder.start_multi_process_pool": NOTYET,  # missing
-    "SparseEncoder.stop_multi_process_pool": NOTYET,  # missing
-    "SparseEncoder.tokenize": NOTYET,  # missing
-    "SparseEncoder.transformers_model": NOTYET,  # missing
     "sbert.CrossEncoderModelCardData": CARD,  # missing
     "sbert.DefaultBatchSampler": NOTYET,  # missing
     "sbert.MultiDatasetDefaultBatchSampler": NOTYET,  # missing
@@ -188,39 +152,22 @@ ALLOWED: dict[str, str] = {
     "sbert.losses.Matryoshka2dLoss": LOSS,  # missing
     "sbert.losses.MegaBatchMarginLoss": LOSS,  # missing
     "sbert.resolve_ids": NOTYET,  # missing
-    "sbert.util.LoggingHandler": UTILINT,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
     "sbert.util.all_gather": UTILINT,  # missing
     "sbert.util.all_gather_padded": UTILINT,  # missing
     "sbert.util.all_gather_with_grad": UTILINT,  # missing
     "sbert.util.append_to_last_row": UTILINT,  # missing
     "sbert.util.cat_padded_token_embeddings": UTILINT,  # missing
-    "sbert.util.check_package_availability": UTILINT,  # missing
     "sbert.util.check_teacher_targets": UTILINT,  # missing
     "sbert.util.check_version_requirements": UTILINT,  # missing
-    "sbert.util.compute_count_vector": NOTYET,  # missing
     "sbert.util.disable_datasets_caching": UTILINT,  # missing
-    "sbert.util.disable_logging": UTILINT,  # missing
-    "sbert.util.disabled_tqdm": UTILINT,  # missing
-    "sbert.util.fullname": UTILINT,  # missing
-    "sbert.util.get_rank": UTILINT,  # missing
-    "sbert.util.get_world_size": UTILINT,  # missing
     "sbert.util.http_get": HUB,  # missing
-    "sbert.util.import_from_string": UTILINT,  # missing
     "sbert.util.import_module_class": UTILINT,  # missing
     "sbert.util.information_retrieval": UTILINT,  # missing
     "sbert.util.install_logger": UTILINT,  # missing
-    "sbert.util.is_accelerate_available": UTILINT,  # missing
-    "sbert.util.is_datasets_available": UTILINT,  # missing
-    "sbert.util.is_dist_initialized": UTILINT,  # missing
     "sbert.util.is_sentence_transformer_model": HUB,  # missing
-    "sbert.util.is_training_available": UTILINT,  # missing
     "sbert.util.load_dir_path": HUB,  # missing
     "sbert.util.load_file_path": HUB,  # missing
-    "sbert.util.maxsim": NOTYET,  # missing
-    "sbert.util.maxsim_pairwise": NOTYET,  # missing
-    "sbert.util.mean_maxsim": NOTYET,  # missing
-    "sbert.util.mean_maxsim_pairwise": NOTYET,  # missing
     "sbert.util.repad_flattened_features": UTILINT,  # missing
     "sbert.util.resolve_ids": NOTYET,  # missing
     "sbert.util.save_to_hub_args_decorator": HUB,  # missing

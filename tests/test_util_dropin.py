@@ -156,3 +156,41 @@ def test_paraphrase_mining_with_repeated_sentences(vectors):
         scores = [round(p[0], 6) for p in reference]
         untied = {tuple(p[1:]) for p in reference if scores.count(round(p[0], 6)) == 1}
         assert untied <= {tuple(p[1:]) for p in mine}
+
+
+def test_maxsim_family_scores_as_6_2():
+    g = torch.Generator().manual_seed(3)
+    queries = [torch.randn(n, 8, generator=g) for n in (3, 5, 1)]
+    documents = [torch.randn(n, 8, generator=g) for n in (4, 2, 7)]
+    padded = torch.nn.utils.rnn.pad_sequence(documents, batch_first=True)
+    mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(d)) for d in documents], batch_first=True).bool()
+    half_mask = mask.clone()
+    half_mask[0, :2] = False  # drop two real tokens of the first document
+    for name in ("maxsim", "mean_maxsim", "maxsim_pairwise", "mean_maxsim_pairwise"):
+        for args, kwargs in (
+            ((queries, documents), {}),
+            ((queries, padded), {"b_mask": mask}),
+            ((queries, padded), {"b_mask": half_mask}),
+            ((queries, documents), {"length_normalize": True, "chunk_elements": 64}),
+            ((queries[0].numpy(), documents[0].numpy()), {}),
+        ):
+            same(getattr(ours, name)(*args, **kwargs), getattr(theirs, name)(*args, **kwargs))
+    with pytest.raises(ValueError, match="same number of items"):
+        ours.maxsim_pairwise(queries[:2], documents)
+    rows = torch.tensor([[0.0, 1.5, 0.0, 2.0], [0.0, 0.5, 0.0, 0.0]])
+    for x in (rows, rows.to_sparse(), rows[0]):
+        same(ours.compute_count_vector(x), theirs.compute_count_vector(x))
+
+
+def test_small_helpers_answer_as_6_2():
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    for name in ("get_rank", "get_world_size", "is_dist_initialized", "is_datasets_available",
+                 "is_accelerate_available", "is_training_available"):  # fmt: skip
+        assert getattr(ours, name)() == getattr(theirs, name)(), name
+    assert ours.fullname(MultipleNegativesRankingLoss) == theirs.fullname(MultipleNegativesRankingLoss)
+    assert ours.fullname(3) == theirs.fullname(3) == "int"
+    path = "sentence_transformers.sentence_transformer.losses.MultipleNegativesRankingLoss"
+    assert ours.import_from_string(path) is theirs.import_from_string(path)
+    with pytest.raises(ImportError, match="does not define"):
+        ours.import_from_string("sbert.util.nothing_here")

@@ -17,11 +17,26 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sbert.progress import LoggingHandler
 from sbert.search.cluster import community_detection as _communities
 from sbert.search.mine_table import mine_hard_negatives
 from sbert.search.quantize import calibration_ranges
 from sbert.search.quantize import quantize_embeddings as _quantize
 from sbert.similarity import SimilarityFunction
+from sbert.util_maxsim import compute_count_vector, maxsim, maxsim_pairwise, mean_maxsim, mean_maxsim_pairwise
+from sbert.util_runtime import (
+    check_package_availability,
+    disable_logging,
+    disabled_tqdm,
+    fullname,
+    get_rank,
+    get_world_size,
+    import_from_string,
+    is_accelerate_available,
+    is_datasets_available,
+    is_dist_initialized,
+    is_training_available,
+)
 from sbert.vectors.scores import (
     as_rows,
     cos_sim,
@@ -184,15 +199,32 @@ def select_max_active_dims(embeddings: Any, max_active_dims: int | None) -> Any:
 
 
 __all__ = [
+    "LoggingHandler",
     "SimilarityFunction",
     "batch_to_device",
+    "check_package_availability",
     "community_detection",
+    "compute_count_vector",
     "cos_sim",
+    "disable_logging",
+    "disabled_tqdm",
     "dot_score",
     "euclidean_sim",
     "float_tensor",
+    "fullname",
     "get_device_name",
+    "get_rank",
+    "get_world_size",
+    "import_from_string",
+    "is_accelerate_available",
+    "is_datasets_available",
+    "is_dist_initialized",
+    "is_training_available",
     "manhattan_sim",
+    "maxsim",
+    "maxsim_pairwise",
+    "mean_maxsim",
+    "mean_maxsim_pairwise",
     "mine_hard_negatives",
     "normalize_embeddings",
     "pairwise_angle_sim",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sbert.compat.model_parts import ModelParts
 from sbert.errors import SbertError
 from sbert.formats.model_config import EncoderSettings
 
@@ -64,10 +65,11 @@ class TaskEncodes:
         return self.encode(inputs, **with_task(options, "document", self.settings.prompts))
 
 
-class ModelFacts:
+class ModelFacts(ModelParts):
     """What 6.2's model classes tell about themselves, shared by the drop-in classes (a mixin placed first).
 
-    `model_type` is the class name sentence-transformers saves; a text model embeds text only.
+    `model_type` is the class name sentence-transformers saves; a text model embeds text only. The parts
+    (Hugging Face model, config, tokenization) come from compat/model_parts.py.
     """
 
     model_type: str = ""

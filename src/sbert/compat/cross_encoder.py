@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from sbert.compat.conventions import ModelFacts, apply_prompts
+from sbert.compat.model_parts import warn_pool_unused
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
@@ -78,6 +79,23 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         self._activation_override = value
 
     @property
+    def default_activation_function(self) -> Callable[..., Any]:
+        """6.2's deprecated name for `activation_fn`."""
+        return self.activation_fn
+
+    def get_default_activation_fn(self) -> Callable[..., Any]:
+        """The activation the model's folder names (Sigmoid for one label, Identity otherwise, unless saved)."""
+        return TORCH_ACTIVATIONS[self.activation]()
+
+    def is_singular_input(self, inputs: Any) -> bool:
+        """Whether `inputs` is one pair rather than a list of pairs."""
+        return _is_single_pair(inputs)
+
+    def tokenize(self, texts: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
+        """6.2's older name for `preprocess`."""
+        return self.preprocess(texts, **kwargs)
+
+    @property
     def max_length(self) -> int:
         """sentence-transformers' older name for `max_seq_length`."""
         return self.max_seq_length
@@ -121,6 +139,7 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         if inputs is None:
             inputs = options.pop("sentences")  # sentence-transformers' older name
         options.pop("num_workers", None)  # a no-op in sentence-transformers too
+        warn_pool_unused(pool, "CrossEncoder.predict")
         if "activation_fct" in options:
             activation_fn = options.pop("activation_fct")
         single = _is_single_pair(inputs)

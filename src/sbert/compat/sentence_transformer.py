@@ -194,11 +194,6 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         """Whether `inputs` is one input (a text, or a {"text": ...} dict) rather than a list of them."""
         return isinstance(inputs, str | dict)
 
-    @property
-    def transformers_model(self) -> Any:
-        """The Hugging Face model inside the Transformer module."""
-        return self.transformer.auto_model
-
     def encode_multi_process(
         self, sentences: list[str], pool: dict[str, Any], prompt_name: str | None = None, prompt: str | None = None,
         batch_size: int = 32, chunk_size: int | None = None, show_progress_bar: bool | None = None,
@@ -226,14 +221,6 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
             self.settings.truncate_dim = before
 
     truncate_sentence_embeddings = truncate_embeddings  # the older name
-
-    def start_multi_process_pool(self, target_devices: list[str] | None = None) -> dict[str, Any]:
-        """A pool for `encode(pool=...)`: one worker process per device (4 CPU workers by default)."""
-        return {"devices": list(target_devices or (["cuda"] * torch.cuda.device_count() or ["cpu"] * 4))}
-
-    @staticmethod
-    def stop_multi_process_pool(pool: dict[str, Any]) -> None:
-        """Nothing to stop: sbert starts the workers per call and ends them with it."""
 
     def fit(self, train_objectives: Iterable[tuple[Any, Any]], **options: Any) -> None:
         """sentence-transformers' legacy training call: (DataLoader of InputExample, loss) pairs, on sbert's engine.

@@ -20,6 +20,7 @@ import scipy.sparse
 import torch
 
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
+from sbert.compat.model_parts import warn_pool_unused
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.engine import csr_to_torch
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
@@ -72,6 +73,19 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         """The Hugging Face tokenizer of the document encoder."""
         return self._document_input().tokenizer
 
+    def is_singular_input(self, inputs: Any) -> bool:
+        """Whether `inputs` is one text (or one {"text": ...} dict) rather than a list of them."""
+        return isinstance(inputs, str | dict)
+
+    def tokenize(self, texts: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
+        """6.2's older name for `preprocess`."""
+        return self.preprocess(texts, **kwargs)
+
+    @property
+    def splade_pooling_chunk_size(self) -> int | None:
+        """None: sbert's SPLADE pooling takes the max over a batch's tokens in one pass, with no chunk setting."""
+        return None
+
     def get_sentence_embedding_dimension(self) -> int:
         """The width of every sparse vector."""
         return self.dimension
@@ -102,6 +116,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
                 cast(Any, inputs), **{"batch_size": batch_size, "show_progress_bar": show_progress_bar, **options}
             )
         inputs = options.pop("sentences") if inputs is None else inputs  # sentence-transformers' older name
+        warn_pool_unused(pool, "SparseEncoder.encode")
         options.setdefault("show_progress", bool(show_progress_bar))
         prompt = routed_prompt(self.settings, options.get("task"), prompt_name, prompt)
         native = options.pop("convert_to", None)

@@ -1,0 +1,76 @@
+"""6.2's calls on a model's parts (Hugging Face model, config, tokenization, pools) on the three drop-in classes.
+
+Each is asked of sbert's class and of sentence-transformers 6.2's on the same tiny folder, same process.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import sbert
+from tests.st_training_fixtures import tiny_cross_encoder_folder, tiny_splade_folder, tiny_st_folder
+
+st = pytest.importorskip("sentence_transformers")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    base = tmp_path_factory.mktemp("parts")
+    return {"SentenceTransformer": tiny_st_folder(base / "st"), "SparseEncoder": tiny_splade_folder(base / "splade"),
+            "CrossEncoder": tiny_cross_encoder_folder(base / "ce", labels=1)}  # fmt: skip
+
+
+def pair(folders, name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folder = str(folders[name])
+        return getattr(sbert, name)(folder, device="cpu"), getattr(st, name)(folder, device="cpu")
+
+
+@pytest.mark.parametrize("name", ["SentenceTransformer", "SparseEncoder", "CrossEncoder"])
+def test_parts_answer_as_6_2(folders, name):
+    ours, theirs = pair(folders, name)
+    assert type(ours.transformers_model) is type(theirs.transformers_model)
+    # 6.2's cross-encoder turns the KV cache off on its config; scores do not depend on it.
+    assert {**ours.config.to_dict(), "use_cache": 0} == {**theirs.config.to_dict(), "use_cache": 0}
+    assert type(ours.processor) is type(theirs.processor)
+    assert ours.get_model_kwargs() == theirs.get_model_kwargs()
+    inputs = [("a query", "a document"), ("q", "d two")] if name == "CrossEncoder" else ["one text", "two texts here"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for prompt in (None, "query: "):
+            got, want = ours.preprocess(inputs, prompt=prompt), theirs.preprocess(inputs, prompt=prompt)
+            assert set(got) == set(want), prompt
+            for key, value in want.items():
+                assert torch.equal(got[key], value) if torch.is_tensor(value) else got[key] == value, key
+        assert torch.equal(ours.tokenize(inputs)["input_ids"], theirs.tokenize(inputs)["input_ids"])
+    single = inputs[0]
+    assert ours.is_singular_input(single) == theirs.is_singular_input(single) is True
+    assert ours.is_singular_input(inputs) == theirs.is_singular_input(inputs) is False
+    ours.gradient_checkpointing_enable()
+    assert ours.transformers_model.is_activation_checkpointing
+
+
+def test_pools_encode_as_without_and_say_when_unused(folders):
+    ours, _ = pair(folders, "CrossEncoder")
+    pool = ours.start_multi_process_pool(["cpu", "cpu"])
+    with pytest.warns(UserWarning, match="the pool is not used"):
+        pooled = ours.predict([("a", "b"), ("c", "d")], pool=pool)
+    assert pooled.tolist() == pytest.approx(ours.predict([("a", "b"), ("c", "d")]).tolist(), abs=1e-6)
+    ours.stop_multi_process_pool(pool)
+
+
+def test_cross_encoder_activation_names_and_include_prompt(folders):
+    ours, theirs = pair(folders, "CrossEncoder")
+    assert type(ours.get_default_activation_fn()) is type(theirs.get_default_activation_fn())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert type(ours.default_activation_function) is type(theirs.default_activation_function)
+    dense, _ = pair(folders, "SentenceTransformer")
+    texts = ["a short text", "another one"]
+    with_prompt = dense.encode(texts, prompt="query: ")
+    dense.set_pooling_include_prompt(False)
+    assert not torch.allclose(torch.from_numpy(dense.encode(texts, prompt="query: ")), torch.from_numpy(with_prompt))
