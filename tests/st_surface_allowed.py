@@ -141,16 +141,11 @@ ALLOWED: dict[str, str] = {
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
     "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
     "sbert.losses.AdaptiveLayerLoss": LOSS,  # missing
-    "sbert.losses.CachedGISTEmbedLoss": LOSS,  # missing
-    "sbert.losses.CachedMultipleNegativesSymmetricRankingLoss": LOSS,  # missing
     "sbert.losses.ContrastiveTensionDataLoader": LOSS,  # missing
     "sbert.losses.ContrastiveTensionLoss": LOSS,  # missing
     "sbert.losses.ContrastiveTensionLossInBatchNegatives": LOSS,  # missing
     "sbert.losses.DenoisingAutoEncoderLoss": LOSS,  # missing
-    "sbert.losses.GISTEmbedLoss": LOSS,  # missing
-    "sbert.losses.GlobalOrthogonalRegularizationLoss": LOSS,  # missing
     "sbert.losses.Matryoshka2dLoss": LOSS,  # missing
-    "sbert.losses.MegaBatchMarginLoss": LOSS,  # missing
     "sbert.resolve_ids": NOTYET,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
     "sbert.util.all_gather": UTILINT,  # missing
@@ -197,7 +192,4 @@ ALLOWED: dict[str, str] = {
     "sbert.sparse_encoder.losses.CSRLoss": SPARSE_LOSS,  # missing
     "sbert.sparse_encoder.losses.CSRReconstructionLoss": SPARSE_LOSS,  # missing
     "sbert.sparse_encoder.losses.CachedSpladeLoss": SPARSE_LOSS,  # missing
-    "sbert.sparse_encoder.losses.SparseAnglELoss": SPARSE_LOSS,  # missing
-    "sbert.sparse_encoder.losses.SparseDistillKLDivLoss": SPARSE_LOSS,  # missing
-    "sbert.sparse_encoder.losses.SparseMarginMSELoss": SPARSE_LOSS,  # missing
 }

@@ -29,6 +29,15 @@ def folder(tmp_path_factory):
     return tiny_st_folder(tmp_path_factory.mktemp("st-train"))
 
 
+def guide(model, max_seq_length=None):
+    """A GIST guide: the model's own folder loaded again (frozen); a shorter limit makes the loss re-tokenize."""
+    source = getattr(model, "source_dir", None) or model[0].auto_model.name_or_path
+    loaded = type(model)(str(source), device="cpu")  # the model's own library
+    if max_seq_length is not None:
+        loaded.max_seq_length = max_seq_length
+    return loaded
+
+
 # (table, loss built from a library's `losses` module and the model)
 LOSSES = {
     "mnrl": ("pair", lambda lib, m: lib.MultipleNegativesRankingLoss(m)),
@@ -51,6 +60,21 @@ LOSSES = {
     ),
     "online-contrastive": ("binary", lambda lib, m: lib.OnlineContrastiveLoss(m, margin=0.9)),
     "mnrl-symmetric": ("pair", lambda lib, m: lib.MultipleNegativesSymmetricRankingLoss(m)),
+    "cached-mnrl-symmetric": (
+        "pair",
+        lambda lib, m: lib.CachedMultipleNegativesSymmetricRankingLoss(m, mini_batch_size=3),
+    ),
+    "gist": ("pair", lambda lib, m: lib.GISTEmbedLoss(m, guide(m))),
+    "gist-triplet-relative": (
+        "triplet",
+        lambda lib, m: lib.GISTEmbedLoss(m, guide(m), temperature=0.05, margin_strategy="relative", margin=0.1),
+    ),
+    "gist-retokenized": ("pair", lambda lib, m: lib.GISTEmbedLoss(m, guide(m, 12), contrast_anchors=False)),
+    "cached-gist": ("triplet", lambda lib, m: lib.CachedGISTEmbedLoss(m, guide(m), mini_batch_size=3)),
+    "gor": ("pair", lambda lib, m: lib.GlobalOrthogonalRegularizationLoss(m)),
+    "gor-sum": ("pair", lambda lib, m: lib.GlobalOrthogonalRegularizationLoss(m, mean_weight=0.5, aggregation="sum")),
+    "mega-batch": ("pair", lambda lib, m: lib.MegaBatchMarginLoss(m, mini_batch_size=3)),
+    "mega-batch-plain": ("pair", lambda lib, m: lib.MegaBatchMarginLoss(m, use_mini_batched_version=False)),
     "angle": ("score", lambda lib, m: lib.AnglELoss(m)),
     "margin-mse": ("margins", lambda lib, m: lib.MarginMSELoss(m)),
     "margin-mse-scores": ("teacher-scores", lambda lib, m: lib.MarginMSELoss(m)),

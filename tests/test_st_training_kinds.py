@@ -157,17 +157,22 @@ def test_splade_loss_refuses_what_the_engine_does_not_train(tmp_path):
                           use_document_regularizer_only=True)  # fmt: skip
 
 
-def test_splade_with_cosent_trains_as_sentence_transformers(tmp_path):
-    """6.2's SpladeLoss around another sparse loss (CoSENT on scored pairs): the same losses."""
+@pytest.mark.parametrize(
+    ("inner", "table"),
+    [("SparseCoSENTLoss", "score"), ("SparseAnglELoss", "score"), ("SparseMarginMSELoss", "margins"),
+     ("SparseDistillKLDivLoss", "teacher-scores")],
+)  # fmt: skip
+def test_splade_around_other_sparse_losses_trains_as_sentence_transformers(inner, table, tmp_path):
+    """6.2's SpladeLoss around another sparse loss (CoSENT, AnglE, MarginMSE, KL distillation): the same losses."""
     folder = tiny_splade_folder(tmp_path)
 
     def run(lib, out):
         model = lib.SparseEncoder(str(folder), device="cpu")
         losses = importlib.import_module(f"{lib.__name__}.sparse_encoder.losses")
-        loss = losses.SpladeLoss(model, losses.SparseCoSENTLoss(model), 3e-3, 5e-3)
+        loss = losses.SpladeLoss(model, getattr(losses, inner)(model), 3e-3, 5e-3)
         trainer = importlib.import_module(f"{lib.__name__}.sparse_encoder").SparseEncoderTrainer(
             model=model, args=arguments(lib, out, "sparse_encoder"),
-            train_dataset=datasets.Dataset.from_dict(tables()["score"]), loss=loss,
+            train_dataset=datasets.Dataset.from_dict(tables()[table]), loss=loss,
         )  # fmt: skip
         return train(trainer)
 

@@ -25,16 +25,21 @@ from sbert.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss, Sia
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.embed_distill import EmbedDistillLoss, MSELoss
+from sbert.losses.gist import CachedGISTEmbedLoss, GISTEmbedLoss
 from sbert.losses.infomax import InfomaxLoss
 from sbert.losses.margin_distill import DistillKLDivLoss, MarginMSELoss
 from sbert.losses.matryoshka import MatryoshkaLoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
-from sbert.losses.mnrl_symmetric import MultipleNegativesSymmetricRankingLoss
+from sbert.losses.mnrl_symmetric import (
+    CachedMultipleNegativesSymmetricRankingLoss,
+    MultipleNegativesSymmetricRankingLoss,
+)
 from sbert.losses.multivector import (
     CachedMultiVectorContrastiveLoss,
     MultiVectorContrastiveLoss,
     MultiVectorDistillLoss,
 )
+from sbert.losses.regularizers import GlobalOrthogonalRegularizationLoss, MegaBatchMarginLoss
 from sbert.losses.softmax import SoftmaxLoss
 from sbert.losses.sparse_parts import FlopsLoss, SparseMultipleNegativesRankingLoss
 from sbert.losses.splade import SpladeLoss
@@ -157,17 +162,22 @@ __all__ = [
     "BatchHardTripletLoss",
     "BatchHardTripletLossDistanceFunction",
     "BatchSemiHardTripletLoss",
+    "CachedGISTEmbedLoss",
     "CachedMultipleNegativesRankingLoss",
+    "CachedMultipleNegativesSymmetricRankingLoss",
     "CoSENTLoss",
     "ContrastiveLoss",
     "CosineSimilarityLoss",
     "DistillKLDivLoss",
     "EmbedDistillLoss",
     "FlopsLoss",
+    "GISTEmbedLoss",
+    "GlobalOrthogonalRegularizationLoss",
     "Loss",
     "MSELoss",
     "MarginMSELoss",
     "MatryoshkaLoss",
+    "MegaBatchMarginLoss",
     "MultipleNegativesRankingLoss",
     "MultipleNegativesSymmetricRankingLoss",
     "OnlineContrastiveLoss",

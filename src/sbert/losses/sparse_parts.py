@@ -12,10 +12,11 @@ from torch import Tensor, nn
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.embed_distill import MSELoss
+from sbert.losses.margin_distill import DistillKLDivLoss, MarginMSELoss
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.options import Similarity
 from sbert.losses.triplet import TripletLoss
-from sbert.vectors.scores import dot_score
+from sbert.vectors.scores import dot_score, pairwise_angle_sim, pairwise_dot_score
 
 
 def flops(x: Tensor) -> Tensor:
@@ -72,3 +73,26 @@ class SparseMSELoss(MSELoss):
 
     def __init__(self, model: nn.Module | None = None) -> None:
         super().__init__(model)
+
+
+class SparseAnglELoss(SparseCoSENTLoss):
+    """AnglE's angle-difference objective on sparse vectors (`SparseAnglELoss(model, scale=20.0)`)."""
+
+    def __init__(self, model: nn.Module | None = None, scale: float = 20.0) -> None:
+        super().__init__(model, scale, similarity_fct=pairwise_angle_sim)
+
+
+class SparseMarginMSELoss(MarginMSELoss):
+    """MarginMSE of a teacher's margins on sparse vectors (dot product)."""
+
+    def __init__(self, model: nn.Module | None = None, similarity_fct: Similarity = pairwise_dot_score) -> None:
+        super().__init__(model, similarity_fct)
+
+
+class SparseDistillKLDivLoss(DistillKLDivLoss):
+    """KL distillation of a teacher's scores on sparse vectors (6.2's default temperature 2)."""
+
+    def __init__(self, model: nn.Module | None = None, similarity_fct: Similarity = pairwise_dot_score,
+                 temperature: float = 2.0, student_temperature: float | None = None,
+                 teacher_temperature: float | None = None) -> None:  # fmt: skip
+        super().__init__(model, similarity_fct, temperature, student_temperature, teacher_temperature)

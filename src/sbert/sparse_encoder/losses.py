@@ -2,8 +2,11 @@
 
 from sbert.losses.sparse_parts import (
     FlopsLoss,
+    SparseAnglELoss,
     SparseCoSENTLoss,
     SparseCosineSimilarityLoss,
+    SparseDistillKLDivLoss,
+    SparseMarginMSELoss,
     SparseMSELoss,
     SparseMultipleNegativesRankingLoss,
     SparseTripletLoss,
@@ -12,9 +15,12 @@ from sbert.losses.splade import SpladeLoss
 
 __all__ = [
     "FlopsLoss",
+    "SparseAnglELoss",
     "SparseCoSENTLoss",
     "SparseCosineSimilarityLoss",
+    "SparseDistillKLDivLoss",
     "SparseMSELoss",
+    "SparseMarginMSELoss",
     "SparseMultipleNegativesRankingLoss",
     "SparseTripletLoss",
     "SpladeLoss",
