@@ -171,21 +171,8 @@ ALLOWED: dict[str, str] = {
     "sbert.cross_encoder.CrossEncoderDataCollator": LOOP,  # missing
     "sbert.cross_encoder.CrossEncoderModelCardData": CARD,  # missing
     "sbert.cross_encoder.evaluation.CrossEncoderNanoBEIREvaluator": NANO,  # missing
-    "sbert.cross_encoder.losses.ADRMSELoss": CE_LOSS,  # missing
     "sbert.cross_encoder.losses.CachedMultipleNegativesRankingLoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.LambdaLoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.LambdaRankScheme": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.ListMLELoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.ListNetLoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.MarginMSELoss": CE_LOSS,  # missing
     "sbert.cross_encoder.losses.MultipleNegativesRankingLoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.NDCGLoss1Scheme": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.NDCGLoss2PPScheme": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.NDCGLoss2Scheme": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.NoWeightingScheme": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.PListMLELambdaWeight": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.PListMLELoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.RankNetLoss": CE_LOSS,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.SparseEncoderModelCardData": CARD,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing

@@ -111,7 +111,13 @@ def losses_logged(trainer):
     return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+# Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
+VARIANTS = {"gist-triplet-relative", "gist-retokenized", "gor-sum", "mega-batch-plain", "cached-mnrl-symmetric"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.e2e) if n in VARIANTS else n for n in sorted(LOSSES)]
+)
 def test_script_trains_as_sentence_transformers(name, folder, tmp_path):
     kind, make_loss = LOSSES[name]
     table = tables()[kind]

@@ -36,6 +36,16 @@ pytestmark = pytest.mark.reference
 
 BINARY = {"query": ANCHORS, "document": NEGATIVES, "label": [float(i % 2) for i in range(ROWS)]}
 CLASSES = {"premise": ANCHORS, "hypothesis": NEGATIVES, "label": [i % 3 for i in range(ROWS)]}
+_rng = np.random.default_rng(2)
+# a teacher's margin per row, or its scores of the positive and two negatives
+MARGINS = {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
+           "label": [float(x) for x in _rng.normal(size=ROWS)]}  # fmt: skip
+SCORES = {"query": ANCHORS, "positive": POSITIVES, "negative_1": NEGATIVES, "negative_2": NEGATIVES[::-1],
+          "scores": [[float(x) for x in _rng.normal(size=3)] for _ in range(ROWS)]}  # fmt: skip
+# (query, [documents], [labels]): 2 to 4 documents a query, graded labels with ties and zeros
+LISTS = {"query": ANCHORS,
+         "docs": [[POSITIVES[i], *[NEGATIVES[(i + j) % ROWS] for j in range(1 + i % 3)]] for i in range(ROWS)],
+         "labels": [[3.0, *[float((i + j) % 3) for j in range(1 + i % 3)]] for i in range(ROWS)]}  # fmt: skip
 # (output count, table, loss built from a library's cross_encoder.losses and the model)
 CROSS_LOSSES = {
     "bce": (1, BINARY, lambda lib, m: lib.BinaryCrossEntropyLoss(m)),
@@ -43,6 +53,18 @@ CROSS_LOSSES = {
     "mse-sigmoid": (1, BINARY, lambda lib, m: lib.MSELoss(m, activation_fn=torch.nn.Sigmoid())),
     "cross-entropy": (3, CLASSES, lambda lib, m: lib.CrossEntropyLoss(m)),
     "default": (1, BINARY, None),
+    "margin-mse": (1, MARGINS, lambda lib, m: lib.MarginMSELoss(m)),
+    "margin-mse-scores": (1, SCORES, lambda lib, m: lib.MarginMSELoss(m, activation_fn=torch.nn.Sigmoid())),
+    "listnet": (1, LISTS, lambda lib, m: lib.ListNetLoss(m)),
+    "listmle": (1, LISTS, lambda lib, m: lib.ListMLELoss(m)),
+    "listmle-by-label": (1, LISTS, lambda lib, m: lib.ListMLELoss(m, respect_input_order=False)),
+    "plistmle": (1, LISTS, lambda lib, m: lib.PListMLELoss(m)),
+    "lambda": (1, LISTS, lambda lib, m: lib.LambdaLoss(m)),
+    "lambda-ndcg1-k2": (1, LISTS, lambda lib, m: lib.LambdaLoss(m, lib.NDCGLoss1Scheme(), k=2)),
+    "lambda-ndcg2": (1, LISTS, lambda lib, m: lib.LambdaLoss(m, lib.NDCGLoss2Scheme(), reduction_log="natural")),
+    "lambdarank": (1, LISTS, lambda lib, m: lib.LambdaLoss(m, lib.LambdaRankScheme(), sigma=2.0)),
+    "ranknet": (1, LISTS, lambda lib, m: lib.RankNetLoss(m)),
+    "adrmse": (1, LISTS, lambda lib, m: lib.ADRMSELoss(m, alpha=2.0)),
 }
 
 
@@ -91,7 +113,14 @@ def run_cross(lib, folder, out, table, make_loss):
     return losses, model, metrics
 
 
-@pytest.mark.parametrize("name", sorted(CROSS_LOSSES))
+# Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
+VARIANTS = {"listmle-by-label", "plistmle", "lambda-ndcg1-k2", "lambda-ndcg2", "lambdarank", "ranknet",
+            "margin-mse-scores"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.e2e) if n in VARIANTS else n for n in sorted(CROSS_LOSSES)]
+)
 def test_cross_encoder_script_trains_as_sentence_transformers(name, tmp_path):
     labels, table, make_loss = CROSS_LOSSES[name]
     folder = tiny_cross_encoder_folder(tmp_path, labels)
@@ -159,7 +188,8 @@ def test_splade_loss_refuses_what_the_engine_does_not_train(tmp_path):
 
 @pytest.mark.parametrize(
     ("inner", "table"),
-    [("SparseCoSENTLoss", "score"), ("SparseAnglELoss", "score"), ("SparseMarginMSELoss", "margins"),
+    [("SparseCoSENTLoss", "score"), pytest.param("SparseAnglELoss", "score", marks=pytest.mark.e2e),
+     pytest.param("SparseMarginMSELoss", "margins", marks=pytest.mark.e2e),
      ("SparseDistillKLDivLoss", "teacher-scores")],
 )  # fmt: skip
 def test_splade_around_other_sparse_losses_trains_as_sentence_transformers(inner, table, tmp_path):

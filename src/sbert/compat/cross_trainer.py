@@ -3,15 +3,18 @@
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=ds, loss=BinaryCrossEntropyLoss(model))
     trainer.train()
 
-Columns are read by position as 6.2 reads them (first text, second text, then `label` / `score`). Each
-row becomes one pair in a single text column, which the engine trains through the cross-encoder's
-`training_chain()` (reranker/training.py): the same batching, checkpoints, resume, mixed precision
+Columns are read by position as 6.2 reads them, in the layout the loss takes (losses/listwise.py):
+(first text, second text, label) for the pair losses, (query, positive, negatives..., label) for
+MarginMSE, (query, [documents], [labels]) for the list losses. Each document becomes a column of
+(query, document) pairs, which the engine trains through the cross-encoder's `training_chain()`
+(reranker/training.py): the same batching, checkpoints, resume, mixed precision
 and gathers as `sbert train`. Arguments, state, callbacks, `log_history`, `evaluate` and saving are
 the drop-in SentenceTransformerTrainer's.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sbert.compat.train_data import LABEL_COLUMNS, table_columns, with_prompts
@@ -42,7 +45,7 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
             if not isinstance(value, PairLogitLoss):
                 raise SbertError(
                     f"loss is a {type(value).__name__}: sbert trains cross-encoders with "
-                    "BinaryCrossEntropyLoss, CrossEntropyLoss or MSELoss (sbert.cross_encoder.losses)"
+                    "the losses of sbert.cross_encoder.losses"
                 )
             value.check_labels(self.model.num_labels)
         return built
@@ -55,15 +58,42 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
         return BinaryCrossEntropyLoss(model) if model.num_labels == 1 else CrossEntropyLoss(model)
 
     def _datasets(self) -> dict[str, Dataset]:
-        """The one training set as a column of (first, second) pairs with their labels."""
+        """The one training set as columns of (query, document) pairs with their labels, as its loss reads them."""
         name, data = next(iter(self._sets(self.train_dataset).items()))
         columns = with_prompts(table_columns(data, name), self.args.prompts, name)
         label = next((c for c in LABEL_COLUMNS if c in columns), None)
         texts = [c for c in columns if c != label]
-        if label is None or len(texts) != 2:
-            raise SbertError(f"training set {name!r}: a cross-encoder trains on two text columns and a 'label' or "
-                             f"'score' column (columns: {', '.join(columns)})")  # fmt: skip
-        pairs = [((str(a), str(b)),) for a, b in zip(columns[texts[0]], columns[texts[1]], strict=True)]
-        labels = [float(v) for v in columns[label]]
-        source = f"columns by position: pairs of {texts[0]} and {texts[1]}; label: {label}"
-        return {name: Dataset(name, "text", pairs, labels, source=source)}  # type: ignore[arg-type]
+        layout = getattr(self.loss[name], "layout", "pairs")
+        if label is None or len(texts) < 2 or (layout != "columns" and len(texts) != 2):
+            loss = type(self.loss[name]).__name__
+            raise SbertError(f"training set {name!r}: {loss} trains on {LAYOUTS[layout]} and a label column "
+                             f"({', '.join(LABEL_COLUMNS)}); columns: {', '.join(columns)}")  # fmt: skip
+        queries = [str(q) for q in columns[texts[0]]]
+        if layout == "lists":
+            rows, labels = _padded_lists(name, queries, columns[texts[1]], columns[label])
+        else:
+            documents = list(zip(*[columns[c] for c in texts[1:]], strict=True))
+            rows = [tuple((q, str(d)) for d in docs) for q, docs in zip(queries, documents, strict=True)]
+            labels = [v if isinstance(v, float | int) else [float(x) for x in v] for v in columns[label]]
+        source = f"columns by position: {texts[0]} paired with {', '.join(texts[1:])}; label: {label}"
+        return {name: Dataset(name, "text", rows, labels, source=source)}
+
+
+# What each loss layout reads, in the error that names it.
+LAYOUTS = {"pairs": "two text columns", "columns": "a query column then one column per document",
+           "lists": "a query column and a column of document lists"}  # fmt: skip
+
+
+def _padded_lists(name: str, queries: list[str], documents: list[Any], labels: list[Any]) -> tuple[list, list]:
+    """(query, [docs], [labels]) rows as K pair columns, K the longest list: shorter rows padded, their labels NaN."""
+    width = max((len(docs) for docs in documents), default=0)
+    rows, targets = [], []
+    for i, (query, docs, row_labels) in enumerate(zip(queries, documents, labels, strict=True)):
+        if isinstance(docs, str) or len(docs) != len(row_labels):
+            raise SbertError(f"training set {name!r}, row {i}: a list of documents and one label per document "
+                             f"(got {len(row_labels)} labels)")  # fmt: skip
+        pads = width - len(docs)
+        # A padded document is scored like any other (its score masked): an empty text costs the least.
+        rows.append(tuple((query, str(d)) for d in [*docs, *[""] * pads]))
+        targets.append([float(v) for v in row_labels] + [math.nan] * pads)
+    return rows, targets

@@ -17,7 +17,8 @@ from sbert.data.table_sources import in_memory
 from sbert.errors import SbertError
 from sbert.losses import Loss
 
-LABEL_COLUMNS = ("label", "score")  # sentence-transformers' names for the label column
+# sentence-transformers 6.2's label columns (its DEFAULT_LABEL_COLUMNS)
+LABEL_COLUMNS = ("label", "labels", "score", "scores")
 
 
 def table_columns(data: Any, name: str) -> dict[str, list[Any]]:

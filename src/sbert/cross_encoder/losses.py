@@ -1,6 +1,45 @@
-"""`sentence_transformers.cross_encoder.losses`: what sbert trains cross-encoders with (losses/pair_logits.py)."""
+"""`sentence_transformers.cross_encoder.losses`: what sbert trains cross-encoders with.
 
+Pair losses (losses/pair_logits.py), MarginMSE and the list losses (losses/listwise.py, losses/lambda_rank.py).
+"""
+
+from sbert.losses.lambda_rank import (
+    BaseWeightingScheme,
+    LambdaLoss,
+    LambdaRankScheme,
+    NDCGLoss1Scheme,
+    NDCGLoss2PPScheme,
+    NDCGLoss2Scheme,
+    NoWeightingScheme,
+    RankNetLoss,
+)
+from sbert.losses.listwise import (
+    ADRMSELoss,
+    ListMLELoss,
+    ListNetLoss,
+    MarginMSELoss,
+    PListMLELambdaWeight,
+    PListMLELoss,
+)
 from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss
 from sbert.losses.pair_logits import LogitMSELoss as MSELoss
 
-__all__ = ["BinaryCrossEntropyLoss", "CrossEntropyLoss", "MSELoss"]
+__all__ = [
+    "ADRMSELoss",
+    "BaseWeightingScheme",
+    "BinaryCrossEntropyLoss",
+    "CrossEntropyLoss",
+    "LambdaLoss",
+    "LambdaRankScheme",
+    "ListMLELoss",
+    "ListNetLoss",
+    "MSELoss",
+    "MarginMSELoss",
+    "NDCGLoss1Scheme",
+    "NDCGLoss2PPScheme",
+    "NDCGLoss2Scheme",
+    "NoWeightingScheme",
+    "PListMLELambdaWeight",
+    "PListMLELoss",
+    "RankNetLoss",
+]

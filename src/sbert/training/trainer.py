@@ -331,7 +331,7 @@ class Trainer:
                 stage=state.index,
                 step=step,
                 objective=state.prepared[objective].name,
-                loss=round(value, 6),
+                loss=value,  # unrounded: the drop-in trainer's log_history holds it as transformers' does
                 lr=runner.step_lr,
                 examples_per_s=round(rate, 1),
             )
