@@ -44,6 +44,7 @@ def tables() -> dict[str, dict[str, list]]:
         "margins": {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
                     "label": [float(x) for x in rng.normal(size=ROWS)]},
         "labelled": {"text": ANCHORS, "label": [i % 3 for i in range(ROWS)]},  # each label on 2-3 rows
+        "texts": {"text": ANCHORS},
         "teacher-scores": {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
                            "label": [list(rng.normal(size=2).astype(float)) for _ in range(ROWS)]},
     }  # fmt: skip

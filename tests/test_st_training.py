@@ -71,6 +71,8 @@ LOSSES = {
     ),
     "gist-retokenized": ("pair", lambda lib, m: lib.GISTEmbedLoss(m, guide(m, 12), contrast_anchors=False)),
     "cached-gist": ("triplet", lambda lib, m: lib.CachedGISTEmbedLoss(m, guide(m), mini_batch_size=3)),
+    "contrastive-tension": ("binary", lambda lib, m: lib.ContrastiveTensionLoss(m)),
+    "contrastive-tension-in-batch": ("texts", lambda lib, m: lib.ContrastiveTensionLossInBatchNegatives(m)),
     "gor": ("pair", lambda lib, m: lib.GlobalOrthogonalRegularizationLoss(m)),
     "gor-sum": ("pair", lambda lib, m: lib.GlobalOrthogonalRegularizationLoss(m, mean_weight=0.5, aggregation="sum")),
     "mega-batch": ("pair", lambda lib, m: lib.MegaBatchMarginLoss(m, mini_batch_size=3)),
@@ -158,6 +160,48 @@ def test_legacy_fit_trains_as_sentence_transformers(folder, tmp_path):
     before = st.SentenceTransformer(str(folder), device="cpu").encode(table["sentence1"])
     assert np.abs(vectors[0] - before).max() > 1e-3  # the reference did train
     np.testing.assert_allclose(vectors[1], vectors[0], atol=2e-4)
+
+
+def test_legacy_multilingual_distillation_trains_as_sentence_transformers(folder, tmp_path):
+    """make_multilingual.py's recipe: ParallelSentencesDataset labels each translation with the teacher's vector."""
+    from torch.utils.data import DataLoader
+
+    rows = [[a, p] for a, p in zip(tables()["pair"]["anchor"], tables()["pair"]["positive"], strict=True)]
+    (tmp_path / "parallel.tsv").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    vectors = []
+    for lib in (st, sbert):
+        student = lib.SentenceTransformer(str(folder), device="cpu")
+        teacher = lib.SentenceTransformer(str(folder), device="cpu")
+        data = lib.ParallelSentencesDataset(student, teacher, batch_size=4)
+        data.load_data(str(tmp_path / "parallel.tsv"), weight=ROWS)
+        assert len(data) == 2 * ROWS  # each source and its translation
+        loader = DataLoader(data, shuffle=True, batch_size=len(data))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss = importlib.import_module(f"{lib.__name__}.losses").MSELoss(student)
+            student.fit(train_objectives=[(loader, loss)], epochs=1, warmup_steps=0, optimizer_params={"lr": 1e-3},
+                        show_progress_bar=False)  # fmt: skip
+        vectors.append(student.encode([p for _, p in rows]))
+    before = st.SentenceTransformer(str(folder), device="cpu").encode([p for _, p in rows])
+    assert np.abs(vectors[0] - before).max() > 1e-4  # the reference did train
+    np.testing.assert_allclose(vectors[1], vectors[0], atol=2e-4)
+
+
+def test_contrastive_tension_loader_feeds_fit(folder):
+    sentences = [*tables()["pair"]["anchor"], *tables()["pair"]["positive"]]
+    loader = sbert.losses.ContrastiveTensionDataLoader(list(sentences), batch_size=4, pos_neg_ratio=2)
+    batches = list(loader)
+    assert len(batches) == len(loader) == len(sentences) // 6
+    assert [e.label for e in batches[0]] == [1, 0, 1, 0] and batches[0][0].texts[0] == batches[0][0].texts[1]
+    model = sbert.SentenceTransformer(str(folder), device="cpu")
+    before = model.encode(sentences)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train_objectives=[(loader, sbert.losses.ContrastiveTensionLoss(model))], epochs=1,
+                  warmup_steps=0, optimizer_params={"lr": 1e-3}, show_progress_bar=False)  # fmt: skip
+    assert np.abs(model.encode(sentences) - before).max() > 1e-4
+    with pytest.raises(ValueError, match="divisible"):
+        sbert.losses.ContrastiveTensionDataLoader(sentences, batch_size=5, pos_neg_ratio=2)
 
 
 def test_unsupported_loss_argument_is_one_line():

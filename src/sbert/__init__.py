@@ -19,10 +19,10 @@ from sbert.version import __version__
 if TYPE_CHECKING:
     from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
     from sbert.compat.cross_trainer import CrossEncoderTrainer, CrossEncoderTrainingArguments
-    from sbert.compat.fit import InputExample
     from sbert.compat.sparse_trainer import SparseEncoderTrainer, SparseEncoderTrainingArguments
     from sbert.compat.trainer import SentenceTransformerTrainer
     from sbert.compat.training_args import SentenceTransformerTrainingArguments
+    from sbert.data.examples import InputExample, ParallelSentencesDataset, SentencesDataset
     from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
     from sbert.multivector import MultiVectorEncoder
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 # sentence-transformers' training names (sbert/compat): `from sbert import SentenceTransformerTrainer, ...`.
 _DROP_IN = {
-    "InputExample": "sbert.compat.fit",
+    "InputExample": "sbert.data.examples",
+    "ParallelSentencesDataset": "sbert.data.examples",
+    "SentencesDataset": "sbert.data.examples",
     "LoggingHandler": "sbert.progress",
     "mine_hard_negatives": "sbert.search.mine_table",
     "quantize_embeddings": "sbert.util",
@@ -104,10 +106,12 @@ __all__ = [
     "InputExample",
     "LoggingHandler",
     "MultiVectorEncoder",
+    "ParallelSentencesDataset",
     "SentenceEncoder",
     "SentenceTransformer",
     "SentenceTransformerTrainer",
     "SentenceTransformerTrainingArguments",
+    "SentencesDataset",
     "SimilarityFunction",
     "SparseEncoder",
     "SparseEncoderTrainer",

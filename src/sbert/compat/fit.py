@@ -14,22 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from sbert.compat.training_args import BatchSamplers, MultiDatasetBatchSamplers, SentenceTransformerTrainingArguments
+from sbert.data.examples import InputExample
 from sbert.errors import SbertError
-
-
-@dataclass
-class InputExample:
-    """One training example: its texts in column order and its label (0 when it has none)."""
-
-    guid: str = ""
-    texts: list[str] | None = None
-    label: int | float = 0
-
-    def __str__(self) -> str:
-        return f"<InputExample> label: {self.label}, texts: {'; '.join(self.texts or [])}"
 
 
 @dataclass
@@ -59,7 +49,12 @@ class FitOptions:
 
 def examples_table(loader: Any, index: int) -> dict[str, list[Any]]:
     """A DataLoader of InputExamples as columns: sentence_0, sentence_1, ... and a label unless every label is 0."""
-    examples = list(getattr(loader, "dataset", loader))
+    source = getattr(loader, "dataset", loader)
+    # A map-style dataset is read by index up to its length (ParallelSentencesDataset draws as it is read).
+    indexed = hasattr(source, "__len__") and hasattr(source, "__getitem__") and not isinstance(source, list)
+    items = [source[i] for i in range(len(source))] if indexed else list(source)
+    # A loader without a dataset (ContrastiveTensionDataLoader) yields batches: their examples, in order.
+    examples = [e for item in items for e in item] if items and all(isinstance(i, list) for i in items) else items
     if not examples or not all(isinstance(e, InputExample) and e.texts for e in examples):
         raise SbertError(f"train_objectives[{index}]: a DataLoader over InputExample(texts=[...], label=...) items")
     width = len(examples[0].texts or [])
@@ -67,7 +62,7 @@ def examples_table(loader: Any, index: int) -> dict[str, list[Any]]:
         raise SbertError(f"train_objectives[{index}]: every InputExample needs {width} texts")
     table: dict[str, list[Any]] = {f"sentence_{c}": [(e.texts or [])[c] for e in examples] for c in range(width)}
     labels = [e.label for e in examples]
-    if any(label != 0 for label in labels):
+    if any(np.any(np.asarray(label) != 0) for label in labels):  # a label may be a teacher's vector
         table["label"] = labels
     return table
 

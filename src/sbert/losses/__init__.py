@@ -22,6 +22,11 @@ from sbert.losses.batch_triplet import (
 )
 from sbert.losses.cached_mnrl import CachedMultipleNegativesRankingLoss
 from sbert.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss, SiameseDistanceMetric
+from sbert.losses.contrastive_tension import (
+    ContrastiveTensionDataLoader,
+    ContrastiveTensionLoss,
+    ContrastiveTensionLossInBatchNegatives,
+)
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
 from sbert.losses.embed_distill import EmbedDistillLoss, MSELoss
@@ -167,6 +172,9 @@ __all__ = [
     "CachedMultipleNegativesSymmetricRankingLoss",
     "CoSENTLoss",
     "ContrastiveLoss",
+    "ContrastiveTensionDataLoader",
+    "ContrastiveTensionLoss",
+    "ContrastiveTensionLossInBatchNegatives",
     "CosineSimilarityLoss",
     "DistillKLDivLoss",
     "EmbedDistillLoss",
