@@ -72,7 +72,9 @@ class ListwiseLoss(ScoreColumnsLoss):
     def __init__(self, model: nn.Module | None = None, activation_fn: Activation | None = nn.Identity(),  # noqa: B008
                  mini_batch_size: int | None = None) -> None:  # fmt: skip
         super().__init__(model, activation_fn or nn.Identity())
-        # sbert's engine batches the pairs by its token budget; the value is kept for the model card.
+        if mini_batch_size is not None:
+            warnings.warn(f"{type(self).__name__}: sbert's engine batches the pairs by its token budget; "
+                          "mini_batch_size is not used", UserWarning, stacklevel=3)  # fmt: skip
         self.mini_batch_size = mini_batch_size
 
     def scores_loss(self, scores: Tensor, labels: Tensor) -> Tensor:
