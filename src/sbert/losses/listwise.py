@@ -16,6 +16,8 @@ as sentence-transformers 6.2 masks its padded score matrix.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor, nn
 from torch.nn import functional
