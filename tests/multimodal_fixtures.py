@@ -1,10 +1,12 @@
-"""Tiny random image-text (CLIP) folders: a plain Hugging Face checkpoint, sentence-transformers 6.2's layout,
-and its 5.x layout (a `CLIPModel` module), for the tests that sbert refuses them in one clear line."""
+"""Tiny random image-text folders (CLIP, SigLIP): a plain Hugging Face checkpoint, sentence-transformers 6.2's
+layout (a root Transformer whose modality_config reads images), and its 5.x layout (a `CLIPModel` module)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 
 def _byte_symbols() -> list[str]:
@@ -14,17 +16,25 @@ def _byte_symbols() -> list[str]:
     return [chr(b) if b in kept else chr(next(extra)) for b in range(256)]
 
 
-def tiny_clip(base: Path) -> Path:
-    """A random CLIPModel (32-wide towers, 32-pixel images) with its processor, saved as transformers saves it."""
-    import torch
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+def _clip_tokenizer(base: Path) -> Any:
+    """A byte-level BPE tokenizer with no merges (every byte a token): CLIP's, small and offline."""
+    from transformers import CLIPTokenizer
 
     symbols = _byte_symbols()
     vocab = [*symbols, *(s + "</w>" for s in symbols), "<|startoftext|>", "<|endoftext|>"]
     (base / "tok").mkdir(parents=True, exist_ok=True)
     (base / "tok" / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(vocab)}), encoding="utf-8")
     (base / "tok" / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
-    tokenizer = CLIPTokenizer(str(base / "tok" / "vocab.json"), str(base / "tok" / "merges.txt"))
+    return CLIPTokenizer(str(base / "tok" / "vocab.json"), str(base / "tok" / "merges.txt"))
+
+
+def tiny_clip(base: Path) -> Path:
+    """A random CLIPModel (32-wide towers, 32-pixel images) with its processor, saved as transformers saves it."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    tokenizer = _clip_tokenizer(base)
+    vocab = range(len(tokenizer))
     towers = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
     text = {**towers, "vocab_size": len(vocab), "max_position_embeddings": 64, "bos_token_id": len(vocab) - 2,
             "eos_token_id": len(vocab) - 1}  # fmt: skip
@@ -46,9 +56,43 @@ def st_clip(clip: Path, out: Path) -> Path:
     return out
 
 
-def legacy_clip(out: Path) -> Path:
-    """sentence-transformers 5.x's clip-ViT-B-32 layout: modules.json naming one `CLIPModel` module."""
+def legacy_clip(out: Path, clip: Path | None = None) -> Path:
+    """sentence-transformers 5.x's clip-ViT-B-32 layout: modules.json naming one `CLIPModel` module (its files)."""
     (out / "0_CLIPModel").mkdir(parents=True, exist_ok=True)
+    for file in clip.iterdir() if clip is not None else []:
+        shutil.copy(file, out / "0_CLIPModel" / file.name)
     modules = [{"idx": 0, "name": "0", "path": "0_CLIPModel", "type": "sentence_transformers.models.CLIPModel"}]
     (out / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
+    return out
+
+
+def tiny_siglip(base: Path) -> Path:
+    """A random SiglipModel (32-wide towers, 32-pixel images, 16-token texts) with a processor, saved by transformers.
+
+    The text tower reads its last position, so texts must be padded to the fixed length it was trained on.
+    """
+    import torch
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+
+    tokenizer = _clip_tokenizer(base)
+    towers = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
+    text = {**towers, "vocab_size": len(tokenizer), "max_position_embeddings": 16, "bos_token_id": len(tokenizer) - 2,
+            "eos_token_id": len(tokenizer) - 1, "pad_token_id": len(tokenizer) - 1}  # fmt: skip
+    config = SiglipConfig(text_config=text, vision_config={**towers, "image_size": 32, "patch_size": 8},
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)  # fmt: skip
+    torch.manual_seed(1)
+    out = base / "siglip"
+    SiglipModel(config).save_pretrained(out)
+    images = SiglipImageProcessor(size={"height": 32, "width": 32})
+    SiglipProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    return out
+
+
+def st_siglip(siglip: Path, out: Path) -> Path:
+    """The SigLIP checkpoint as sentence-transformers 6.2 saves it, texts padded to 16 tokens (processing_kwargs)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+
+    padded = {"text": {"padding": "max_length", "max_length": 16}}
+    SentenceTransformer(modules=[Transformer(str(siglip), processing_kwargs=padded)], device="cpu").save(str(out))
     return out

@@ -1,7 +1,10 @@
-"""Image-text models are refused in one line naming what they read, not with a crash inside the chain;
-a text model given an image answers sentence-transformers 6.2's ValueError."""
+"""Multimodal models sbert does not run (audio, video, chat-message VLMs) are refused in one line naming what they
+read, not with a crash inside the chain; a text model given an image answers sentence-transformers 6.2's ValueError.
+(Two-tower image-text models load: tests/test_image_text.py.)"""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -9,29 +12,32 @@ import pytest
 import sbert
 from sbert.cli.main import main
 from sbert.errors import ModelFormatError
-from tests.multimodal_fixtures import legacy_clip, st_clip, tiny_clip
+from tests.multimodal_fixtures import st_clip, tiny_clip
 from tests.st_training_fixtures import tiny_st_folder
 
 pytest.importorskip("sentence_transformers")
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
+def audio_folder(tmp_path_factory):
+    """An image-text folder whose modality_config also reads audio: a kind sbert does not run."""
     base = tmp_path_factory.mktemp("multimodal")
-    clip = tiny_clip(base)
-    return {"hf": clip, "st": st_clip(clip, base / "st"), "legacy": legacy_clip(base / "legacy")}
+    folder = st_clip(tiny_clip(base), base / "st")
+    config = json.loads((folder / "sentence_bert_config.json").read_text())
+    config["modality_config"]["audio"] = {"method": "get_audio_features", "method_output_name": "pooler_output"}
+    (folder / "sentence_bert_config.json").write_text(json.dumps(config))
+    return folder
 
 
-@pytest.mark.parametrize("layout", ["hf", "st", "legacy"])
-def test_an_image_text_model_is_refused_in_one_line(folders, layout):
+def test_an_unsupported_multimodal_model_is_refused_in_one_line(audio_folder):
     for load in (sbert.load, sbert.SentenceTransformer):
-        with pytest.raises(ModelFormatError, match=r"CLIPModel.* embeds more than text") as caught:
-            load(str(folders[layout]))
+        with pytest.raises(ModelFormatError, match=r"audio.* embeds more than text and images") as caught:
+            load(str(audio_folder))
         assert "\n" not in str(caught.value)
 
 
-def test_serving_an_image_text_model_exits_with_the_line(folders, capsys):
-    assert main(["serve", "--model", str(folders["st"])]) == 2  # before any socket is opened
+def test_serving_it_exits_with_the_line(audio_folder, capsys):
+    assert main(["serve", "--model", str(audio_folder)]) == 2  # before any socket is opened
     err = capsys.readouterr().err
     assert "embeds more than text" in err and len(err.strip().splitlines()) == 1, err
 

@@ -75,12 +75,13 @@ class ModelFacts(ModelParts):
     model_type: str = ""
 
     @property
-    def modalities(self) -> list[str]:
-        """The input types the model takes: text."""
-        return ["text"]
+    def modalities(self: Any) -> list[str]:
+        """The input types the model takes: text, and image for a two-tower image-text model."""
+        first = getattr(self, "input_module", None)
+        return list(getattr(first, "modalities", ("text",)))
 
     def supports(self, modality: str) -> bool:
-        """Whether the model takes inputs of `modality` ("text" only)."""
+        """Whether the model takes inputs of `modality`."""
         return modality in self.modalities
 
     @property

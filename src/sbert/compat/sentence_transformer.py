@@ -78,7 +78,7 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
 
     def encode(  # type: ignore[override]
         self,
-        inputs: str | Sequence[str] | None = None,
+        inputs: Any = None,
         prompt_name: str | None = None,
         prompt: str | None = None,
         batch_size: int = 32,
@@ -101,7 +101,8 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
             )
         if inputs is None:
             inputs = kwargs.pop("sentences")  # sentence-transformers' older name
-        if not isinstance(inputs, str) and len(inputs) == 0:  # nothing to embed: 6.2's empty answers, unshaped
+        # Nothing to embed: 6.2's empty answers, unshaped (an image has no length).
+        if not isinstance(inputs, str) and hasattr(inputs, "__len__") and len(inputs) == 0:
             return torch.tensor([]) if convert_to_tensor else np.asarray([]) if convert_to_numpy else []
         if "show_progress" in kwargs:  # sbert's name for it
             show_progress_bar = kwargs.pop("show_progress")

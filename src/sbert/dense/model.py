@@ -19,6 +19,7 @@ from sbert.dense.runtime import DenseRuntime
 from sbert.device import resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows, embed_streamed
+from sbert.encoding.images import embed_images, split_images
 from sbert.encoding.late_chunking import chunked_documents
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
@@ -172,6 +173,11 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         return first
 
     @property
+    def modalities(self) -> tuple[str, ...]:
+        """The input kinds the model embeds: text, and images for a two-tower image-text model."""
+        return tuple(getattr(self.input_module, "modalities", ("text",)))
+
+    @property
     def transformer(self) -> Transformer:
         """The encoder at the head of the chain (of the default route, for a Router model)."""
         first = self.input_module
@@ -304,13 +310,17 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         if self.router is not None:  # the route's own model encodes: its chain, tokenizer and backends
             options = {k: v for k, v in locals().items() if k not in ("self", "sentences", "__class__")}
             return self.routed(task).encode(sentences, **options)
-        texts, single = check_sentences(sentences)
+        images = split_images(sentences) if "image" in self.modalities else None
+        texts, single = images if images is not None else check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
         width = check_truncate_dim(truncate_dim, self.chain_dimension) or self.settings.truncate_dim
         plan = self.prompt_plan(task=task, prompt_name=prompt_name, prompt=prompt)
         if device is not None:
             self.to(resolve_device(device))
-        if devices:
+        if images is not None:  # one engine: the backend's chain, its threads and batches (encoding/images.py)
+            out = torch.from_numpy(embed_images(self.backend(backend, precision), texts, self.chain_dimension,
+                                                batch_size, show_progress))  # fmt: skip
+        elif devices:
             from sbert.encoding.multi_device import encode_on_devices
 
             options = {"batch_size": batch_size, "batch_tokens": batch_tokens, "on_truncation": on_truncation,

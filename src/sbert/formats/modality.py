@@ -39,6 +39,6 @@ def multimodal(what: str, modalities: list[str]) -> str:
     """The one message for a model sbert cannot run because it reads images, audio, video or chat messages."""
     reads = f" (modalities: {', '.join(modalities)})" if modalities else ""
     return (
-        f"{what}{reads} embeds more than text; sbert loads text models only (image-text models such as "
-        "CLIP and SigLIP are not supported yet)"
+        f"{what}{reads} embeds more than text and images; sbert loads text models and two-tower image-text "
+        "models (CLIP, SigLIP, SigLIP 2)"
     )

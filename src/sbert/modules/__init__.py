@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from sbert.errors import ModelFormatError
-from sbert.formats.modality import multimodal
 from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
 from sbert.modules.dense import Dense
+from sbert.modules.image_text import ImageTextTransformer
 from sbert.modules.layer_norm import LayerNorm
 from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.modules.ngram_cnn import NGramCNN
@@ -32,6 +32,7 @@ MODULES: dict[str, type[Module]] = {
     "Router": Router,
     "MultiVectorMask": MultiVectorMask,
     "Asym": Router,  # sentence-transformers' name for the Router before v5, same layout
+    "CLIPModel": ImageTextTransformer,  # sentence-transformers 5.x's image-text layout (clip-ViT-B-32's 0_CLIPModel)
 }
 
 # What may start a chain: it turns texts into token ids (`token_ids`, `pad`) and its forward reads them.
@@ -54,8 +55,6 @@ def check_chain(modules: list[Module]) -> None:
 def module_class(type_name: str) -> type[Module]:
     """Find the class for a modules.json `type`, or fail naming the known ones."""
     name = type_name.rsplit(".", 1)[-1]
-    if name == "CLIPModel":  # sentence-transformers 5.x's image-text layout (clip-ViT-B-32's 0_CLIPModel)
-        raise ModelFormatError(multimodal(f"a {type_name} module", ["image", "text"]))
     cls = MODULES.get(name)
     if cls is None:
         raise ModelFormatError(f"unsupported module type {type_name!r}; known: {', '.join(MODULES)}")
@@ -68,6 +67,7 @@ __all__ = [
     "CNNHead",
     "Dense",
     "Features",
+    "ImageTextTransformer",
     "InputModule",
     "LayerNorm",
     "Module",

@@ -53,6 +53,7 @@ class Transformer(Module):
     # score at each row's last token: an LLM reranker; rows sharing a prefix may share its KV cache too),
     # or None: its model's own head pools a padded row, so it runs padded batches only.
     packed_output: ClassVar[str | None] = "token_states"
+    modalities: ClassVar[tuple[str, ...]] = ("text",)  # the input kinds it embeds (modules/image_text.py: images too)
 
     def __init__(
         self,
@@ -366,7 +367,8 @@ def load_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
 
 
 def position_limit(config: Any) -> int:
-    """The longest input the encoder's position table can take."""
+    """The longest input the encoder's position table can take (a two-tower model's: its text tower's)."""
+    config = getattr(config, "text_config", None) or config
     limit = int(getattr(config, "max_position_embeddings", 512) or 512)
     if getattr(config, "model_type", "") in _OFFSET_POSITION_MODELS:
         limit -= int(getattr(config, "pad_token_id", 1) or 1) + 1

@@ -1,0 +1,122 @@
+"""Two-tower image-text models (CLIP, SigLIP) in sentence-transformers 6.2's layouts: sbert's vectors are 6.2's.
+
+Tiny random CLIP and SigLIP folders are built with transformers and saved by sentence-transformers 6.2 itself
+(and in 5.x's `0_CLIPModel` layout); both libraries embed the same texts and images in one process.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import sbert
+from sbert.errors import ModelFormatError
+from tests.multimodal_fixtures import legacy_clip, st_clip, st_siglip, tiny_clip, tiny_siglip
+
+st = pytest.importorskip("sentence_transformers")
+Image = pytest.importorskip("PIL.Image")
+
+TEXTS = ["a dog on the grass", "a red car", "x"]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    base = tmp_path_factory.mktemp("image-text")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clip, siglip = tiny_clip(base), tiny_siglip(base)
+        return {"hf": (clip, st_clip(clip, base / "st")), "st": (st_clip(clip, base / "st"), None),
+                "legacy": (legacy_clip(base / "legacy", clip), base / "st"),
+                "siglip": (st_siglip(siglip, base / "siglip-st"), None)}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Each image form 6.2 takes, of photos of several sizes (one RGBA): PIL, path, data URI, array, tensor, dict."""
+    rng = np.random.default_rng(0)
+    photos = [Image.fromarray((rng.random((40 + 9 * i, 50, 3)) * 255).astype("uint8")) for i in range(2)]
+    photos.append(Image.fromarray((rng.random((30, 30, 4)) * 255).astype("uint8"), "RGBA"))
+    path = tmp_path_factory.mktemp("photos") / "first.png"
+    photos[0].save(path)
+    data = io.BytesIO()
+    photos[1].save(data, format="PNG")
+    uri = "data:image/png;base64," + base64.b64encode(data.getvalue()).decode()
+    array = np.asarray(photos[1])
+    tensor = torch.from_numpy(array.copy())
+    return {"pil": photos, "path": [str(path)], "uri": [uri], "array": [array], "tensor": [tensor],
+            "dict": [{"image": p} for p in photos]}  # fmt: skip
+
+
+def loaded(folders, layout):
+    ours, reference = folders[layout]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return (sbert.SentenceTransformer(str(ours), device="cpu"), sbert.load(str(ours)),
+                st.SentenceTransformer(str(reference or ours), device="cpu"))  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["hf", "st", "legacy", "siglip"])
+def test_texts_and_images_embed_as_6_2(folders, images, layout):
+    dropin, native, reference = loaded(folders, layout)
+    want = reference.encode(TEXTS)
+    np.testing.assert_allclose(dropin.encode(TEXTS), want, atol=1e-5)
+    np.testing.assert_allclose(native.encode(TEXTS), want, atol=1e-5)
+    for form, given in images.items():
+        want = reference.encode(given)
+        np.testing.assert_allclose(dropin.encode(given), want, atol=1e-5, err_msg=form)
+        np.testing.assert_allclose(native.encode(given), want, atol=1e-5, err_msg=form)
+    single = dropin.encode(images["pil"][0])
+    assert single.shape == reference.encode(images["pil"][0]).shape == (want.shape[1],)
+    text_image = dropin.similarity(dropin.encode(TEXTS), dropin.encode(images["pil"]))
+    expected = reference.similarity(reference.encode(TEXTS), reference.encode(images["pil"]))
+    torch.testing.assert_close(text_image, expected, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(dropin.encode_query(images["pil"]), reference.encode_query(images["pil"]), atol=1e-5)
+
+
+def test_siglip_text_keeps_its_saved_fixed_length_padding(folders):
+    dropin, _, reference = loaded(folders, "siglip")
+    assert json.loads((folders["siglip"][0] / "sentence_bert_config.json").read_text())["processing_kwargs"]
+    # Padded to the longest text instead, the last position the text tower reads would move the vectors.
+    features = dropin.input_module.pad(dropin.input_module.token_ids(TEXTS)[0])
+    assert features["input_ids"].shape[1] == 16
+    np.testing.assert_allclose(dropin.encode(TEXTS), reference.encode(TEXTS), atol=1e-5)
+
+
+def test_modalities_mixed_batches_and_what_a_text_model_says(folders, images, tmp_path):
+    dropin, native, reference = loaded(folders, "st")
+    assert dropin.modalities == reference.modalities == ["text", "image"]
+    assert dropin.supports("image") and native.modalities == ("text", "image")
+    with pytest.raises(ValueError, match=r"mixes multiple modalities \(image, text\)"):
+        dropin.encode(["a caption", images["pil"][0]])
+    with pytest.raises(sbert.errors.BackendError, match="images run on the torch backend"):
+        native.encode(images["pil"], backend="onnx")
+
+
+def test_a_saved_image_text_model_loads_in_6_2_with_the_same_vectors(folders, images, tmp_path):
+    for layout in ("legacy", "siglip"):
+        dropin, _, _ = loaded(folders, layout)
+        dropin.save(str(tmp_path / layout))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reloaded = st.SentenceTransformer(str(tmp_path / layout), device="cpu")
+        np.testing.assert_allclose(reloaded.encode(TEXTS), dropin.encode(TEXTS), atol=1e-5)
+        np.testing.assert_allclose(reloaded.encode(images["pil"]), dropin.encode(images["pil"]), atol=1e-5)
+
+
+def test_other_multimodal_models_are_still_refused_in_one_line(folders, tmp_path):
+    import shutil
+
+    folder = tmp_path / "audio"
+    shutil.copytree(folders["st"][0], folder)
+    config = json.loads((folder / "sentence_bert_config.json").read_text())
+    config["modality_config"]["audio"] = {"method": "get_audio_features", "method_output_name": "pooler_output"}
+    (folder / "sentence_bert_config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelFormatError, match="embeds more than text and images") as caught:
+        sbert.load(str(folder))
+    assert "\n" not in str(caught.value)
