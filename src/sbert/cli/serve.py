@@ -61,6 +61,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
     p.add_argument("--max-body-bytes", type=int, default=2_000_000, help="request body size (413 beyond)")
     p.add_argument("--max-queue", type=int, default=16_384, help="texts waiting before 503")
+    p.add_argument("--max-images", type=int, default=64, help="images per request (413 beyond)")
+    p.add_argument("--max-image-bytes", type=int, default=8_000_000, help="encoded bytes of one image (413 beyond)")
+    p.add_argument("--max-image-pixels", type=int, default=40_000_000,
+                   help="width x height of one image, read before decoding (413 beyond)")  # fmt: skip
+    p.add_argument("--allow-image-urls", action="store_true",
+                   help="fetch http(s) image URLs that requests name (off: only data URLs; a client could otherwise "
+                   "make the server fetch from its network)")  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -92,7 +99,8 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
         max_request_tokens=args.max_request_tokens,
         read_timeout=args.read_timeout, max_connections=args.max_connections, calibration=args.calibration,
-        token_ids=args.token_ids,
+        token_ids=args.token_ids, max_images=args.max_images, max_image_bytes=args.max_image_bytes,
+        max_image_pixels=args.max_image_pixels, allow_image_urls=args.allow_image_urls,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

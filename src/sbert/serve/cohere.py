@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 
 from sbert.serve.routes import Protected
 from sbert.serve.schemas import CohereEmbedRequest, CohereRerankRequest
-from sbert.serve.service import EmbedAsk, check_model_name, embed, prompt_key, rerank
+from sbert.serve.service import EmbedAsk, check_model_name, embed, embed_items, prompt_key, rerank
 from sbert.serve.state import ApiError, FastJSON, ServerState, state
 
 cohere_router = APIRouter()
@@ -32,16 +32,21 @@ def prompt_for(st: ServerState, input_type: str | None) -> str | None:
 
 async def embed_types(body: CohereEmbedRequest, request: Request) -> tuple[dict[str, list[object]], int]:
     """Each requested embedding type's rows, and the request's token count."""
-    if body.images or body.inputs or not body.texts:
-        raise ApiError(422, "only `texts` are embedded here (no images or mixed `inputs`)", "invalid_request")
+    if body.inputs or bool(body.images) == bool(body.texts):
+        raise ApiError(422, "send `texts` or `images` (mixed `inputs` are not embedded here)", "invalid_request")
     if body.truncate == "START":
         raise ApiError(422, "truncate 'START' is not supported: inputs keep their start (use END or NONE)",
                        "invalid_request")  # fmt: skip
     st = state(request)
     check_model_name(body.model, st.model_id)
-    ask = EmbedAsk(body.texts, "texts", prompt_for(st, body.input_type), truncate=body.truncate == "END",
-                   dimensions=body.output_dimension, formats=tuple(body.embedding_types or ["float"]))  # fmt: skip
-    done = await embed(st, request, ask)
+    field = "images" if body.images else "texts"
+    prompt = None if body.input_type == "image" else prompt_for(st, body.input_type)
+    ask = EmbedAsk(body.texts or [], field, prompt, truncate=body.truncate == "END", dimensions=body.output_dimension,
+                   formats=tuple(body.embedding_types or ["float"]))  # fmt: skip
+    if body.images:  # Cohere v2's image embedding: data URLs (serve/images.py)
+        done = await embed_items(st, request, ask, [("image", image) for image in body.images])
+    else:
+        done = await embed(st, request, ask)
     return done.rows, done.tokens
 
 

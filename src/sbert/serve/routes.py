@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from sbert.errors import SbertError
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
+from sbert.serve.images import request_items
 from sbert.serve.schemas import (
     EmbeddingsRequest,
     MineRequest,
@@ -25,7 +26,7 @@ from sbert.serve.schemas import (
 )
 from sbert.serve.service import EmbedAsk, check_model_name
 from sbert.serve.state import ApiError, FastJSON, check_texts, state
-from sbert.serve.token_input import input_texts
+from sbert.serve.token_input import input_texts, is_token_input
 from sbert.similarity import pairwise_similarity, similarity_of
 
 router = APIRouter()
@@ -79,9 +80,12 @@ async def embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:
         return await openai_embeddings(body, request)
     if body.chunks is not None:
         return await late_chunked(body, request)
-    ask = EmbedAsk(input_texts(body, st), prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
+    values = body.input if isinstance(body.input, list) else [body.input]
+    items = None if is_token_input(body.input) else request_items(values, body.modality)
+    texts = [] if items is not None else input_texts(body, st)
+    ask = EmbedAsk(texts, prompt=body.input_type, truncate=body.truncate, dimensions=body.dimensions,
                    formats=(body.encoding_format,))  # fmt: skip
-    done = await service.embed(st, request, ask)
+    done = await (service.embed(st, request, ask) if items is None else service.embed_items(st, request, ask, items))
     data = [
         {"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(done.rows[body.encoding_format])
     ]

@@ -10,14 +10,18 @@ Texts = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
 TokenRow = Annotated[list[StrictInt], Field(min_length=1)]
 # OpenAI's token-id inputs: one row of ids, or a row per input (serve/token_input.py reads them back to text).
 TokenIds = TokenRow | Annotated[list[TokenRow], Field(min_length=1)]
+# Jina's mixed inputs: [{"text": ...}, {"image": "data:image/..."}] (serve/images.py reads them).
+Items = Annotated[list[dict[StrictStr, StrictStr]], Field(min_length=1)]
 
 
 class EmbeddingsRequest(BaseModel):
     """POST /v1/embeddings, as OpenAI defines it: texts, or token ids (LangChain's OpenAIEmbeddings sends ids)."""
 
     model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields such as `user`
-    input: Texts | TokenIds
+    input: Texts | TokenIds | Items
     model: StrictStr
+    # Not OpenAI's (Infinity's): "image" reads every input as an image (a data URL, or a URL where allowed).
+    modality: Literal["text", "image"] | None = None
     # OpenAI's float and base64 (of float32), plus quantized rows as Cohere's API returns them.
     encoding_format: Literal["float", "base64", "int8", "uint8", "binary", "ubinary"] = "float"
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused
@@ -135,12 +139,12 @@ CohereEmbeddingType = Literal["float", "int8", "uint8", "binary", "ubinary", "ba
 
 
 class CohereEmbedRequest(BaseModel):
-    """POST /v2/embed and /v1/embed: Cohere's embed request (texts only; images and `inputs` are refused)."""
+    """POST /v2/embed and /v1/embed: Cohere's embed request (texts, or images as data URLs; `inputs` are refused)."""
 
     model_config = ConfigDict(extra="ignore")  # priority, max_tokens, ...
     texts: Annotated[list[StrictStr], Field(min_length=1)] | None = None
     model: StrictStr | None = None
-    input_type: Literal["search_document", "search_query", "classification", "clustering"] | None = None
+    input_type: Literal["search_document", "search_query", "classification", "clustering", "image"] | None = None
     embedding_types: Annotated[list[CohereEmbeddingType], Field(min_length=1)] | None = None
     output_dimension: Annotated[StrictInt, Field(ge=1)] | None = None
     truncate: Literal["NONE", "START", "END"] = "END"

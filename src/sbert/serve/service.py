@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from fastapi import Request
 
 from sbert.search.quantize import quantize_embeddings
+from sbert.serve.images import embed_items as image_rows
 from sbert.serve.state import ApiError, Reranking, ServerState, by_name
 from sbert.similarity import rank_order, scaled_rows, similarity_of, unit_rows
 
@@ -66,6 +68,22 @@ async def embed(st: ServerState, request: Request, ask: EmbedAsk) -> Embedded:
     check_dimensions(st, ask.dimensions)
     vectors, tokens, cut = await st.embed(ask.texts, request, ask.field, truncate=ask.truncate, kind=ask.prompt)
     return Embedded(shaped_rows(st, vectors, ask), tokens, cut)
+
+
+async def embed_items(st: ServerState, request: Request, ask: EmbedAsk, items: list[tuple[str, Any]]) -> Embedded:
+    """`embed` for a request holding images: the texts through the batcher, the images apart, rows in input order."""
+    check_dimensions(st, ask.dimensions)
+    text_at = [i for i, (kind, _) in enumerate(items) if kind == "text"]  # input index of each text
+    counted: dict[str, Any] = {"tokens": 0, "cut": []}
+
+    async def texts(values: list[str]) -> np.ndarray:
+        vectors, counted["tokens"], cut = await st.embed(values, request, ask.field, truncate=ask.truncate,
+                                                         kind=ask.prompt)  # fmt: skip
+        counted["cut"] = [text_at[c] for c in cut]
+        return vectors
+
+    vectors = await image_rows(st, items, texts, ask.field)
+    return Embedded(shaped_rows(st, vectors, ask), counted["tokens"], counted["cut"])
 
 
 def check_dimensions(st: ServerState, dimensions: int | None) -> None:

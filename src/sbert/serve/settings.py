@@ -33,6 +33,10 @@ class ServeSettings:
     read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
     max_connections: int = 1024  # open connections (or running requests) before 503
     calibration: str | None = None  # ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)
+    max_images: int = 64  # images per request (413 beyond)
+    max_image_bytes: int = 8_000_000  # encoded bytes of one image
+    max_image_pixels: int = 40_000_000  # width x height of one image, read from its header before decoding
+    allow_image_urls: bool = False  # fetch http(s) image URLs a client names (off: a client could aim the server)
     token_ids: str = (
         "tiktoken"  # whose ids /v1/embeddings' token inputs are: tiktoken's (as clients send) or the model's
     )
@@ -61,6 +65,9 @@ class ServeSettings:
             "--max-request-tokens": self.max_request_tokens,
             "--read-timeout": self.read_timeout,
             "--max-connections": self.max_connections,
+            "--max-images": self.max_images,
+            "--max-image-bytes": self.max_image_bytes,
+            "--max-image-pixels": self.max_image_pixels,
         }
         for flag, value in positive.items():
             if value < 1:

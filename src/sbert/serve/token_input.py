@@ -41,7 +41,7 @@ def served_tokenizer(st: ServerState) -> Any:
 
 def is_token_input(value: Any) -> bool:
     """Whether a request's `input` holds token ids (a list of ints, or a list of such lists)."""
-    return isinstance(value, list) and bool(value) and not isinstance(value[0], str)
+    return isinstance(value, list) and bool(value) and isinstance(value[0], int | list)
 
 
 def rows_of(value: list[int] | list[list[int]]) -> list[list[int]]:
