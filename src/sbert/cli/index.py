@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="build a persistent search index", description=__doc__)
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     b = actions.add_parser("build", help="embed a corpus (one text per line) and index it")
-    b.add_argument("corpus", help="UTF-8 text file, one document per line (id = line number - 1)")
+    b.add_argument("corpus", help="UTF-8 text file, one document per line (id = line number - 1); or a folder of "
+                   "images, embedded by an image-text model (CLIP, SigLIP): each hit is an image's path")  # fmt: skip
     b.add_argument("--out", required=True, help="index folder (replaced atomically when done)")
     b.add_argument("--kind", choices=KINDS, default="hnsw", help="FAISS index type (int8, binary: quantized, rescored)")
     b.add_argument("--no-rescore-vectors", action="store_true", help="quantized kinds: keep no full vectors")
@@ -42,6 +43,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(run=run)
 
 
+def _corpus(source: str) -> list[str]:
+    """The documents: a text file's lines, or a folder's image paths (the image-text model embeds the files)."""
+    if Path(source).is_dir():
+        from sbert.encoding.images import image_files
+
+        found = image_files(source)
+        if not found:
+            raise SbertError(f"{source}: a folder corpus holds images (.jpg, .png, ...); found none")
+        return found
+    texts = read_lines(source)
+    if not texts:
+        raise SbertError(f"{source}: empty corpus, nothing to index")
+    return texts
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the corpus, embed it (resumably), write the index."""
     from sbert.search.corpus import index_corpus
@@ -58,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise SbertError(f"--seismic-postings must be positive, got {args.seismic_postings}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SbertError(f"--out {args.out}: exists and is not a folder")
-    texts = read_lines(args.corpus)
-    if not texts:
-        raise SbertError(f"{args.corpus}: empty corpus, nothing to index")
+    texts = _corpus(args.corpus)
     if _multivector(args, texts):
         return 0
     colbert = None
@@ -69,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
         colbert = load_multivector(args.colbert_model, device=args.device)  # ColBERT, or BGE-M3's ColBERT view
     model = load_encoder(args)
+    if Path(args.corpus).is_dir() and "image" not in getattr(model, "modalities", ("text",)):
+        raise SbertError(f"{args.corpus}: a folder of images needs an image-text model (CLIP, SigLIP); "
+                         f"{args.model or 'the default model'} embeds text only")  # fmt: skip
     name = _model_name(args.model)
     info = index_corpus(
         model, name, texts, args.out, args.kind, args.backend, args.shard_size, precision=args.precision,

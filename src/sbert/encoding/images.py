@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,12 @@ def is_image_string(text: str) -> bool:
     if lowered.startswith(("http://", "https://")) and " " not in text:
         return lowered.split("?", 1)[0].endswith(IMAGE_SUFFIXES)
     return lowered.endswith(IMAGE_SUFFIXES) and os.path.isfile(text)
+
+
+def image_files(folder: str | os.PathLike[str]) -> list[str]:
+    """Every image file under `folder` (suffix by IMAGE_SUFFIXES), as absolute paths in sorted order."""
+    root = Path(folder).resolve()
+    return sorted(str(p) for p in root.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
 
 
 def input_kind(item: Any) -> str:

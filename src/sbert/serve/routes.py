@@ -8,9 +8,10 @@ from importlib import resources
 
 import numpy as np
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from sbert.encoding.images import is_image_string
 from sbert.errors import SbertError
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
@@ -202,6 +203,22 @@ async def mine(body: MineRequest, request: Request) -> FastJSON:
 async def metrics(request: Request) -> Response:
     """Prometheus text exposition."""
     return Response(state(request).metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/image/{doc_id}", dependencies=Protected)
+async def indexed_image(doc_id: int, request: Request) -> Response:
+    """The image file an index entry names (an image index's documents are paths): the page shows hits by it.
+
+    Only paths the loaded index holds are served, never one a request names.
+    """
+    st = state(request)
+    if st.index is None:
+        raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
+    with st.index_lock:
+        path = st.index.texts([doc_id]).get(doc_id)
+    if path is None or not is_image_string(path) or path.startswith(("data:", "http://", "https://")):
+        raise ApiError(404, f"document {doc_id} is not an indexed image file", "not_found")
+    return FileResponse(path)
 
 
 @router.get("/", response_class=HTMLResponse)

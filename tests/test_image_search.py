@@ -1,0 +1,121 @@
+"""Image search end to end: `sbert index build` over a folder of images with an image-text model, `sbert search`
+and the server's /search returning image paths ranked as the library ranks them, and the page's thumbnails."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+import sbert
+from tests.cli_runner import run_cli
+from tests.multimodal_fixtures import st_clip, tiny_clip
+from tests.serve_helpers import serve_in_thread
+from tests.st_training_fixtures import tiny_st_folder
+
+Image = pytest.importorskip("PIL.Image")
+pytest.importorskip("faiss")
+QUERIES = ["a red car", "a dog"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A CLIP folder, a folder of images (one in a subfolder, one not an image), and its index."""
+    base = tmp_path_factory.mktemp("image-search")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = st_clip(tiny_clip(base), base / "clip")
+    photos = base / "photos"
+    (photos / "more").mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    for i in range(5):
+        where = photos / "more" if i == 4 else photos
+        Image.fromarray((rng.random((24 + i, 30, 3)) * 255).astype("uint8")).save(where / f"p{i}.png")
+    (photos / "notes.txt").write_text("not an image")
+    result = run_cli("index", "build", str(photos), "--model", str(model), "--out", str(base / "index"),
+                     "--kind", "flat")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return model, photos, base / "index"
+
+
+def expected_ranking(model: Path, photos: Path, query: str) -> list[str]:
+    native = sbert.load(str(model))
+    files = sorted(str(p.resolve()) for p in photos.rglob("*.png"))
+    scores = native.similarity(native.encode([query]), native.encode(files))[0]
+    return [files[i] for i in np.argsort(-scores, kind="stable")]
+
+
+def test_the_cli_indexes_a_folder_and_searches_it_with_text(built):
+    model, photos, index = built
+    result = run_cli("search", str(index), *QUERIES, "--model", str(model), "--top-k", "5", "--json")
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    for query, answer in zip(QUERIES, answers, strict=True):
+        hits = [h["text"] for h in answer["hits"]]
+        assert hits == expected_ranking(model, photos, query)  # the five images, none of notes.txt
+        assert all(Path(h).is_file() for h in hits)
+
+
+def test_a_text_model_or_an_empty_folder_is_refused_in_one_line(built, tmp_path):
+    _, photos, _ = built
+    text_model = tiny_st_folder(tmp_path / "text")
+    refused = run_cli("index", "build", str(photos), "--model", str(text_model), "--out", str(tmp_path / "i"))
+    assert refused.returncode != 0 and "needs an image-text model" in refused.stderr
+    (tmp_path / "empty").mkdir()
+    empty = run_cli("index", "build", str(tmp_path / "empty"), "--out", str(tmp_path / "j"))
+    assert empty.returncode != 0 and "found none" in empty.stderr
+
+
+def test_the_server_searches_images_and_sends_only_indexed_files(built, tmp_path):
+    model, photos, index = built
+    server = serve_in_thread("--model", model, "--index", index)
+    try:
+        answer = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "top_k": 5}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        hits = answer.json()["results"][0]["hits"]
+        assert [h["text"] for h in hits] == expected_ranking(model, photos, QUERIES[0])
+        picture = httpx.get(f"{server.url}/image/{hits[0]['id']}", timeout=60)
+        assert picture.status_code == 200 and picture.content == Path(hits[0]["text"]).read_bytes()
+        assert httpx.get(f"{server.url}/image/99", timeout=60).status_code == 404
+    finally:
+        assert server.stop()
+
+
+@pytest.mark.e2e  # a real browser (CI's e2e step)
+def test_the_page_shows_image_hits_as_thumbnails(built, tmp_path):
+    from tests.test_serve_page import CHROMIUM, DRIVER
+
+    if not CHROMIUM.exists() or (not shutil.which(str(DRIVER)) and not Path(DRIVER).exists()):
+        pytest.skip("Debian's chromium and chromium-driver are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    model, photos, index = built
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", f"--user-data-dir={tmp_path / 'chrome'}"):  # fmt: skip
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(DRIVER), options=options)
+    server = serve_in_thread("--model", model, "--index", index)
+    try:
+        browser.get(server.url + "/")
+        browser.find_element(By.ID, "query").send_keys(QUERIES[0])
+        browser.find_element(By.ID, "search-button").click()
+        thumbs = WebDriverWait(browser, 30).until(
+            lambda d: [i for i in d.find_elements(By.CSS_SELECTOR, "#hits img.thumb")
+                       if d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i)] or None
+        )  # fmt: skip
+        assert len(thumbs) == 5
+        first = browser.find_elements(By.CSS_SELECTOR, "#hits li")[0].text
+        assert first.endswith(expected_ranking(model, photos, QUERIES[0])[0])
+    finally:
+        browser.quit()
+        assert server.stop()
