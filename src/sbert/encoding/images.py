@@ -89,6 +89,17 @@ def open_image(item: Any) -> Any:
         raise ValueError(f"cannot open image {item[:64]!r}: {e}") from None
 
 
+def balanced_batch(count: int, workers: int) -> int:
+    """Images per batch: at most IMAGE_BATCH, in a number of batches the workers share evenly.
+
+    Every image costs the same, so a last batch that runs alone leaves the other cores idle: 48 images
+    in batches of 16 on 2 cores ran at 11.9 images/s where 4 batches of 12 keep both busy.
+    """
+    batches = -(-count // IMAGE_BATCH)
+    batches = -(-max(batches, 1) // workers) * workers
+    return max(1, -(-count // batches))
+
+
 def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size: int | None,
                  show_progress: bool | None) -> np.ndarray:  # fmt: skip
     """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain."""
@@ -107,9 +118,10 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
         with torch.inference_mode():
             return batch, embed_padded(modules, features, engine.device).float().cpu().numpy()
 
-    batches = fixed_batches(list(range(len(images))), batch_size or IMAGE_BATCH)
+    workers = getattr(engine, "workers", 1)
+    batches = fixed_batches(list(range(len(images))), batch_size or balanced_batch(len(images), workers))
     with tqdm(total=len(images), unit="img", disable=not show_progress) as bar:
-        for rows, vectors in run_threaded(batches, job, getattr(engine, "workers", 1)):
+        for rows, vectors in run_threaded(batches, job, workers):
             buffer[rows] = vectors
             bar.update(len(rows))
     return buffer

@@ -1,0 +1,114 @@
+"""Images per second of a CLIP-ViT-B/32-shaped model: sbert against sentence-transformers 6.2, same run, same vectors.
+
+python benchmarks/speed/image_encode_speed.py [--images 96] [--repeats 5] [--size 640x480] [--files]
+
+The model has ViT-B/32's published shapes (vision 768 wide, 12 layers, 224-pixel images in 32-pixel
+patches; text 512 wide, 12 layers; a 512-wide shared space) with random weights: no pretrained weights
+are obtainable here. The images are deterministic smooth-noise photos of `--size` (as PIL images in
+memory, or JPEG files with --files, which adds the decode). Both libraries embed the same list, alternating
+rounds; the rate is the median, and the largest difference between their vectors is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import alternate, median
+
+VISION = {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12, "num_hidden_layers": 12,
+          "image_size": 224, "patch_size": 32}  # fmt: skip
+TEXT = {"hidden_size": 512, "intermediate_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 12,
+        "max_position_embeddings": 77}  # fmt: skip
+
+
+def byte_tokenizer(folder: Path):  # noqa: ANN201  (a transformers CLIPTokenizer)
+    """A byte-level BPE tokenizer without merges (every byte a token): CLIP's kind, built offline."""
+    from transformers import CLIPTokenizer
+
+    kept = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    extra = iter(range(256, 512))
+    symbols = [chr(b) if b in kept else chr(next(extra)) for b in range(256)]
+    vocab = [*symbols, *(s + "</w>" for s in symbols), "<|startoftext|>", "<|endoftext|>"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(vocab)}), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+
+
+def clip_b32(base: Path) -> Path:
+    """A random ViT-B/32-shaped CLIP saved by sentence-transformers 6.2 (its root-Transformer layout)."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    tokenizer = byte_tokenizer(base / "tok")
+    text = {**TEXT, "vocab_size": len(tokenizer), "bos_token_id": len(tokenizer) - 2, "eos_token_id": len(tokenizer) - 1}
+    torch.manual_seed(0)
+    CLIPModel(CLIPConfig(text_config=text, vision_config=VISION, projection_dim=512)).save_pretrained(base / "hf")
+    images = CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224})
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(base / "hf")
+    SentenceTransformer(str(base / "hf"), device="cpu").save(str(base / "st"))
+    return base / "st"
+
+
+def photos(count: int, size: tuple[int, int]) -> list:  # noqa: ANN201  (PIL images)
+    """Smooth-noise RGB photos: random low-resolution colour fields upsampled, so they compress like photos."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(count):
+        small = (rng.random((12, 16, 3)) * 255).astype("uint8")
+        out.append(Image.fromarray(small).resize(size, Image.Resampling.BICUBIC))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT of each photo")
+    parser.add_argument("--files", action="store_true", help="give both libraries JPEG file paths (decode included)")
+    parser.add_argument("--reference-batch-size", type=int, default=32, help="sentence-transformers' batch size")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import sentence_transformers
+
+    import sbert
+
+    width, height = (int(x) for x in args.size.split("x"))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = clip_b32(Path(tmp))
+        images: list = photos(args.images, (width, height))
+        if args.files:
+            for i, image in enumerate(images):
+                image.save(Path(tmp) / f"{i}.jpg", quality=90)
+            images = [str(Path(tmp) / f"{i}.jpg") for i in range(len(images))]
+        ours = sbert.SentenceTransformer(str(folder), device="cpu")
+        theirs = sentence_transformers.SentenceTransformer(str(folder), device="cpu")
+        batch = args.reference_batch_size
+        gap = float(np.abs(ours.encode(images) - theirs.encode(images, batch_size=batch)).max())
+        seconds = alternate({"sbert": lambda: ours.encode(images),
+                             "sentence-transformers": lambda: theirs.encode(images, batch_size=batch)},
+                            args.repeats)  # fmt: skip
+    rates = {name: args.images / median(times) for name, times in seconds.items()}
+    print(f"CLIP-ViT-B/32 shape, {args.images} images of {args.size}{' (JPEG files)' if args.files else ''}, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads")  # fmt: skip
+    for name, rate in rates.items():
+        print(f"{name:>22}: {rate:7.2f} images/s")
+    print(f"{'ratio':>22}: {rates['sbert'] / rates['sentence-transformers']:.2f}x   max |difference| {gap:.2e}")
+
+
+if __name__ == "__main__":
+    main()
