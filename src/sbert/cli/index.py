@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _corpus(source: str) -> list[str]:
     """The documents: a text file's lines, or a folder's image paths (the image-text model embeds the files)."""
     if Path(source).is_dir():
-        from sbert.encoding.images import image_files
+        from sbert.formats.image_inputs import image_files
 
         found = image_files(source)
         if not found:

@@ -15,6 +15,7 @@ import numpy as np
 from sbert.data.common import Dataset, Kind
 from sbert.data.table_sources import in_memory
 from sbert.errors import SbertError
+from sbert.formats.image_inputs import input_kind
 from sbert.losses import Loss
 
 # sentence-transformers 6.2's label columns (its DEFAULT_LABEL_COLUMNS)
@@ -70,8 +71,9 @@ def by_position(data: Any, name: str, loss: Loss, prompts: Any = None) -> Datase
     texts = [c for c in columns if c != label]
     if not texts:
         raise SbertError(f"training set {name!r} has no text column (columns: {', '.join(columns)})")
-    for column in texts:
-        bad = next((i for i, v in enumerate(columns[column]) if not isinstance(v, str)), None)
+    for column in texts:  # texts, or images for an image-text model (PIL images, paths, arrays)
+        bad = next((i for i, v in enumerate(columns[column]) if not isinstance(v, str) and input_kind(v) != "image"),
+                   None)  # fmt: skip
         if bad is not None:
             got = type(columns[column][bad]).__name__
             raise SbertError(f"training set {name!r}, column {column!r} row {bad}: expected text, got {got} "

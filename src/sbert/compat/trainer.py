@@ -136,8 +136,14 @@ class SentenceTransformerTrainer:
 
     def _datasets(self) -> dict[str, Dataset]:
         """Each training set as sbert's Dataset, read by position for its loss, with the arguments' prompts."""
-        return {name: by_position(data, name, self.loss[name], self.args.prompts)
+        sets = {name: by_position(data, name, self.loss[name], self.args.prompts)
                 for name, data in self._sets(self.train_dataset).items()}  # fmt: skip
+        if "image" not in getattr(self.model, "modalities", ["text"]):
+            for name, dataset in sets.items():
+                if any(not isinstance(v, str) for v in dataset.texts[0]):
+                    raise SbertError(f"training set {name!r} holds images: train an image-text model (CLIP, SigLIP) "
+                                     "on it; this one embeds text only")  # fmt: skip
+        return sets
 
     def _steps_per_epoch(self, sets: dict[str, Dataset]) -> int:
         """Optimizer steps in one pass over every set (fractional epochs, save_strategy="epoch")."""

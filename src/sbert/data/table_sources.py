@@ -288,7 +288,8 @@ def in_memory(data: Any, where: str) -> Table:
     kind = type(data).__module__.split(".")[0]
     convert: dict[str, Callable[[Any], Table]] = {
         "pandas": lambda d: Table(where, {str(c): d[c].tolist() for c in d.columns}),
-        "datasets": lambda d: Table(where, d.to_dict()),
+        # Column by column, decoded as datasets decodes them (an Image feature gives PIL images, not its bytes).
+        "datasets": lambda d: Table(where, {str(c): list(d[c]) for c in d.column_names}),
         "pyarrow": lambda d: arrow_table(d, where),
     }
     if kind in convert:

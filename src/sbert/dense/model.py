@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -19,13 +20,14 @@ from sbert.dense.runtime import DenseRuntime
 from sbert.device import resolve_device
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import check_batch_sizes, embed_rows, embed_streamed
-from sbert.encoding.images import embed_images, split_images
+from sbert.encoding.images import embed_images
 from sbert.encoding.late_chunking import chunked_documents
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import ModelFormatError, SbertError
 from sbert.formats import layout
 from sbert.formats.aliases import DEFAULT_MODEL
+from sbert.formats.image_inputs import split_images
 from sbert.formats.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import (
@@ -158,11 +160,19 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
     token_level = False
 
     def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
-        """How training tokenizes text column `column`: the same way for every column of a single-vector model."""
-        return self.input_module.token_ids
+        """How training tokenizes text column `column`: the same way for every column of a single-vector model.
+
+        An image-text model's column may hold images instead (modules/image_text.py's `column_rows`).
+        """
+        return getattr(self.input_module, "column_rows", self.input_module.token_ids)
 
     def column_pad(self, column: int) -> Callable[[Sequence[Sequence[int]]], Features]:
-        """How training pads column `column`'s token ids (one padding for every column here)."""
+        """How training pads column `column`'s token ids (one padding for every column here).
+
+        An image-text model's columns pad apart (a column of images and one of texts never share a batch).
+        """
+        if "image" in self.modalities:
+            return functools.partial(self.input_module.pad)
         return self.input_module.pad
 
     @property

@@ -12,6 +12,7 @@ forward runs the tower the features call for and writes `sentence_embedding` dir
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -19,6 +20,7 @@ import torch
 from transformers import AutoModel, AutoProcessor, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from sbert.errors import ModelFormatError, first_line
+from sbert.formats.image_inputs import input_kind, open_image
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, architectures, read_json, write_json
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer, load_dtype
@@ -33,6 +35,20 @@ DEFAULT_MODALITIES: dict[str, dict[str, str]] = {
     "image": {"method": "get_image_features", "method_output_name": "pooler_output"},
 }
 OUTPUT_NAME = "sentence_embedding"
+
+
+class ImageRow:
+    """An image in a training column, where a text has token ids: read and processed when its batch is padded.
+
+    Its length is the vision tower's token count (patches and the class token), what the engine's
+    batching by length counts.
+    """
+
+    def __init__(self, image: Any, tokens: int) -> None:
+        self.image, self.tokens = image, tokens
+
+    def __len__(self) -> int:
+        return self.tokens
 
 
 def is_image_text(folder: Path, modality_config: dict[str, Any] | None) -> bool:
@@ -106,12 +122,27 @@ class ImageTextTransformer(Transformer):
         return int(getattr(config, "projection_dim", None) or config.text_config.hidden_size)
 
     def pad(self, rows: Any) -> Features:
-        """Pad token rows; to max_seq_length when the model's text processing pads to a fixed length (SigLIP)."""
+        """Pad token rows; to max_seq_length when the model's text processing pads to a fixed length (SigLIP).
+
+        A column of ImageRows (training) becomes the processor's pixel_values instead.
+        """
+        if rows and isinstance(rows[0], ImageRow):
+            return self.image_features([open_image(row.image) for row in rows])
         if self.text_padding != "max_length" or not rows:
             return super().pad(rows)
         width = self.processing_kwargs.get("text", {}).get("max_length", self.max_seq_length)
         features = super().pad([*rows, [self.tokenizer.pad_token_id] * width])
         return {k: v[:-1] for k, v in features.items()}
+
+    def column_rows(self, values: Sequence[Any]) -> tuple[list[Any], list[int]]:
+        """A training column's rows: token ids for its texts, an ImageRow per image (and the indices cut)."""
+        if not any(input_kind(v) == "image" for v in values):
+            return self.token_ids(values)
+        if not all(input_kind(v) == "image" for v in values):
+            raise ValueError("a training column holds texts or images, not both")
+        vision = self.auto_model.config.vision_config
+        tokens = (vision.image_size // vision.patch_size) ** 2 + 1
+        return [ImageRow(v["image"] if isinstance(v, dict) else v, tokens) for v in values], []
 
     def image_features(self, images: list[Any]) -> Features:
         """`pixel_values` of a batch of images by the model's own processor (and its saved image settings)."""

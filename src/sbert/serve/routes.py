@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from sbert.encoding.images import is_image_string
 from sbert.errors import SbertError
+from sbert.formats.image_inputs import is_image_string
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
 from sbert.serve.images import request_items

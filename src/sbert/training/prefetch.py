@@ -95,6 +95,8 @@ def with_key_masks(batch: StepBatch, backbone: object) -> StepBatch:
     if key_mask is None:
         return batch
     for features in batch.columns:
+        if "attention_mask" not in features:  # an image column: pixels, no token mask
+            continue
         ready = key_mask(features["attention_mask"])
         if ready is not None:
             features[BACKBONE_MASK] = ready

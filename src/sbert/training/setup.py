@@ -168,8 +168,10 @@ def column_prompts(model: SentenceEncoder, names: list[str], columns: int) -> li
 
 def text_ids(dataset: Dataset) -> list[frozenset[int]]:
     """Each example's texts as ids (equal texts, equal ids), across all its columns."""
-    ids: dict[str, int] = {}
-    return [frozenset(ids.setdefault(t, len(ids)) for t in example) for example in dataset.texts]
+    ids: dict[object, int] = {}
+    # An image (an array is not hashable; a PIL image hashes by identity) counts by its object.
+    keys = [[t if isinstance(t, str) else id(t) for t in example] for example in dataset.texts]
+    return [frozenset(ids.setdefault(t, len(ids)) for t in example) for example in keys]
 
 
 class TrainModule(nn.Module):
