@@ -33,7 +33,7 @@ TEXT = {"hidden_size": 512, "intermediate_size": 2048, "num_attention_heads": 8,
         "max_position_embeddings": 77}  # fmt: skip
 
 
-def byte_tokenizer(folder: Path):  # noqa: ANN201  (a transformers CLIPTokenizer)
+def byte_tokenizer(folder: Path):  # noqa: ANN201 - a transformers CLIPTokenizer
     """A byte-level BPE tokenizer without merges (every byte a token): CLIP's kind, built offline."""
     from transformers import CLIPTokenizer
 
@@ -53,7 +53,8 @@ def clip_b32(base: Path) -> Path:
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
     tokenizer = byte_tokenizer(base / "tok")
-    text = {**TEXT, "vocab_size": len(tokenizer), "bos_token_id": len(tokenizer) - 2, "eos_token_id": len(tokenizer) - 1}
+    n = len(tokenizer)
+    text = {**TEXT, "vocab_size": n, "bos_token_id": n - 2, "eos_token_id": n - 1}
     torch.manual_seed(0)
     CLIPModel(CLIPConfig(text_config=text, vision_config=VISION, projection_dim=512)).save_pretrained(base / "hf")
     images = CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224})
@@ -62,7 +63,7 @@ def clip_b32(base: Path) -> Path:
     return base / "st"
 
 
-def photos(count: int, size: tuple[int, int]) -> list:  # noqa: ANN201  (PIL images)
+def photos(count: int, size: tuple[int, int]) -> list:
     """Smooth-noise RGB photos: random low-resolution colour fields upsampled, so they compress like photos."""
     from PIL import Image
 
