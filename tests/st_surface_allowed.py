@@ -8,8 +8,8 @@ docs/migrating.md groups these for users.
 """
 
 ADAPTER = (
-    "PEFT adapters: sbert loads and trains them through sbert.adapters (`sbert train --lora`, adapter "
-    "folders), not yet as methods of the drop-in classes"
+    "PEFT adapter folders on a cross-encoder or a sparse encoder: sbert loads them through sbert.adapters "
+    "(`sbert train --lora`, adapter folders); the dense drop-in class has load_adapter / set_adapter"
 )
 HUB = "uploads to and downloads from a model hub: sbert loads local folders and installed packages"
 LATER_TRAINERS = "not yet: the multi-vector drop-in trainer"
@@ -58,20 +58,11 @@ ALLOWED: dict[str, str] = {
     "SentenceTransformerTrainer.should_dataset_name_column_be_added": LOOP,  # missing
     "SentenceTransformerTrainer.track_loss_components": LOOP,  # missing
     "SentenceTransformerTrainer.validate_column_names": LOOP,  # missing
-    "CrossEncoder.active_adapter": ADAPTER,  # missing
-    "CrossEncoder.active_adapters": ADAPTER,  # missing
-    "CrossEncoder.add_adapter": ADAPTER,  # missing
     "CrossEncoder.append": SEQ,  # missing
-    "CrossEncoder.check_peft_compatible_model": ADAPTER,  # missing
     "CrossEncoder.default_huggingface_organization": HUB,  # missing
-    "CrossEncoder.delete_adapter": ADAPTER,  # missing
-    "CrossEncoder.disable_adapters": ADAPTER,  # missing
-    "CrossEncoder.enable_adapters": ADAPTER,  # missing
     "CrossEncoder.extend": SEQ,  # missing
     "CrossEncoder.fit": NOTYET,  # missing
     "CrossEncoder.forward": NOTYET,  # no parameter 'input'
-    "CrossEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "CrossEncoder.has_peft_compatible_model": ADAPTER,  # missing
     "CrossEncoder.insert": SEQ,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
@@ -83,37 +74,19 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.set_adapter": ADAPTER,  # missing
     "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
     "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
-    "SentenceTransformer.active_adapter": ADAPTER,  # missing
-    "SentenceTransformer.active_adapters": ADAPTER,  # missing
-    "SentenceTransformer.add_adapter": ADAPTER,  # missing
-    "SentenceTransformer.check_peft_compatible_model": ADAPTER,  # missing
     "SentenceTransformer.default_huggingface_organization": HUB,  # missing
-    "SentenceTransformer.delete_adapter": ADAPTER,  # missing
-    "SentenceTransformer.disable_adapters": ADAPTER,  # missing
-    "SentenceTransformer.enable_adapters": ADAPTER,  # missing
     "SentenceTransformer.forward": NOTYET,  # no parameter 'input'
-    "SentenceTransformer.get_adapter_state_dict": ADAPTER,  # missing
     "SentenceTransformer.get_sentence_features": NOTYET,  # missing
-    "SentenceTransformer.has_peft_compatible_model": ADAPTER,  # missing
     "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
     "SentenceTransformer.merge": NOTYET,  # missing
     "SentenceTransformer.model_card_data_class": CARD,  # missing
     "SentenceTransformer.old_fit": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
-    "SparseEncoder.active_adapter": ADAPTER,  # missing
-    "SparseEncoder.active_adapters": ADAPTER,  # missing
-    "SparseEncoder.add_adapter": ADAPTER,  # missing
     "SparseEncoder.append": SEQ,  # missing
-    "SparseEncoder.check_peft_compatible_model": ADAPTER,  # missing
     "SparseEncoder.default_huggingface_organization": HUB,  # missing
-    "SparseEncoder.delete_adapter": ADAPTER,  # missing
-    "SparseEncoder.disable_adapters": ADAPTER,  # missing
-    "SparseEncoder.enable_adapters": ADAPTER,  # missing
     "SparseEncoder.extend": SEQ,  # missing
     "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
-    "SparseEncoder.get_adapter_state_dict": ADAPTER,  # missing
-    "SparseEncoder.has_peft_compatible_model": ADAPTER,  # missing
     "SparseEncoder.insert": SEQ,  # missing
     "SparseEncoder.intersection": SEQ,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing

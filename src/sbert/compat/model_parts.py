@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from sbert.compat.peft_methods import PeftMethods
 from sbert.encoding.prompted import prompt_tokens
 
 
@@ -24,8 +25,8 @@ def _pretrained(model: nn.Module) -> Any:
     return next((m for m in model.modules() if isinstance(m, PreTrainedModel)), None)
 
 
-class ModelParts:
-    """The Hugging Face model, config and tokenizer of a drop-in class, and 6.2's calls on them."""
+class ModelParts(PeftMethods):
+    """The Hugging Face model, config and tokenizer of a drop-in class, and 6.2's calls on them (PEFT's too)."""
 
     SUPPORTED_SIMILARITY_FN_NAMES = ("cosine", "dot", "euclidean", "manhattan")
 
