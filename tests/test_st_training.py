@@ -114,7 +114,10 @@ def losses_logged(trainer):
 
 
 # Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
-VARIANTS = {"gist-triplet-relative", "gist-retokenized", "gor-sum", "mega-batch-plain", "cached-mnrl-symmetric"}
+VARIANTS = {"gist-triplet-relative", "gist-retokenized", "gor-sum", "mega-batch-plain", "cached-mnrl-symmetric",
+            "mnrl-triplet", "triplet-cosine", "contrastive-euclidean", "online-contrastive", "margin-mse-scores",
+            "batch-hard-soft", "batch-all", "batch-semi-hard", "batch-hard-cosine", "contrastive-tension-in-batch",
+            "mega-batch"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ def run_cross(lib, folder, out, table, make_loss):
 
 # Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
 VARIANTS = {"listmle-by-label", "plistmle", "lambda-ndcg1-k2", "lambda-ndcg2", "lambdarank", "ranknet",
-            "margin-mse-scores"}  # fmt: skip
+            "margin-mse-scores", "bce-pos-weight", "mse-sigmoid", "listmle"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,11 @@ def run_sparse(lib, folder, out, loss_weights):
     return train(trainer), model
 
 
-@pytest.mark.parametrize("weights", [None, (3e-3, 5e-3), (3e-3, None)], ids=["default", "both", "documents-only"])
+@pytest.mark.parametrize(
+    "weights",
+    [None, pytest.param((3e-3, 5e-3), marks=pytest.mark.e2e), (3e-3, None)],
+    ids=["default", "both", "documents-only"],
+)
 def test_splade_script_trains_as_sentence_transformers(weights, tmp_path):
     folder = tiny_splade_folder(tmp_path)
     ref_losses, _ = run_sparse(st, folder, tmp_path / "st", weights)

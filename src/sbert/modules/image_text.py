@@ -11,6 +11,7 @@ forward runs the tower the features call for and writes `sentence_embedding` dir
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,16 +146,23 @@ class ImageTextTransformer(Transformer):
         return [ImageRow(v["image"] if isinstance(v, dict) else v, tokens) for v in values], []
 
     def image_features(self, images: list[Any]) -> Features:
-        """`pixel_values` of a batch of images by the model's own processor (and its saved image settings)."""
+        """The image tower's inputs for a batch, by the model's own processor (and its saved image settings).
+
+        `pixel_values`, and what else the tower's method takes (SigLIP 2: its patch mask and shapes).
+        """
         kwargs = self.processing_kwargs.get("image", {})
-        return {"pixel_values": self.processor(images=images, return_tensors="pt", **kwargs)["pixel_values"]}
+        processed = self.processor(images=images, return_tensors="pt", **kwargs)
+        wanted = inspect.signature(getattr(self.auto_model, self.modality_config["image"]["method"])).parameters
+        return {k: v for k, v in processed.items() if k == "pixel_values" or k in wanted}
 
     def forward(self, features: Features) -> Features:
         """`sentence_embedding` from the tower the features call for: images (pixel_values) or text (token ids)."""
         kind = "image" if "pixel_values" in features else "text"
         spec = self.modality_config[kind]
         if kind == "image":
-            inputs = {"pixel_values": features["pixel_values"].to(self.auto_model.dtype)}
+            wanted = inspect.signature(getattr(self.auto_model, spec["method"])).parameters
+            inputs = {k: v for k, v in features.items() if k in wanted}
+            inputs["pixel_values"] = features["pixel_values"].to(self.auto_model.dtype)
         else:
             inputs = {k: features[k] for k in ("input_ids", "attention_mask") if k in features}
         output = getattr(self.auto_model, spec["method"])(**inputs)
