@@ -12,7 +12,7 @@ ROOT=$PWD
 RUN_VENV=$ROOT/${1:-.venv-run}
 shift || true
 EXTRAS=("$@")
-[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic)
+[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic image)
 work=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -84,6 +84,23 @@ from sbert.search.seismic_index import SeismicSparseIndex
 docs = sp.random(200, 1000, density=0.02, format='csr', dtype=np.float32, random_state=0)
 scores, ids = SeismicSparseIndex.build(docs).search(docs[:3], top_k=1)
 assert list(ids[:, 0]) == [0, 1, 2], ids" ;;
+        image)  # a tiny random CLIP (no image-text weights can be downloaded here) embeds a PNG file and a caption
+            "$PY" -c "
+import json, torch
+from PIL import Image
+from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+import sbert
+vocab = {chr(c): i for i, c in enumerate(range(33, 127))}
+vocab.update({'<|startoftext|>': len(vocab), '<|endoftext|>': len(vocab) + 1})
+json.dump(vocab, open('vocab.json', 'w')); open('merges.txt', 'w').write('#version: 0.2\\n')
+tok = CLIPTokenizer('vocab.json', 'merges.txt')
+towers = {'hidden_size': 32, 'intermediate_size': 64, 'num_attention_heads': 2, 'num_hidden_layers': 1}
+text = {**towers, 'vocab_size': len(vocab), 'bos_token_id': len(vocab) - 2, 'eos_token_id': len(vocab) - 1}
+CLIPModel(CLIPConfig(text_config=text, vision_config={**towers, 'image_size': 32, 'patch_size': 8})).save_pretrained('clip')
+CLIPProcessor(image_processor=CLIPImageProcessor(size={'shortest_edge': 32}, crop_size=32), tokenizer=tok).save_pretrained('clip')
+Image.new('RGB', (40, 30), (200, 40, 40)).save('red.png')
+model = sbert.load('clip')
+assert model.encode(['red.png']).shape == model.encode(['a red square']).shape == (1, 512)" ;;
         *) echo "smoke-extras: no command for extra '$extra'"; exit 1 ;;
     esac
 done

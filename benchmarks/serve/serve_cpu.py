@@ -1,0 +1,146 @@
+"""The server's own CPU per text against offline encode's, for one-text and 32-text requests.
+
+    python benchmarks/serve/serve_cpu.py [--seconds 15] [--rounds 2] [--backend torch]
+    python benchmarks/serve/serve_cpu.py --infinity-python VENV/bin/python   # Infinity beside it, same run
+
+Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, per round, runs two scenarios: 16
+keep-alive clients posting one STS benchmark test sentence each, and 4 clients posting 32 each. The
+server's CPU is its process tree's user+system time over the window (psutil), so the clients' own CPU
+on the same cores cannot count against it; texts/s, p50 and p99 latency and errors are printed beside
+it. Offline encode's CPU per text is this process's CPU time for one `encode` call over the same
+sentences (the server's goal: concurrent requests merged into full batches). With --infinity-python (a venv holding
+infinity-emb), Infinity serves the same model folder with its default engine and gets the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # serve_load.py's client
+from serve_load import MODEL, load, start_server
+
+from common import sts_sentences
+
+SCENARIOS = ((1, 16), (32, 4))  # (texts per request, clients)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def tree_cpu(pid: int) -> float:
+    """User + system seconds of a process and its children."""
+    process = psutil.Process(pid)
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def offline_cpu(sentences: list[str], backend: str) -> float:
+    """CPU seconds per text of in-process encode of all the sentences in one call (median of 3).
+
+    The server's goal: concurrent requests merge into full batches, so a text costs what it costs offline.
+    """
+    from sbert import SentenceEncoder
+
+    model = SentenceEncoder.load(MODEL)
+    model.encode(sentences[:64], backend=backend)
+    runs = []
+    for _ in range(3):
+        start = time.process_time()
+        model.encode(sentences, backend=backend, show_progress=False)
+        runs.append((time.process_time() - start) / len(sentences))
+    return statistics.median(runs)
+
+
+def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float) -> dict:
+    """One scenario's texts/s, server CPU ms per text, p50 / p99 ms and errors."""
+    before = tree_cpu(pid)
+    stats = asyncio.run(load(port, sentences, per_request, clients, seconds))
+    cpu = tree_cpu(pid) - before
+    latency = sorted(stats["latency"])
+    served = max(stats["sentences"], 1)
+    return {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": 1000 * cpu / served, "errors": stats["errors"],
+            "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)]}  # fmt: skip
+
+
+def start_infinity(python: str, folder: str, port: int) -> subprocess.Popen[bytes]:
+    """Infinity (its default torch engine, CPU) serving the same model folder under the name `MODEL`."""
+    cmd = [python, "-m", "infinity_emb.cli", "v2", "--model-id", folder, "--served-model-name", MODEL,
+           "--port", str(port), "--device", "cpu"]  # fmt: skip
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import httpx
+
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.5)
+    process.kill()
+    raise SystemExit("infinity did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--backend", default="torch")
+    parser.add_argument("--infinity-python", help="python of a venv with infinity-emb: serve it beside sbert")
+    args = parser.parse_args()
+    sentences = list(dict.fromkeys(sts_sentences()))
+    offline = offline_cpu(sentences, args.backend)
+    servers = {"sbert": None, "infinity": None}
+    ports = {"sbert": free_port(), "infinity": free_port()}
+    servers["sbert"] = start_server(ports["sbert"], args.backend)
+    if args.infinity_python:
+        from sbert import SentenceEncoder
+
+        servers["infinity"] = start_infinity(args.infinity_python, str(SentenceEncoder.load(MODEL).source_dir),
+                                             ports["infinity"])  # fmt: skip
+    results: dict[tuple[str, int], list[dict]] = {}
+    try:
+        for _ in range(args.rounds):  # alternating servers and scenarios, so drift hits each alike
+            for per, clients in SCENARIOS:
+                for name, process in servers.items():
+                    if process is not None:
+                        row = measure(process.pid, ports[name], sentences, per, clients, args.seconds)
+                        results.setdefault((name, per), []).append(row)
+    finally:
+        for process in servers.values():
+            if process is not None:
+                process.terminate()
+    cpu = os.cpu_count()
+    print(f"{MODEL}, backend {args.backend}, {cpu} cores shared by server and clients, {args.rounds} rounds x "
+          f"{args.seconds:.0f} s (medians)")  # fmt: skip
+    for (name, per), rows in sorted(results.items()):
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        ratio = med["cpu_ms"] / (1000 * offline)
+        print(f"{name:>9} {per:>2} text(s)/request: {med['rate']:7.1f} texts/s, server CPU {med['cpu_ms']:.2f} ms/text "
+              f"({ratio:.2f}x offline {1000 * offline:.2f}), p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, "
+              f"errors {sum(r['errors'] for r in rows)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
