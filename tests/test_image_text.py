@@ -120,3 +120,13 @@ def test_other_multimodal_models_are_still_refused_in_one_line(folders, tmp_path
     with pytest.raises(ModelFormatError, match="embeds more than text and images") as caught:
         sbert.load(str(folder))
     assert "\n" not in str(caught.value)
+
+
+def test_without_pillow_loading_says_which_extra(folders, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "PIL" else real(name, *a))
+    with pytest.raises(ModelFormatError, match=r"needs Pillow: .*\[image\]") as caught:
+        sbert.load(str(folders["st"][0]))
+    assert "\n" not in str(caught.value)

@@ -11,6 +11,7 @@ forward runs the tower the features call for and writes `sentence_embedding` dir
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from transformers import AutoModel, AutoProcessor, AutoTokenizer, PreTrainedMode
 from sbert.errors import ModelFormatError, first_line
 from sbert.formats.image_inputs import input_kind, open_image
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, architectures, read_json, write_json
+from sbert.install_hint import install_hint
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer, load_dtype
 from sbert.progress import weight_bars
@@ -79,6 +81,8 @@ class ImageTextTransformer(Transformer):
                         dtype: str | torch.dtype | None = None, **config: Any) -> Self:  # fmt: skip
         """Load the model, its tokenizer and its processor from a Hugging Face folder."""
         modality_config, processing_kwargs = config.get("modality_config"), config.get("processing_kwargs")
+        if importlib.util.find_spec("PIL") is None:  # transformers' image processors need it
+            raise ModelFormatError(f"{path}: an image-text model needs Pillow: {install_hint('image')}")
         try:
             with weight_bars():
                 model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, weights_only=True,
