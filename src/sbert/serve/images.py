@@ -110,7 +110,8 @@ async def embed_items(st: ServerState, items: list[tuple[str, Any]], embed_texts
         raise ApiError(413, f"{len(images)} images; the limit is {st.settings.max_images}", "too_many_images")
     if "image" not in getattr(st.dense, "modalities", ("text",)):  # a static model embeds text only
         raise ApiError(422, f"{field}: the served model embeds text only", "unsupported_modality")
-    pictures = [read_image(v, f"{field}[{i}]", st) for i, v in images]
+    # Decoding is CPU work: off the event loop, as the encode is, so other requests keep being served.
+    pictures = await run_in_threadpool(lambda: [read_image(v, f"{field}[{i}]", st) for i, v in images])
     precision = st.settings.precision
     image_rows = await run_in_threadpool(lambda: np.asarray(st.dense.encode(pictures, precision=precision),
                                                             dtype=np.float32))  # fmt: skip
