@@ -130,3 +130,8 @@ def test_without_pillow_loading_says_which_extra(folders, monkeypatch):
     with pytest.raises(ModelFormatError, match=r"needs Pillow: .*\[image\]") as caught:
         sbert.load(str(folders["st"][0]))
     assert "\n" not in str(caught.value)
+
+
+def test_a_generator_of_texts_is_read_once(folders):
+    _, native, reference = loaded(folders, "st")
+    np.testing.assert_allclose(native.encode(t for t in TEXTS), reference.encode(TEXTS), atol=1e-5)

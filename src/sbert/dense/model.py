@@ -6,7 +6,7 @@ import copy
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self, cast, overload
 
@@ -320,6 +320,8 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         if self.router is not None:  # the route's own model encodes: its chain, tokenizer and backends
             options = {k: v for k, v in locals().items() if k not in ("self", "sentences", "__class__")}
             return self.routed(task).encode(sentences, **options)
+        if "image" in self.modalities and isinstance(sentences, Iterator):
+            sentences = list(sentences)  # read once: looking for images must not use up a generator of texts
         images = split_images(sentences) if "image" in self.modalities else None
         texts, single = images if images is not None else check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
