@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional
 
-from sbert.errors import SbertError
+from sbert.losses.margin_distill import margins_and_targets
 from sbert.losses.pair_logits import Activation, PairLogitLoss
 
 # The pad values 6.2 puts in its score matrix before each loss masks them (they shape no value but the masked ones).
@@ -56,14 +56,8 @@ class MarginMSELoss(ScoreColumnsLoss):
 
     def scores_loss(self, scores: Tensor, labels: Tensor) -> Tensor:
         """Labels: one margin per negative, or the teacher's positive and negative scores."""
-        margins = scores[:, :1] - scores[:, 1:]
-        if labels.shape[1] == margins.shape[1] + 1:
-            labels = labels[:, :1] - labels[:, 1:]
-        if labels.shape != margins.shape:
-            given, wanted = labels.shape[1], margins.shape[1]
-            raise SbertError(f"MarginMSELoss: labels of {given} values per row for {wanted} negatives (one margin "
-                             "per negative, or the positive's and each negative's score)")  # fmt: skip
-        return functional.mse_loss(margins, labels.detach(), reduction=self.reduction)
+        margins, target = margins_and_targets(scores, labels)
+        return functional.mse_loss(margins, target, reduction=self.reduction)
 
 
 class ListwiseLoss(ScoreColumnsLoss):

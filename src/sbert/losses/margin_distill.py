@@ -26,6 +26,23 @@ def _scores(embeddings: list[Tensor], similarity: Similarity) -> Tensor:
     return torch.stack([similarity(embeddings[0], other) for other in embeddings[1:]], dim=1)
 
 
+def margins_and_targets(scores: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """(B, negatives) margins of the positive's score (column 0) over each negative's, and the teacher's.
+
+    The labels hold one margin per negative, or the teacher's scores of the positive then each negative.
+    """
+    margins = scores[:, :1] - scores[:, 1:]
+    target = labels.detach().to(margins.dtype).reshape(len(margins), -1)
+    if target.shape[1] == margins.shape[1] + 1:  # the teacher's scores: positive first, then each negative
+        target = target[:, :1] - target[:, 1:]
+    if target.shape != margins.shape:
+        raise SbertError(
+            f"MarginMSELoss: labels of {target.shape[1]} values per row for {margins.shape[1]} "
+            "negatives (one margin per negative, or the positive's and each negative's score)"
+        )
+    return margins, target
+
+
 class MarginMSELoss(Loss):
     """MSE between the student's and the teacher's score margins of positive over each negative."""
 
@@ -39,16 +56,7 @@ class MarginMSELoss(Loss):
     def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
         """Mean squared error of the margins, (B, negatives)."""
         assert labels is not None
-        scores = _scores(embeddings, self.similarity_fct)
-        margins = scores[:, :1] - scores[:, 1:]
-        target = labels.detach().to(margins.dtype).reshape(len(margins), -1)
-        if target.shape[1] == margins.shape[1] + 1:  # the teacher's scores: positive first, then each negative
-            target = target[:, :1] - target[:, 1:]
-        if target.shape != margins.shape:
-            raise SbertError(
-                f"MarginMSELoss: labels of {target.shape[1]} values per row for {margins.shape[1]} "
-                "negatives (one margin per negative, or the positive's and each negative's score)"
-            )
+        margins, target = margins_and_targets(_scores(embeddings, self.similarity_fct), labels)
         return functional.mse_loss(margins, target)
 
 

@@ -122,6 +122,15 @@ def ranking_metrics(relevant: Sequence[int], scores: np.ndarray, at_k: int) -> t
     return float(mrr), ndcg, ap
 
 
+def rank_metrics(documents: Sequence[str], positive: list[str], at_k: int) -> tuple[float, float, float]:
+    """(MRR@k, nDCG@k, AP) of a ranked list; positives it misses count as ranked after it (6.2's rule)."""
+    relevant = [int(d in positive) for d in documents]
+    if not sum(relevant):
+        return 0.0, 0.0, 0.0
+    relevant += [1] * (len(positive) - sum(relevant))
+    return ranking_metrics(relevant, np.arange(len(relevant), 0, -1, dtype=np.float64), at_k)
+
+
 class CrossEncoderRerankingEvaluator(_PairEvaluator):
     """MAP, MRR@k and nDCG@k (primary) of reranking each query's documents; `base_*` for the given order.
 
@@ -156,10 +165,7 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
             docs = positive + list(sample["negative"])
             return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), None
         relevant = [int(d in positive) for d in documents]
-        base: tuple[float, ...] = (0.0, 0.0, 0.0)
-        if sum(relevant):
-            given = relevant + [1] * (len(positive) - sum(relevant))
-            base = ranking_metrics(given, np.arange(len(given), 0, -1, dtype=np.float64), self.at_k)
+        base = rank_metrics(list(documents), positive, self.at_k)
         if self.always_rerank_positives:
             docs = positive + [d for d in documents if d not in positive]
             return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), base

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from sbert.evaluation.evaluators.base import SentenceEvaluator, embed
-from sbert.evaluation.evaluators.cross_encoder import ranking_metrics
+from sbert.evaluation.evaluators.cross_encoder import rank_metrics, ranking_metrics
 from sbert.formats.layout import atomic_file
 from sbert.util import paraphrase_mining_embeddings
 from sbert.vectors.scores import cos_sim
@@ -206,15 +206,6 @@ class ParaphraseMiningEvaluator(SentenceEvaluator):
     def add_transitive_closure(graph: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
         """6.2's static method: `graph` with every chain of duplicates closed."""
         return transitive_closure(graph)
-
-
-def rank_metrics(documents: Sequence[str], positive: list[str], at_k: int) -> tuple[float, float, float]:
-    """(MRR@k, nDCG@k, AP) of a ranked list; positives it misses count as ranked after it (6.2's rule)."""
-    relevant = [int(d in positive) for d in documents]
-    if not sum(relevant):
-        return 0.0, 0.0, 0.0
-    relevant += [1] * (len(positive) - sum(relevant))
-    return ranking_metrics(relevant, np.arange(len(relevant), 0, -1, dtype=np.float64), at_k)
 
 
 def fuse(rankings: Sequence[Sequence[str]], rrf_k: int) -> list[str]:
