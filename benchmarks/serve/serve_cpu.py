@@ -30,7 +30,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # serve_load.py's client
-from serve_load import MODEL, load, start_server
+from serve_load import MODEL, load, offline_seconds, start_server
 
 from common import sts_sentences
 
@@ -62,16 +62,7 @@ def offline_cpu(sentences: list[str], backend: str) -> float:
 
     The server's goal: concurrent requests merge into full batches, so a text costs what it costs offline.
     """
-    from sbert import SentenceEncoder
-
-    model = SentenceEncoder.load(MODEL)
-    model.encode(sentences[:64], backend=backend)
-    runs = []
-    for _ in range(3):
-        start = time.process_time()
-        model.encode(sentences, backend=backend, show_progress=False)
-        runs.append((time.process_time() - start) / len(sentences))
-    return statistics.median(runs)
+    return offline_seconds(sentences, backend, time.process_time) / len(sentences)
 
 
 def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float) -> dict:
