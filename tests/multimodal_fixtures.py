@@ -96,3 +96,12 @@ def st_siglip(siglip: Path, out: Path) -> Path:
     padded = {"text": {"padding": "max_length", "max_length": 16}}
     SentenceTransformer(modules=[Transformer(str(siglip), processing_kwargs=padded)], device="cpu").save(str(out))
     return out
+
+
+def saved_clip(base: Path) -> Path:
+    """A tiny random CLIP as sentence-transformers 6.2 saves it, built without the builders' warnings."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return st_clip(tiny_clip(base), base / "st")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 
 import sbert
 from tests.cli_runner import run_cli
-from tests.multimodal_fixtures import st_clip, tiny_clip
+from tests.multimodal_fixtures import saved_clip
 from tests.serve_helpers import serve_in_thread
 from tests.st_training_fixtures import tiny_st_folder
 
@@ -27,9 +26,7 @@ QUERIES = ["a red car", "a dog"]
 def built(tmp_path_factory):
     """A CLIP folder, a folder of images (one in a subfolder, one not an image), and its index."""
     base = tmp_path_factory.mktemp("image-search")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = st_clip(tiny_clip(base), base / "clip")
+    model = saved_clip(base)
     photos = base / "photos"
     (photos / "more").mkdir(parents=True)
     rng = np.random.default_rng(5)

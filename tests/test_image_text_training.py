@@ -13,7 +13,7 @@ import torch
 
 import sbert
 from sbert.errors import SbertError
-from tests.multimodal_fixtures import st_clip, tiny_clip
+from tests.multimodal_fixtures import saved_clip
 from tests.st_training_fixtures import tiny_st_folder
 
 st = pytest.importorskip("sentence_transformers")
@@ -27,9 +27,7 @@ CAPTIONS = ["a red square", "a green field", "a blue sky", "a dark night", "a ye
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     base = tmp_path_factory.mktemp("clip-train")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return st_clip(tiny_clip(base), base / "st")
+    return saved_clip(base)
 
 
 def table() -> dict[str, list]:

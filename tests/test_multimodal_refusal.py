@@ -12,7 +12,7 @@ import pytest
 import sbert
 from sbert.cli.main import main
 from sbert.errors import ModelFormatError
-from tests.multimodal_fixtures import st_clip, tiny_clip
+from tests.multimodal_fixtures import saved_clip
 from tests.st_training_fixtures import tiny_st_folder
 
 pytest.importorskip("sentence_transformers")
@@ -22,7 +22,7 @@ pytest.importorskip("sentence_transformers")
 def audio_folder(tmp_path_factory):
     """An image-text folder whose modality_config also reads audio: a kind sbert does not run."""
     base = tmp_path_factory.mktemp("multimodal")
-    folder = st_clip(tiny_clip(base), base / "st")
+    folder = saved_clip(base)
     config = json.loads((folder / "sentence_bert_config.json").read_text())
     config["modality_config"]["audio"] = {"method": "get_audio_features", "method_output_name": "pooler_output"}
     (folder / "sentence_bert_config.json").write_text(json.dumps(config))

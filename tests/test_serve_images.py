@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import sbert
-from tests.multimodal_fixtures import st_clip, tiny_clip
+from tests.multimodal_fixtures import saved_clip
 from tests.serve_helpers import serve_in_thread
 
 st = pytest.importorskip("sentence_transformers")
@@ -22,9 +22,7 @@ Image = pytest.importorskip("PIL.Image")
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("serve-images")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        folder = st_clip(tiny_clip(base), base / "st")
+    folder = saved_clip(base)
     server = serve_in_thread("--model", folder, "--max-images", "3", "--max-image-pixels", "10000")
     yield folder, server
     assert server.stop()
