@@ -26,7 +26,6 @@ UTILINT = (
     "padding, imports by name): not what scripts call"
 )
 SEQ = "nn.Sequential's list methods: sbert's models are a chain of modules, not a torch Sequential"
-CARD = "model card data classes: sbert writes its own card from the training log"
 NOTYET = "not yet on sbert's class"
 LOOP = (
     "6.2's own steps of transformers' training loop (dataset preparation, batch samplers, loss computation, "
@@ -66,7 +65,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.insert": SEQ,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
-    "CrossEncoder.model_card_data_class": CARD,  # missing
     "CrossEncoder.old_fit": NOTYET,  # missing
     "CrossEncoder.pop": SEQ,  # missing
     "CrossEncoder.push_to_hub": HUB,  # missing
@@ -79,7 +77,6 @@ ALLOWED: dict[str, str] = {
     "SentenceTransformer.get_sentence_features": NOTYET,  # missing
     "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
     "SentenceTransformer.merge": NOTYET,  # missing
-    "SentenceTransformer.model_card_data_class": CARD,  # missing
     "SentenceTransformer.old_fit": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
@@ -88,23 +85,17 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.extend": SEQ,  # missing
     "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
     "SparseEncoder.insert": SEQ,  # missing
-    "SparseEncoder.intersection": SEQ,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing
     "SparseEncoder.merge": NOTYET,  # missing
-    "SparseEncoder.model_card_data_class": CARD,  # missing
     "SparseEncoder.pop": SEQ,  # missing
     "SparseEncoder.push_to_hub": HUB,  # missing
     "SparseEncoder.save_to_hub": HUB,  # missing
     "SparseEncoder.set_adapter": ADAPTER,  # missing
-    "sbert.CrossEncoderModelCardData": CARD,  # missing
     "sbert.DefaultBatchSampler": NOTYET,  # missing
     "sbert.MultiDatasetDefaultBatchSampler": NOTYET,  # missing
     "sbert.MultiVectorEncoder": NOTYET,  # no parameter 'model_name_or_path'
-    "sbert.MultiVectorEncoderModelCardData": CARD,  # missing
     "sbert.MultiVectorEncoderTrainer": LATER_TRAINERS,  # missing
     "sbert.MultiVectorEncoderTrainingArguments": LATER_TRAINERS,  # missing
-    "sbert.SentenceTransformerModelCardData": CARD,  # missing
-    "sbert.SparseEncoderModelCardData": CARD,  # missing
     "sbert.evaluation.NanoBEIREvaluator": EVAL,  # missing
     "sbert.export_dynamic_quantized_onnx_model": NOTYET,  # missing
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
@@ -112,35 +103,22 @@ ALLOWED: dict[str, str] = {
     "sbert.losses.AdaptiveLayerLoss": LOSS,  # missing
     "sbert.losses.DenoisingAutoEncoderLoss": LOSS,  # missing
     "sbert.losses.Matryoshka2dLoss": LOSS,  # missing
-    "sbert.resolve_ids": NOTYET,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
-    "sbert.util.all_gather": UTILINT,  # missing
-    "sbert.util.all_gather_padded": UTILINT,  # missing
-    "sbert.util.all_gather_with_grad": UTILINT,  # missing
-    "sbert.util.append_to_last_row": UTILINT,  # missing
-    "sbert.util.cat_padded_token_embeddings": UTILINT,  # missing
     "sbert.util.check_teacher_targets": UTILINT,  # missing
     "sbert.util.check_version_requirements": UTILINT,  # missing
-    "sbert.util.disable_datasets_caching": UTILINT,  # missing
     "sbert.util.http_get": HUB,  # missing
     "sbert.util.import_module_class": UTILINT,  # missing
-    "sbert.util.information_retrieval": UTILINT,  # missing
     "sbert.util.install_logger": UTILINT,  # missing
     "sbert.util.is_sentence_transformer_model": HUB,  # missing
     "sbert.util.load_dir_path": HUB,  # missing
     "sbert.util.load_file_path": HUB,  # missing
     "sbert.util.repad_flattened_features": UTILINT,  # missing
-    "sbert.util.resolve_ids": NOTYET,  # missing
     "sbert.util.save_to_hub_args_decorator": HUB,  # missing
-    "sbert.util.similarity_fct_name": UTILINT,  # missing
-    "sbert.util.stack_padded_token_embeddings": UTILINT,  # missing
     "sbert.cross_encoder.CrossEncoderDataCollator": LOOP,  # missing
-    "sbert.cross_encoder.CrossEncoderModelCardData": CARD,  # missing
     "sbert.cross_encoder.evaluation.CrossEncoderNanoBEIREvaluator": NANO,  # missing
     "sbert.cross_encoder.losses.CachedMultipleNegativesRankingLoss": CE_LOSS,  # missing
     "sbert.cross_encoder.losses.MultipleNegativesRankingLoss": CE_LOSS,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
-    "sbert.sparse_encoder.SparseEncoderModelCardData": CARD,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
     "sbert.sparse_encoder.losses.CSRLoss": SPARSE_LOSS,  # missing
     "sbert.sparse_encoder.losses.CSRReconstructionLoss": SPARSE_LOSS,  # missing

@@ -19,6 +19,12 @@ from sbert.version import __version__
 if TYPE_CHECKING:
     from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
     from sbert.compat.cross_trainer import CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sbert.compat.model_card import (
+        CrossEncoderModelCardData,
+        MultiVectorEncoderModelCardData,
+        SentenceTransformerModelCardData,
+        SparseEncoderModelCardData,
+    )
     from sbert.compat.sparse_trainer import SparseEncoderTrainer, SparseEncoderTrainingArguments
     from sbert.compat.trainer import SentenceTransformerTrainer
     from sbert.compat.training_args import SentenceTransformerTrainingArguments
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from sbert.static import StaticEncoder
     from sbert.training.api import train
     from sbert.util import quantize_embeddings
+    from sbert.util_dataset import resolve_ids
 
 
 # sentence-transformers' training names (sbert/compat): `from sbert import SentenceTransformerTrainer, ...`.
@@ -42,6 +49,11 @@ _DROP_IN = {
     "LoggingHandler": "sbert.progress",
     "mine_hard_negatives": "sbert.search.mine_table",
     "quantize_embeddings": "sbert.util",
+    "resolve_ids": "sbert.util_dataset",
+    "CrossEncoderModelCardData": "sbert.compat.model_card",
+    "MultiVectorEncoderModelCardData": "sbert.compat.model_card",
+    "SentenceTransformerModelCardData": "sbert.compat.model_card",
+    "SparseEncoderModelCardData": "sbert.compat.model_card",
     "CrossEncoderTrainer": "sbert.compat.cross_trainer",
     "CrossEncoderTrainingArguments": "sbert.compat.cross_trainer",
     "SentenceTransformerTrainer": "sbert.compat.trainer",
@@ -101,19 +113,23 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CrossEncoder",
+    "CrossEncoderModelCardData",
     "CrossEncoderTrainer",
     "CrossEncoderTrainingArguments",
     "InputExample",
     "LoggingHandler",
     "MultiVectorEncoder",
+    "MultiVectorEncoderModelCardData",
     "ParallelSentencesDataset",
     "SentenceEncoder",
     "SentenceTransformer",
+    "SentenceTransformerModelCardData",
     "SentenceTransformerTrainer",
     "SentenceTransformerTrainingArguments",
     "SentencesDataset",
     "SimilarityFunction",
     "SparseEncoder",
+    "SparseEncoderModelCardData",
     "SparseEncoderTrainer",
     "SparseEncoderTrainingArguments",
     "StaticEncoder",
@@ -121,5 +137,6 @@ __all__ = [
     "load",
     "mine_hard_negatives",
     "quantize_embeddings",
+    "resolve_ids",
     "train",
 ]

@@ -9,6 +9,7 @@ detection, quantization) these only convert types.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,9 +24,19 @@ from sbert.search.mine_table import mine_hard_negatives
 from sbert.search.quantize import calibration_ranges
 from sbert.search.quantize import quantize_embeddings as _quantize
 from sbert.similarity import SimilarityFunction
+from sbert.util_dataset import resolve_ids
+from sbert.util_gather import (
+    all_gather,
+    all_gather_padded,
+    all_gather_with_grad,
+    cat_padded_token_embeddings,
+    stack_padded_token_embeddings,
+)
 from sbert.util_maxsim import compute_count_vector, maxsim, maxsim_pairwise, mean_maxsim, mean_maxsim_pairwise
 from sbert.util_runtime import (
+    append_to_last_row,
     check_package_availability,
+    disable_datasets_caching,
     disable_logging,
     disabled_tqdm,
     fullname,
@@ -163,6 +174,36 @@ def quantize_embeddings(
     return codes[0] if rows.ndim == 1 else codes
 
 
+def information_retrieval(*args: Any, **kwargs: Any) -> list[list[dict[str, Any]]]:
+    """The old name of `semantic_search` (same arguments and answer)."""
+    return semantic_search(*args, **kwargs)
+
+
+# The util function each similarity name computes, as a loss's config names it.
+_SCORE_NAMES = {"cosine": "cos_sim", "dot": "dot_score", "euclidean": "euclidean_sim", "manhattan": "manhattan_sim"}
+
+
+def similarity_fct_name(similarity_fct: Callable[..., Any]) -> str:
+    """A loss's scoring callable in words, as a loss's config names it.
+
+    `cos_sim`; a partial with its settings; a model's bound `similarity` as the function its
+    similarity_fn_name picks; an object with `get_config_dict` with that config.
+    """
+    if isinstance(similarity_fct, functools.partial):
+        settings = ", ".join(f"{k}={v!r}" for k, v in similarity_fct.keywords.items())
+        name = similarity_fct_name(similarity_fct.func)
+        return f"{name}({settings})" if settings else name
+    name = getattr(similarity_fct, "__name__", type(similarity_fct).__name__)
+    fn_name = getattr(getattr(similarity_fct, "__self__", None), "similarity_fn_name", None)
+    if name in ("similarity", "similarity_pairwise") and fn_name is not None:
+        picked = _SCORE_NAMES.get(str(fn_name), str(fn_name))
+        return picked if name == "similarity" else f"pairwise_{picked}"
+    config = getattr(similarity_fct, "get_config_dict", None)
+    if callable(config):
+        return f"{name}({', '.join(f'{k}={v!r}' for k, v in config().items())})"
+    return str(name)
+
+
 def truncate_embeddings(embeddings: Any, truncate_dim: int | None) -> Any:
     """The leading `truncate_dim` dimensions of each row (numpy or torch, as given); None keeps them all."""
     return embeddings if truncate_dim is None else embeddings[..., :truncate_dim]
@@ -201,11 +242,17 @@ def select_max_active_dims(embeddings: Any, max_active_dims: int | None) -> Any:
 __all__ = [
     "LoggingHandler",
     "SimilarityFunction",
+    "all_gather",
+    "all_gather_padded",
+    "all_gather_with_grad",
+    "append_to_last_row",
     "batch_to_device",
+    "cat_padded_token_embeddings",
     "check_package_availability",
     "community_detection",
     "compute_count_vector",
     "cos_sim",
+    "disable_datasets_caching",
     "disable_logging",
     "disabled_tqdm",
     "dot_score",
@@ -216,6 +263,7 @@ __all__ = [
     "get_rank",
     "get_world_size",
     "import_from_string",
+    "information_retrieval",
     "is_accelerate_available",
     "is_datasets_available",
     "is_dist_initialized",
@@ -236,8 +284,11 @@ __all__ = [
     "paraphrase_mining_embeddings",
     "pytorch_cos_sim",
     "quantize_embeddings",
+    "resolve_ids",
     "select_max_active_dims",
     "semantic_search",
+    "similarity_fct_name",
+    "stack_padded_token_embeddings",
     "to_scipy_coo",
     "truncate_embeddings",
 ]  # fmt: skip

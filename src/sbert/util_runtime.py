@@ -6,16 +6,22 @@ sbert.distributed, logging set-up in the CLI, LoggingHandler in sbert.progress).
 
 from __future__ import annotations
 
+import csv
 import importlib
 import importlib.util
+import io
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from inspect import isclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import tqdm
+
+from sbert.formats.layout import atomic_file
 
 
 def is_dist_initialized() -> bool:
@@ -97,3 +103,33 @@ def disabled_tqdm() -> Iterator[None]:
         yield
     finally:
         tqdm.tqdm.__init__ = original
+
+
+@contextmanager
+def disable_datasets_caching() -> Iterator[None]:
+    """Turn off the datasets library's on-disk cache while the block runs (restored after, if it was on)."""
+    from datasets import disable_caching, enable_caching, is_caching_enabled
+
+    was_on = is_caching_enabled()
+    if was_on:
+        disable_caching()
+    try:
+        yield
+    finally:
+        if was_on:
+            enable_caching()
+
+
+def append_to_last_row(csv_path: str | os.PathLike[str], additional_data: list[Any]) -> bool:
+    """Extend a CSV file's last data row with `additional_data` (the file replaced atomically); False without one."""
+    path = Path(csv_path)
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if len(rows) < 2:  # a header alone: no data row to extend
+        return False
+    rows[-1].extend(str(v) for v in additional_data)
+    out = io.StringIO(newline="")
+    csv.writer(out).writerows(rows)
+    with atomic_file(path) as f:
+        f.write(out.getvalue().encode("utf-8"))
+    return True

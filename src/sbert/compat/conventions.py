@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from sbert.compat.model_card import ModelCardData, SentenceTransformerModelCardData, write_card
 from sbert.compat.model_parts import ModelParts
 from sbert.errors import SbertError
 from sbert.formats.model_config import EncoderSettings
@@ -73,6 +74,22 @@ class ModelFacts(ModelParts):
     """
 
     model_type: str = ""
+    model_card_data_class: type[ModelCardData] = SentenceTransformerModelCardData
+
+    @property
+    def model_card_data(self) -> ModelCardData:
+        """The card data `save` writes into README.md (the constructor's `model_card_data`, else empty)."""
+        data = self.__dict__.get("_card_data")
+        if data is None:
+            data = self.__dict__["_card_data"] = self.model_card_data_class()
+        return cast(ModelCardData, data)
+
+    @model_card_data.setter
+    def model_card_data(self, data: ModelCardData | None) -> None:
+        if data is not None and not isinstance(data, ModelCardData):
+            raise SbertError(f"model_card_data: expected a {self.model_card_data_class.__name__}, "
+                             f"got {type(data).__name__}")  # fmt: skip
+        self.__dict__["_card_data"] = data
 
     @property
     def modalities(self: Any) -> list[str]:
@@ -101,8 +118,20 @@ class ModelFacts(ModelParts):
         self: Any, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,
         train_datasets: list[str] | None = None, safe_serialization: bool = True, **options: Any,
     ) -> None:  # fmt: skip
-        """Write the sentence-transformers layout atomically (6.2's card options accepted; sbert writes its card)."""
-        super().save(path, **options)  # type: ignore[misc]
+        """Write the sentence-transformers layout atomically, with README.md from `model_card_data` unless told not to.
+
+        `model_name` titles the card and `train_datasets` adds dataset ids to its header, as in 6.2. Files an
+        `extras` callback adds (a training run's card) land in the same atomic write, under the header.
+        """
+        extras = options.pop("extras", None)
+
+        def add_files(folder: Path) -> None:
+            if extras is not None:
+                extras(folder)
+            if create_model_card:
+                write_card(folder, self, self.model_card_data, model_name, train_datasets)
+
+        super().save(path, extras=add_files, **options)  # type: ignore[misc]
 
     def save_pretrained(
         self: Any, path: str | os.PathLike[str], model_name: str | None = None, create_model_card: bool = True,

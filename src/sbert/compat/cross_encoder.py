@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from sbert.compat.conventions import ModelFacts, apply_prompts
+from sbert.compat.model_card import CrossEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
@@ -41,6 +42,7 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
 
     native_class = NativeCrossEncoder  # what the server and the evaluators use (sbert/native.py)
     model_type = "CrossEncoder"
+    model_card_data_class = CrossEncoderModelCardData
 
     def __init__(
         self,
@@ -54,8 +56,10 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         prompts: dict[str, str] | None = None,
         default_prompt_name: str | None = None,
         model_kwargs: dict[str, Any] | None = None,
+        model_card_data: CrossEncoderModelCardData | None = None,
         **unused: Any,  # cache_folder, revision, token, trust_remote_code, ...: nothing to do offline or locally
     ) -> None:
+        self.model_card_data = model_card_data
         if isinstance(model_name_or_path, PairClassifier | LogitPairScorer):  # sbert's own constructors (load, new)
             super().__init__(model_name_or_path, activation, device)
         else:

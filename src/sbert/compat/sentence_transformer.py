@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
+from sbert.compat.model_card import SentenceTransformerModelCardData
 from sbert.dense.model import SentenceEncoder
 from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
@@ -49,8 +50,11 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         trust_remote_code: bool = False,
         truncate_dim: int | None = None,
         model_kwargs: dict[str, Any] | None = None,
+        *,
+        model_card_data: SentenceTransformerModelCardData | None = None,
         **unused: Any,  # cache_folder, revision, token, tokenizer_kwargs, ...: nothing to do offline or locally
     ) -> None:
+        self.model_card_data = model_card_data
         chain = modules if modules is not None else model_name_or_path
         if chain is not None and not isinstance(chain, str | os.PathLike):  # a module list (sbert's own load too)
             super().__init__(list(cast(Sequence[Module], chain)), device=device)

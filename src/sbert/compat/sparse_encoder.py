@@ -20,6 +20,7 @@ import scipy.sparse
 import torch
 
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
+from sbert.compat.model_card import SparseEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.engine import csr_to_torch
@@ -31,6 +32,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
 
     native_class = NativeSparseEncoder  # what `sbert.native.native()` gives the server, index and trainer
     model_type = "SparseEncoder"
+    model_card_data_class = SparseEncoderModelCardData
 
     def __init__(
         self,
@@ -42,8 +44,10 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         similarity_fn_name: str | None = None,
         max_active_dims: int | None = None,
         trust_remote_code: bool = False,
+        model_card_data: SparseEncoderModelCardData | None = None,
         **parts: Any,  # sbert's own constructor (load): mlm, pooling, query, dense, sae
     ) -> None:
+        self.model_card_data = model_card_data
         native = {k: parts.pop(k) for k in ("mlm", "pooling", "query", "dense", "sae") if k in parts}
         if model_name_or_path is None:  # sbert's own constructors (load)
             super().__init__(device=device, **native)
@@ -156,6 +160,25 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         single = isinstance(embeddings, torch.Tensor) and embeddings.ndim == 1
         decoded = super().decode(as_csr(embeddings), top_k)
         return decoded[0] if single else decoded
+
+    @staticmethod
+    def intersection(embeddings_1: torch.Tensor, embeddings_2: torch.Tensor) -> torch.Tensor:
+        """The dimensions two sparse vectors share, weighted by their product (a sparse COO tensor).
+
+        `embeddings_1` is one vector (vocab,); `embeddings_2` one vector or rows (n, vocab). Only products
+        above 0 stay, so `decode` of the result names the tokens both texts activate.
+        """
+        one = embeddings_1.to_dense() if embeddings_1.is_sparse else embeddings_1
+        other = embeddings_2.to_dense() if embeddings_2.is_sparse else embeddings_2
+        if one.ndim != 1:
+            raise ValueError(f"Expected 1D tensor for embeddings_1, but got {tuple(one.shape)} shape.")
+        if other.ndim not in (1, 2):
+            raise ValueError(f"Expected 1D or 2D tensor for embeddings_2, but got {tuple(other.shape)} shape.")
+        if one.shape[-1] != other.shape[-1]:
+            raise ValueError(f"Vocab dimension mismatch: embeddings_1 has {one.shape[-1]}, "
+                             f"embeddings_2 has {other.shape[-1]}.")  # fmt: skip
+        product = other * one
+        return torch.where(product > 0, product, torch.zeros_like(product)).to_sparse().coalesce()
 
     @staticmethod
     def sparsity(embeddings: Any) -> dict[str, float]:

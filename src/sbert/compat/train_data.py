@@ -17,9 +17,7 @@ from sbert.data.table_sources import in_memory
 from sbert.errors import SbertError
 from sbert.formats.image_inputs import input_kind
 from sbert.losses import Loss
-
-# sentence-transformers 6.2's label columns (its DEFAULT_LABEL_COLUMNS)
-LABEL_COLUMNS = ("label", "labels", "score", "scores")
+from sbert.util_dataset import LABEL_COLUMNS
 
 
 def table_columns(data: Any, name: str) -> dict[str, list[Any]]:

@@ -7,5 +7,6 @@
 
 from sbert.compat.cross_encoder import CrossEncoder
 from sbert.compat.cross_trainer import CrossEncoderTrainer, CrossEncoderTrainingArguments
+from sbert.compat.model_card import CrossEncoderModelCardData
 
-__all__ = ["CrossEncoder", "CrossEncoderTrainer", "CrossEncoderTrainingArguments"]
+__all__ = ["CrossEncoder", "CrossEncoderModelCardData", "CrossEncoderTrainer", "CrossEncoderTrainingArguments"]

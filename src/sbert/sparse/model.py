@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -281,13 +281,18 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
         active = float(np.diff(rows.indptr).mean()) if rows.shape[0] else 0.0
         return {"active_dims": active, "sparsity_ratio": 1.0 - active / max(rows.shape[1], 1)}
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write sentence-transformers' SparseEncoder layout atomically (the old copy survives a crash)."""
+    def save(self, path: str | os.PathLike[str], *, extras: Callable[[Path], None] | None = None) -> None:
+        """Write sentence-transformers' SparseEncoder layout atomically (the old copy survives a crash).
+
+        `extras` may add files (a model card) inside the same atomic write.
+        """
         with layout.atomic_directory(path) as tmp:
             if self.dense is not None and self.sae is not None:
                 save_csr(tmp, self.dense.chain(), self.sae, model_config(self._saved_settings()))
             else:
                 save_sparse(tmp, (*self._splade(), self.query), model_config(self._saved_settings()))
+            if extras is not None:
+                extras(tmp)
 
     def _saved_settings(self) -> EncoderSettings:
         # The top-k in use is the one saved, as sentence-transformers saves its max_active_dims.

@@ -4,6 +4,7 @@
 """
 
 from sbert.compat import SparseEncoder
+from sbert.compat.model_card import SparseEncoderModelCardData
 from sbert.compat.sparse_trainer import SparseEncoderTrainer, SparseEncoderTrainingArguments
 
-__all__ = ["SparseEncoder", "SparseEncoderTrainer", "SparseEncoderTrainingArguments"]
+__all__ = ["SparseEncoder", "SparseEncoderModelCardData", "SparseEncoderTrainer", "SparseEncoderTrainingArguments"]
