@@ -13,10 +13,6 @@ ADAPTER = (
 )
 HUB = "uploads to and downloads from a model hub: sbert loads local folders and installed packages"
 LATER_TRAINERS = "not yet: the multi-vector drop-in trainer"
-CE_LOSS = (
-    "not yet: in-batch negatives for a cross-encoder pair each query with other rows' documents at loss time, "
-    "from the texts; sbert's engine tokenizes each column's pairs ahead of the step"
-)
 SPARSE_LOSS = "not yet: CSR's drop-in losses (sbert trains CSR with `sbert train-csr`) and cached SPLADE"
 NANO = "NanoBEIR evaluators download their datasets from a hub: sbert evaluates on local data (sbert eval)"
 LOSS = "not yet: a loss sbert's engine does not train"
@@ -116,8 +112,6 @@ ALLOWED: dict[str, str] = {
     "sbert.util.save_to_hub_args_decorator": HUB,  # missing
     "sbert.cross_encoder.CrossEncoderDataCollator": LOOP,  # missing
     "sbert.cross_encoder.evaluation.CrossEncoderNanoBEIREvaluator": NANO,  # missing
-    "sbert.cross_encoder.losses.CachedMultipleNegativesRankingLoss": CE_LOSS,  # missing
-    "sbert.cross_encoder.losses.MultipleNegativesRankingLoss": CE_LOSS,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
     "sbert.sparse_encoder.losses.CSRLoss": SPARSE_LOSS,  # missing

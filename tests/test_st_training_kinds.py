@@ -42,6 +42,8 @@ MARGINS = {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES,
            "label": [float(x) for x in _rng.normal(size=ROWS)]}  # fmt: skip
 SCORES = {"query": ANCHORS, "positive": POSITIVES, "negative_1": NEGATIVES, "negative_2": NEGATIVES[::-1],
           "scores": [[float(x) for x in _rng.normal(size=3)] for _ in range(ROWS)]}  # fmt: skip
+PAIRS = {"query": ANCHORS, "positive": POSITIVES}
+TRIPLETS = {"query": ANCHORS, "positive": POSITIVES, "negative": NEGATIVES}
 # (query, [documents], [labels]): 2 to 4 documents a query, graded labels with ties and zeros
 LISTS = {"query": ANCHORS,
          "docs": [[POSITIVES[i], *[NEGATIVES[(i + j) % ROWS] for j in range(1 + i % 3)]] for i in range(ROWS)],
@@ -65,6 +67,13 @@ CROSS_LOSSES = {
     "lambdarank": (1, LISTS, lambda lib, m: lib.LambdaLoss(m, lib.LambdaRankScheme(), sigma=2.0)),
     "ranknet": (1, LISTS, lambda lib, m: lib.RankNetLoss(m)),
     "adrmse": (1, LISTS, lambda lib, m: lib.ADRMSELoss(m, alpha=2.0)),
+    # every other row's candidates as negatives (a batch is the whole table here): the draw cannot differ
+    "mnrl-all": (1, PAIRS, lambda lib, m: lib.MultipleNegativesRankingLoss(m, num_negatives=None)),
+    "cached-mnrl-hard": (
+        1,
+        TRIPLETS,
+        lambda lib, m: lib.CachedMultipleNegativesRankingLoss(m, num_negatives=None, scale=5.0),
+    ),
 }
 
 
@@ -115,7 +124,7 @@ def run_cross(lib, folder, out, table, make_loss):
 
 # Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
 VARIANTS = {"listmle-by-label", "plistmle", "lambda-ndcg1-k2", "lambda-ndcg2", "lambdarank", "ranknet",
-            "margin-mse-scores", "bce-pos-weight", "mse-sigmoid", "listmle"}  # fmt: skip
+            "margin-mse-scores", "bce-pos-weight", "mse-sigmoid", "listmle", "mnrl-all"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -134,6 +143,27 @@ def test_cross_encoder_script_trains_as_sentence_transformers(name, tmp_path):
     our_model.save_pretrained(str(tmp_path / "trained"))
     reloaded = st.CrossEncoder(str(tmp_path / "trained"), device="cpu").predict(pairs)
     np.testing.assert_allclose(reloaded, our_model.predict(pairs), atol=1e-5)
+
+
+def test_cross_encoder_mnrl_draws_as_many_negatives_as_a_batch_holds_and_never_its_own(tmp_path):
+    from sbert.losses.pair_negatives import MultipleNegativesRankingLoss, drawn_negatives
+
+    rows = [[f"p{i}", f"n{i}"] for i in range(50)]
+    drawn = drawn_negatives(rows, 6, seed=3)
+    assert drawn == drawn_negatives(rows, 6, seed=3) and drawn != drawn_negatives(rows, 6, seed=4)
+    for i, picks in enumerate(drawn):
+        assert len(set(picks)) == 6 and not {f"p{i}", f"n{i}"} & set(picks)
+    loss = MultipleNegativesRankingLoss(None)  # 6.2's default: 4 drawn negatives
+    assert loss.drawn_per_row(batch_size=32, rows=50, candidates=2) == 4
+    assert loss.drawn_per_row(batch_size=3, rows=50, candidates=1) == 2  # a batch of 3 holds 2 other rows
+    assert MultipleNegativesRankingLoss(None, num_negatives=None).drawn_per_row(16, rows=5, candidates=2) == 8
+    model = sbert.cross_encoder.CrossEncoder(str(tiny_cross_encoder_folder(tmp_path, 1)), device="cpu")
+    loss = sbert.cross_encoder.losses.MultipleNegativesRankingLoss(model)
+    args = arguments(sbert, tmp_path / "o", "cross_encoder")
+    trainer = sbert.cross_encoder.CrossEncoderTrainer(model=model, args=args, loss=loss,
+                                                      train_dataset=datasets.Dataset.from_dict(TRIPLETS))  # fmt: skip
+    losses = train(trainer)
+    assert len(losses) == 2 and all(np.isfinite(losses))
 
 
 def test_cross_encoder_trainer_refuses_a_bi_encoder_loss(tmp_path):

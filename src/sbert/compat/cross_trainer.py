@@ -15,7 +15,7 @@ the drop-in SentenceTransformerTrainer's.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from sbert.compat.train_data import LABEL_COLUMNS, table_columns, with_prompts
 from sbert.compat.trainer import SentenceTransformerTrainer
@@ -23,6 +23,7 @@ from sbert.compat.training_args import SentenceTransformerTrainingArguments
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
 from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss, PairLogitLoss
+from sbert.losses.pair_negatives import MultipleNegativesRankingLoss, drawn_negatives
 
 
 class CrossEncoderTrainingArguments(SentenceTransformerTrainingArguments):
@@ -64,7 +65,9 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
         label = next((c for c in LABEL_COLUMNS if c in columns), None)
         texts = [c for c in columns if c != label]
         layout = getattr(self.loss[name], "layout", "pairs")
-        if label is None or len(texts) < 2 or (layout != "columns" and len(texts) != 2):
+        if layout == "negatives" and len(texts) >= 2:
+            return {name: self._with_negatives(name, columns, texts)}
+        if label is None or len(texts) < 2 or (layout not in ("columns", "negatives") and len(texts) != 2):
             loss = type(self.loss[name]).__name__
             raise SbertError(f"training set {name!r}: {loss} trains on {LAYOUTS[layout]} and a label column "
                              f"({', '.join(LABEL_COLUMNS)}); columns: {', '.join(columns)}")  # fmt: skip
@@ -78,9 +81,24 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
         source = f"columns by position: {texts[0]} paired with {', '.join(texts[1:])}; label: {label}"
         return {name: Dataset(name, "text", rows, labels, source=source)}
 
+    def _with_negatives(self, name: str, columns: dict[str, list[Any]], texts: list[str]) -> Dataset:
+        """(query, positive, hard negatives...) rows as pair columns, plus the negatives drawn from other rows."""
+        loss = cast(MultipleNegativesRankingLoss, self.loss[name])
+        queries = [str(q) for q in columns[texts[0]]]
+        candidates = [[str(c) for c in row] for row in zip(*[columns[c] for c in texts[1:]], strict=True)]
+        per_row = loss.drawn_per_row(self.args.per_device_train_batch_size, len(queries), len(texts) - 1)
+        drawn = drawn_negatives(candidates, per_row, self.args.seed)
+        rows: list[Any] = [
+            tuple((q, d) for d in [*own, *extra]) for q, own, extra in zip(queries, candidates, drawn, strict=True)
+        ]
+        source = (f"columns by position: {texts[0]} paired with {', '.join(texts[1:])} and {per_row} negatives "
+                  "drawn from other rows")  # fmt: skip
+        return Dataset(name, "text", rows, None, source=source)
+
 
 # What each loss layout reads, in the error that names it.
 LAYOUTS = {"pairs": "two text columns", "columns": "a query column then one column per document",
+           "negatives": "a query column, a positive column and any hard-negative columns",
            "lists": "a query column and a column of document lists"}  # fmt: skip
 
 

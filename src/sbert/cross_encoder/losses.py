@@ -1,6 +1,7 @@
 """`sentence_transformers.cross_encoder.losses`: what sbert trains cross-encoders with.
 
-Pair losses (losses/pair_logits.py), MarginMSE and the list losses (losses/listwise.py, losses/lambda_rank.py).
+Pair losses (losses/pair_logits.py), MNRL with drawn negatives (losses/pair_negatives.py), MarginMSE
+and the list losses (losses/listwise.py, losses/lambda_rank.py).
 """
 
 from sbert.losses.lambda_rank import (
@@ -23,11 +24,13 @@ from sbert.losses.listwise import (
 )
 from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss
 from sbert.losses.pair_logits import LogitMSELoss as MSELoss
+from sbert.losses.pair_negatives import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 
 __all__ = [
     "ADRMSELoss",
     "BaseWeightingScheme",
     "BinaryCrossEntropyLoss",
+    "CachedMultipleNegativesRankingLoss",
     "CrossEntropyLoss",
     "LambdaLoss",
     "LambdaRankScheme",
@@ -35,6 +38,7 @@ __all__ = [
     "ListNetLoss",
     "MSELoss",
     "MarginMSELoss",
+    "MultipleNegativesRankingLoss",
     "NDCGLoss1Scheme",
     "NDCGLoss2PPScheme",
     "NDCGLoss2Scheme",
