@@ -56,12 +56,10 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.append": SEQ,  # missing
     "CrossEncoder.default_huggingface_organization": HUB,  # missing
     "CrossEncoder.extend": SEQ,  # missing
-    "CrossEncoder.fit": NOTYET,  # missing
     "CrossEncoder.forward": NOTYET,  # no parameter 'input'
     "CrossEncoder.insert": SEQ,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
-    "CrossEncoder.old_fit": NOTYET,  # missing
     "CrossEncoder.pop": SEQ,  # missing
     "CrossEncoder.push_to_hub": HUB,  # missing
     "CrossEncoder.save_to_hub": HUB,  # missing
@@ -73,7 +71,6 @@ ALLOWED: dict[str, str] = {
     "SentenceTransformer.get_sentence_features": NOTYET,  # missing
     "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
     "SentenceTransformer.merge": NOTYET,  # missing
-    "SentenceTransformer.old_fit": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
     "SparseEncoder.append": SEQ,  # missing

@@ -166,6 +166,48 @@ def test_cross_encoder_mnrl_draws_as_many_negatives_as_a_batch_holds_and_never_i
     assert len(losses) == 2 and all(np.isfinite(losses))
 
 
+BINARY_PAIRS = list(zip(BINARY["query"], BINARY["document"], strict=True))
+
+
+def legacy_fit(lib, folder, method="fit", **options):
+    """6.2's legacy cross-encoder script: InputExamples in a DataLoader, `fit`; the trained model's scores."""
+    from torch.utils.data import DataLoader
+
+    model = lib.CrossEncoder(str(folder), device="cpu")
+    rows = zip(BINARY["query"], BINARY["document"], BINARY["label"], strict=True)
+    loader = DataLoader([lib.InputExample(texts=[a, b], label=y) for a, b, y in rows], shuffle=True, batch_size=ROWS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        getattr(model, method)(
+            loader, epochs=2, warmup_steps=0, optimizer_params={"lr": 1e-3}, show_progress_bar=False, **options
+        )
+    return model.predict(BINARY_PAIRS)
+
+
+def test_cross_encoder_legacy_fit_trains_as_sentence_transformers(tmp_path):
+    folder = tiny_cross_encoder_folder(tmp_path, 1)
+    ref, ours = legacy_fit(st, folder), legacy_fit(sbert, folder)
+    before = st.CrossEncoder(str(folder), device="cpu").predict(BINARY_PAIRS)
+    assert np.abs(ref - before).max() > 1e-3  # the reference did train
+    np.testing.assert_allclose(ours, ref, atol=2e-4)
+
+
+def test_cross_encoder_legacy_fit_with_a_torch_loss_trains_as_6_2s_trainer(tmp_path):
+    """fit(loss_fct=nn.MSELoss(), activation_fct=Sigmoid): 6.2's own fit fails on a loss_fct (its wrapper calls
+    the model without its input), so the reference is 6.2's trainer with its MSELoss and fit's settings."""
+    folder = tiny_cross_encoder_folder(tmp_path, 1)
+    ours = legacy_fit(sbert, folder, "old_fit", loss_fct=torch.nn.MSELoss(), activation_fct=torch.nn.Sigmoid())
+    model = st.CrossEncoder(str(folder), device="cpu")
+    args = st.cross_encoder.CrossEncoderTrainingArguments(
+        output_dir=str(tmp_path / "st"), num_train_epochs=2, per_device_train_batch_size=ROWS, learning_rate=1e-3,
+        weight_decay=0.01, save_strategy="no", report_to="none", disable_tqdm=True,
+    )  # fmt: skip
+    loss = st.cross_encoder.losses.MSELoss(model, activation_fn=torch.nn.Sigmoid())
+    train(st.cross_encoder.CrossEncoderTrainer(model=model, args=args, loss=loss,
+                                               train_dataset=datasets.Dataset.from_dict(BINARY)))  # fmt: skip
+    np.testing.assert_allclose(ours, model.predict(BINARY_PAIRS), atol=2e-4)
+
+
 def test_cross_encoder_trainer_refuses_a_bi_encoder_loss(tmp_path):
     model = sbert.cross_encoder.CrossEncoder(str(tiny_cross_encoder_folder(tmp_path, 1)), device="cpu")
     with pytest.raises(SbertError, match=r"sbert\.cross_encoder\.losses"):

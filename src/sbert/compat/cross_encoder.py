@@ -73,6 +73,24 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
             self.classifier.max_seq_length = max_length
         apply_prompts(self.settings, prompts, default_prompt_name)
 
+    def fit(self, train_dataloader: Any, evaluator: Any = None, epochs: int = 1, loss_fct: Any = None,
+            activation_fct: Callable[..., Any] = nn.Identity(), **options: Any) -> None:  # noqa: B008  # fmt: skip
+        """sentence-transformers' legacy cross-encoder training: a DataLoader of InputExample(texts=[a, b], label).
+
+        Takes fit's other keywords (scheduler, warmup_steps, optimizer_params, weight_decay, evaluation_steps,
+        output_path, save_best_model, max_grad_norm, use_amp, callback, show_progress_bar: compat/fit.py) and
+        runs CrossEncoderTrainer on sbert's engine.
+        """
+        from sbert.compat.fit import FitOptions, fit_cross_encoder
+
+        fit_cross_encoder(self, train_dataloader, loss_fct, activation_fct,
+                          FitOptions(evaluator=evaluator, epochs=epochs, **options))  # fmt: skip
+
+    def old_fit(self, train_dataloader: Any, evaluator: Any = None, epochs: int = 1, loss_fct: Any = None,
+                activation_fct: Callable[..., Any] = nn.Identity(), **options: Any) -> None:  # noqa: B008  # fmt: skip
+        """The pre-4.0 name of `fit` (one training path here: the engine)."""
+        self.fit(train_dataloader, evaluator, epochs, loss_fct, activation_fct, **options)
+
     @property
     def activation_fn(self) -> Callable[..., Any]:
         """The callable applied to the scores (a torch module: Sigmoid for one label, Identity otherwise)."""

@@ -80,10 +80,16 @@ def _warn_unmapped(options: FitOptions) -> None:
                       stacklevel=3)  # fmt: skip
 
 
-def fit(model: Any, train_objectives: Iterable[tuple[Any, Any]], options: FitOptions) -> None:
-    """Train `model` in place on every (DataLoader, loss) pair, as sentence-transformers' fit does."""
+def fit(
+    model: Any, train_objectives: Iterable[tuple[Any, Any]], options: FitOptions, trainer_class: Any = None
+) -> None:
+    """Train `model` in place on every (DataLoader, loss) pair, as sentence-transformers' fit does.
+
+    `trainer_class` is the drop-in trainer that runs it (SentenceTransformerTrainer unless given).
+    """
     from sbert.compat.trainer import SentenceTransformerTrainer
 
+    trainer_class = trainer_class or SentenceTransformerTrainer
     pairs = list(train_objectives)
     _warn_unmapped(options)
     tables = {f"_dataset_{i}": examples_table(loader, i) for i, (loader, _) in enumerate(pairs, start=1)}
@@ -107,8 +113,7 @@ def fit(model: Any, train_objectives: Iterable[tuple[Any, Any]], options: FitOpt
         save_total_limit=options.checkpoint_save_total_limit or None,
         load_best_model_at_end=False, logging_steps=max(1, options.evaluation_steps or 500),
     )  # fmt: skip
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=tables, loss=losses,
-                                         evaluator=options.evaluator)  # fmt: skip
+    trainer = trainer_class(model=model, args=args, train_dataset=tables, loss=losses, evaluator=options.evaluator)
     if options.callback is not None:
         trainer.add_callback(_ScoreCallback(options.callback, trainer))
     try:
@@ -118,6 +123,25 @@ def fit(model: Any, train_objectives: Iterable[tuple[Any, Any]], options: FitOpt
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def fit_cross_encoder(model: Any, loader: Any, loss_fct: Any, activation_fct: Any, options: FitOptions) -> None:
+    """The cross-encoder's legacy fit: one DataLoader of (text, text, label) InputExamples, on CrossEncoderTrainer.
+
+    No `loss_fct`: BCE for a one-output model, cross-entropy otherwise, each after `activation_fct`;
+    a torch loss (nn.MSELoss(), nn.BCEWithLogitsLoss(), ...) is applied to the activated logits and labels.
+    """
+    from sbert.compat.cross_trainer import CrossEncoderTrainer
+    from sbert.losses.pair_logits import BinaryCrossEntropyLoss, CrossEntropyLoss, PairLogitLoss, TorchPairLoss
+
+    loss: PairLogitLoss
+    if loss_fct is not None:
+        loss = TorchPairLoss(model, loss_fct, activation_fct)
+    elif model.num_labels == 1:
+        loss = BinaryCrossEntropyLoss(model, activation_fn=activation_fct)
+    else:
+        loss = CrossEntropyLoss(model, activation_fn=activation_fct)
+    fit(model, [(loader, loss)], options, CrossEncoderTrainer)
 
 
 class _ScoreCallback:

@@ -236,6 +236,10 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
 
         fit(self, train_objectives, FitOptions(**options))
 
+    def old_fit(self, train_objectives: Iterable[tuple[Any, Any]], **options: Any) -> None:
+        """The pre-4.0 name of `fit` (one training path here: the engine)."""
+        self.fit(train_objectives, **options)
+
 
 def _per_text(features: dict[str, Any], n: int, name: str | None) -> list[Any]:
     """One batch's outputs split by text: token vectors up to the last attended position, or each text's features."""

@@ -90,3 +90,26 @@ class LogitMSELoss(PairLogitLoss):
     def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
         """MSE over the batch."""
         return functional.mse_loss(self.activation_fn(logits.view(-1)), targets.view(-1).float())
+
+
+class TorchPairLoss(PairLogitLoss):
+    """A torch loss (nn.MSELoss(), nn.BCEWithLogitsLoss(), nn.CrossEntropyLoss()) on the activated logits.
+
+    The legacy `CrossEncoder.fit(loss_fct=...)`: a one-output model's logits are flattened and its labels
+    taken as floats; a many-output model's labels as class indices.
+    """
+
+    def __init__(self, model: nn.Module | None, loss_fct: Callable[[Tensor, Tensor], Tensor],
+                 activation_fn: Activation = nn.Identity()) -> None:  # noqa: B008  # fmt: skip
+        super().__init__(model, activation_fn)
+        self.loss_fct = loss_fct
+        self.class_targets = getattr(model, "num_labels", 1) > 1
+
+    def check_labels(self, num_labels: int) -> None:
+        """Any head: the torch loss decides what it takes."""
+
+    def pair_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
+        """`loss_fct(act(logits), labels)`."""
+        if self.class_targets:
+            return self.loss_fct(self.activation_fn(logits), targets.view(-1).long())
+        return self.loss_fct(self.activation_fn(logits.view(-1)), targets.view(-1).float())
