@@ -219,11 +219,14 @@ def test_cross_encoder_trainer_refuses_a_bi_encoder_loss(tmp_path):
                                                 loss=sbert.cross_encoder.losses.MSELoss(three))  # fmt: skip
 
 
-def run_sparse(lib, folder, out, loss_weights):
+def run_sparse(lib, folder, out, loss_weights, cached=False):
     model = lib.SparseEncoder(str(folder), device="cpu")
     losses = importlib.import_module(f"{lib.__name__}.sparse_encoder.losses")
     loss = None
-    if loss_weights is not None:
+    if cached:  # the GradCache form: mini-batches of 3 rows (a batch of 8 splits unevenly)
+        loss = losses.CachedSpladeLoss(model, losses.SparseMultipleNegativesRankingLoss(model), *loss_weights,
+                                       mini_batch_size=3)  # fmt: skip
+    elif loss_weights is not None:
         loss = losses.SpladeLoss(model, losses.SparseMultipleNegativesRankingLoss(model), *loss_weights)
     trainer = importlib.import_module(f"{lib.__name__}.sparse_encoder").SparseEncoderTrainer(
         model=model, args=arguments(lib, out, "sparse_encoder"),
@@ -233,14 +236,15 @@ def run_sparse(lib, folder, out, loss_weights):
 
 
 @pytest.mark.parametrize(
-    "weights",
-    [None, pytest.param((3e-3, 5e-3), marks=pytest.mark.e2e), (3e-3, None)],
-    ids=["default", "both", "documents-only"],
-)
-def test_splade_script_trains_as_sentence_transformers(weights, tmp_path):
+    ("weights", "cached"),
+    [(None, False), pytest.param((3e-3, 5e-3), False, marks=pytest.mark.e2e), ((3e-3, None), False),
+     ((3e-3, 5e-3), True)],
+    ids=["default", "both", "documents-only", "cached"],
+)  # fmt: skip
+def test_splade_script_trains_as_sentence_transformers(weights, cached, tmp_path):
     folder = tiny_splade_folder(tmp_path)
-    ref_losses, _ = run_sparse(st, folder, tmp_path / "st", weights)
-    our_losses, ours = run_sparse(sbert, folder, tmp_path / "sbert", weights)
+    ref_losses, _ = run_sparse(st, folder, tmp_path / "st", weights, cached)
+    our_losses, ours = run_sparse(sbert, folder, tmp_path / "sbert", weights, cached)
     assert len(our_losses) == len(ref_losses) == 2
     # Both the ranking term and the FLOPS weights' ramp (0 on the first step, full from the second).
     assert our_losses == pytest.approx(ref_losses, rel=1e-3)

@@ -21,6 +21,7 @@ from torch.nn import functional
 
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
+from sbert.losses.cached_mnrl import gradient_cached
 from sbert.losses.gather import gather_rows
 from sbert.losses.options import refuse_unsupported
 from sbert.losses.sparse_parts import FlopsLoss, flops
@@ -136,3 +137,42 @@ def _main_loss(loss: nn.Module | None) -> Loss:
             "loss of sbert.sparse_encoder.losses (SparseMultipleNegativesRankingLoss, ...)"
         )
     return loss
+
+
+class CachedSpladeLoss(SpladeLoss):
+    """SpladeLoss with the encoder run in mini-batches and the vectors' gradients cached (6.2's GradCache form).
+
+    The same loss and gradient as SpladeLoss; memory holds one mini-batch's activations at a time, so the
+    batch (and its in-batch negatives) can grow past what fits.
+    """
+
+    needs_model = True
+
+    def __init__(
+        self,
+        model: nn.Module | None,
+        loss: nn.Module,
+        document_regularizer_weight: float,
+        query_regularizer_weight: float | None = None,
+        document_regularizer: nn.Module | None = None,
+        query_regularizer: nn.Module | None = None,
+        document_regularizer_threshold: int | None = None,
+        query_regularizer_threshold: int | None = None,
+        use_document_regularizer_only: bool = False,
+        mini_batch_size: int = 32,
+        mini_batch_num_tokens: int | None = None,
+        show_progress_bar: bool = False,
+    ) -> None:
+        super().__init__(model, loss, document_regularizer_weight, query_regularizer_weight, document_regularizer,
+                         query_regularizer, document_regularizer_threshold, query_regularizer_threshold,
+                         use_document_regularizer_only)  # fmt: skip
+        refuse_unsupported("CachedSpladeLoss", {"mini_batch_num_tokens": mini_batch_num_tokens},
+                           {"mini_batch_num_tokens": None})  # fmt: skip
+        if mini_batch_size < 1:
+            raise SbertError(f"CachedSpladeLoss: mini_batch_size={mini_batch_size} must be >= 1")
+        self.mini_batch_size, self.show_progress_bar = mini_batch_size, show_progress_bar
+
+    def forward_model(self, model: nn.Module, columns: list[dict[str, Tensor]], labels: Tensor | None) -> Tensor:
+        """The SPLADE loss of the batch; its backward replays the encoder one mini-batch at a time."""
+        return gradient_cached(model, columns, self.mini_batch_size, "sentence_embedding",
+                               lambda vectors: self.forward(vectors, labels))  # fmt: skip

@@ -11,9 +11,10 @@ from sbert.losses.sparse_parts import (
     SparseMultipleNegativesRankingLoss,
     SparseTripletLoss,
 )
-from sbert.losses.splade import SpladeLoss
+from sbert.losses.splade import CachedSpladeLoss, SpladeLoss
 
 __all__ = [
+    "CachedSpladeLoss",
     "FlopsLoss",
     "SparseAnglELoss",
     "SparseCoSENTLoss",
