@@ -23,6 +23,11 @@ UTILINT = (
 )
 SEQ = "nn.Sequential's list methods: sbert's models are a chain of modules, not a torch Sequential"
 NOTYET = "not yet on sbert's class"
+DEPRECATED = "deprecated in 6.2, which forwards it to a method its own Transformer module no longer has"
+OWN_LOAD = (
+    "sbert's own classmethod load(name_or_path, device, ...) under the name 6.2 deprecated (its static "
+    "load(input_path)); a positional call loads the same folder"
+)
 LOOP = (
     "6.2's own steps of transformers' training loop (dataset preparation, batch samplers, loss computation, "
     "model card callbacks): sbert's engine runs these its own way"
@@ -56,7 +61,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.append": SEQ,  # missing
     "CrossEncoder.default_huggingface_organization": HUB,  # missing
     "CrossEncoder.extend": SEQ,  # missing
-    "CrossEncoder.forward": NOTYET,  # no parameter 'input'
     "CrossEncoder.insert": SEQ,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
     "CrossEncoder.merge": NOTYET,  # missing
@@ -67,16 +71,14 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
     "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
     "SentenceTransformer.default_huggingface_organization": HUB,  # missing
-    "SentenceTransformer.forward": NOTYET,  # no parameter 'input'
-    "SentenceTransformer.get_sentence_features": NOTYET,  # missing
-    "SentenceTransformer.load": NOTYET,  # no parameter 'input_path'
+    "SentenceTransformer.get_sentence_features": DEPRECATED,  # missing
+    "SentenceTransformer.load": OWN_LOAD,  # no parameter 'input_path'
     "SentenceTransformer.merge": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
     "SparseEncoder.append": SEQ,  # missing
     "SparseEncoder.default_huggingface_organization": HUB,  # missing
     "SparseEncoder.extend": SEQ,  # missing
-    "SparseEncoder.forward": NOTYET,  # parameter 'input' is not at position 0
     "SparseEncoder.insert": SEQ,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing
     "SparseEncoder.merge": NOTYET,  # missing

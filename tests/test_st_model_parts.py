@@ -74,3 +74,17 @@ def test_cross_encoder_activation_names_and_include_prompt(folders):
     with_prompt = dense.encode(texts, prompt="query: ")
     dense.set_pooling_include_prompt(False)
     assert not torch.allclose(torch.from_numpy(dense.encode(texts, prompt="query: ")), torch.from_numpy(with_prompt))
+
+
+@pytest.mark.parametrize(("name", "key"), [("SentenceTransformer", "sentence_embedding"),
+                                           ("SparseEncoder", "sentence_embedding"), ("CrossEncoder", "scores")])  # fmt: skip
+def test_forward_on_preprocessed_inputs_gives_6_2s_output(folders, name, key):
+    """`model(model.preprocess(inputs))[key]`, as a loss written by hand calls it, with gradients."""
+    ours, theirs = pair(folders, name)
+    inputs = [("a query", "a document"), ("q", "d two")] if name == "CrossEncoder" else ["one text", "two texts here"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ours(input=ours.preprocess(inputs))[key]
+        want = theirs(theirs.preprocess(inputs))[key]
+    assert got.shape == want.shape and got.requires_grad
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

@@ -137,6 +137,10 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         """The Hugging Face tokenizer."""
         return self.classifier.tokenizer
 
+    def forward(self, input: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        """Tokenized pairs in, the features out with 6.2's `scores`: raw logits (B, num_labels), no activation."""
+        return {**input, "scores": self.classifier(dict(input))["sentence_embedding"]}
+
     def predict(  # type: ignore[override]
         self,
         inputs: Sequence[Any] | None = None,

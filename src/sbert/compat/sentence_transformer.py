@@ -80,6 +80,10 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         if truncate_dim is not None:
             self.settings.truncate_dim = check_truncate_dim(truncate_dim, self.chain_dimension)
 
+    def forward(self, input: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        """Every module in turn on tokenized features (6.2's argument name; its module kwargs are not used)."""
+        return cast(dict[str, torch.Tensor], super().forward(input))
+
     def encode(  # type: ignore[override]
         self,
         inputs: Any = None,

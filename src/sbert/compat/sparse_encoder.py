@@ -98,6 +98,12 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         """The width of every sparse vector (6.2's newer name)."""
         return self.dimension
 
+    def forward(self, input: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:
+        """Tokenized features through the SPLADE modules: `sentence_embedding` holds the (B, vocab) vectors."""
+        if self.mlm is None or self.pooling is None:
+            raise NotImplementedError("forward runs a SPLADE model's modules; this is a CSR model (dense + SAE)")
+        return cast(dict[str, torch.Tensor], self.pooling(self.mlm(dict(input))))
+
     def encode(  # type: ignore[override]
         self,
         inputs: str | Sequence[str] | None = None,
