@@ -47,9 +47,16 @@ def test_packed_pooling_equals_padded_pooling():
         assert torch.allclose(packed(tokens, cu), padded(grid, mask), atol=1e-6)
 
 
-def test_nested_kernel_equals_per_sentence_attention():
+def test_the_cpu_picks_the_grid_and_nested_equals_per_sentence_attention():
     picked = varlen.pick_kernel(CPU, torch.float32, heads=2, head_dim=8)
-    assert picked is not None and picked[0] == "nested"  # no flash kernels on a CPU
+    assert picked is not None and picked[0] == "grid"  # the faster one on a CPU (varlen.candidate_kernels)
+    gen = torch.Generator().manual_seed(0)
+    lengths = [5, 1, 17, 9]
+    cu = torch.tensor([0, 5, 6, 23, 32], dtype=torch.int32)
+    q, k, v = (torch.randn(sum(lengths), 2, 8, generator=gen) for _ in range(3))
+    want = varlen.reference_attention(q, k, v, cu, 17, 1, None, False)
+    for kernel in (varlen.nested_sdpa, varlen.grid_sdpa):
+        assert (kernel(q, k, v, cu, 17, 1, None, False) - want).abs().max() <= 1e-5
 
 
 def test_packed_batches_count_real_tokens():
@@ -91,7 +98,7 @@ def test_bf16_stays_close_to_fp32(tiny_dirs):
 def test_unpackable_architecture_falls_back_with_one_line(tiny_dirs, caplog):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     model.transformer.auto_model.config.model_type = "mpnet"  # a type the packed path does not know
-    with caplog.at_level(logging.INFO, logger="sbert.backends.torch_cuda"):
+    with caplog.at_level(logging.INFO, logger="sbert.backends"):
         engine = packed_engine(model)
     assert not engine.packed
     notes = [r.getMessage() for r in caplog.records if "packed batches off" in r.getMessage()]
@@ -210,6 +217,9 @@ def test_nested_attention_gets_both_extreme_lengths(tiny_dirs, monkeypatch):
         return real(values, offsets, *args, **kwargs)
 
     monkeypatch.setattr(torch.nested, "nested_tensor_from_jagged", spy)
+    monkeypatch.setattr(
+        varlen, "candidate_kernels", lambda device, dtype, causal=False: [("nested", varlen.nested_sdpa)]
+    )
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     engine = packed_engine(model)
     ids = model.transformer.token_ids(SENTENCES)[0]
@@ -319,7 +329,7 @@ def test_a_sliding_window_shorter_than_the_inputs_keeps_padded_batches(tmp_path,
     from tests.tiny_models import build_gemma3
 
     model = SentenceEncoder.from_transformer(build_gemma3(tmp_path / "m", window=16), device="cpu")
-    with caplog.at_level(logging.INFO, logger="sbert.backends.torch_cuda"):
+    with caplog.at_level(logging.INFO, logger="sbert.backends"):
         engine = packed_engine(model)
     assert not engine.packed
     assert any("sliding-window attention" in r.getMessage() for r in caplog.records)

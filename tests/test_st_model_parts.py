@@ -76,8 +76,11 @@ def test_cross_encoder_activation_names_and_include_prompt(folders):
     assert not torch.allclose(torch.from_numpy(dense.encode(texts, prompt="query: ")), torch.from_numpy(with_prompt))
 
 
-@pytest.mark.parametrize(("name", "key"), [("SentenceTransformer", "sentence_embedding"),
-                                           ("SparseEncoder", "sentence_embedding"), ("CrossEncoder", "scores")])  # fmt: skip
+FORWARD_KEYS = [("SentenceTransformer", "sentence_embedding"), ("SparseEncoder", "sentence_embedding"),
+                ("CrossEncoder", "scores")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "key"), FORWARD_KEYS)
 def test_forward_on_preprocessed_inputs_gives_6_2s_output(folders, name, key):
     """`model(model.preprocess(inputs))[key]`, as a loss written by hand calls it, with gradients."""
     ours, theirs = pair(folders, name)

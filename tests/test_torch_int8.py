@@ -277,9 +277,11 @@ def test_the_cpu_engines_batch_by_the_width_scaled_budget(decoder, monkeypatch, 
     assert engine.default_batch_tokens == 100
     seen: list[int] = []
     embed = engine.embed
-    monkeypatch.setattr(
-        engine, "embed", lambda rows, skip=0: seen.append(len(rows) * max(map(len, rows))) or embed(rows, skip)
-    )
+
+    def cost(rows):  # what the budget counts: real tokens when the engine packs, else rows x longest row
+        return sum(map(len, rows)) if engine.packed else len(rows) * max(map(len, rows))
+
+    monkeypatch.setattr(engine, "embed", lambda rows, skip=0: seen.append(cost(rows)) or embed(rows, skip))
     decoder.encode(TEXTS, backend=backend)
     assert seen and max(seen) <= 100 and len(seen) > 1
     decoder.drop_engines(lambda _slot: True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -9,11 +10,15 @@ import torch
 from torch import Tensor
 
 from sbert.backends import varlen
+from sbert.backends.base import Chain, cast_copy
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, packed_weightedmean, segment_positions, unpack
+from sbert.device import precision_name
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
 
 if TYPE_CHECKING:
     from sbert.modules.logit_score import LogitPairScorer
+
+log = logging.getLogger(__name__)
 
 # Encoders whose position ids are a plain 0..L-1 per sentence (offset 0), or which count from
 # padding_idx + 1 (the RoBERTa family). Others (MPNet's relative buckets, DistilBERT's fixed
@@ -43,6 +48,40 @@ def packing_blocker(transformer: Transformer) -> str | None:
     if window and transformer.max_seq_length > int(window):  # the kernels attend to whole sequences
         return f"sliding-window attention ({window} tokens) is shorter than max_seq_length={transformer.max_seq_length}"
     return None
+
+
+def switch_to_packed(
+    chain: Chain, modules: tuple[Module, ...], device: torch.device, dtype: torch.dtype
+) -> tuple[tuple[Module, ...], str | None]:
+    """The modules with varlen attention switched on, and the kernel's key; (modules, None) when they stay padded.
+
+    The switch is made on a copy when `modules` are the model's own (the copy shares their weight storage:
+    the user's model keeps its attention). One log line says why a model stays padded.
+    """
+    first = modules[0] if modules else None
+    if not isinstance(first, Transformer):
+        return modules, None
+    config = chain.transformer.auto_model.config
+    blocker = packing_blocker(chain.transformer)
+    picked = None
+    if blocker is None:
+        heads, width = attention_shape(config)
+        picked = varlen.pick_kernel(device, dtype, heads, width, causal=is_causal(config))
+        if picked is None:
+            blocker = f"no varlen attention kernel runs on {device} in {precision_name(dtype)}"
+    if blocker is not None or picked is None:
+        log.info("packed batches off (%s): running length-bucketed padded batches", blocker)
+        return modules, None
+    if first is chain.transformer:
+        # Never switch the user's own model's attention: the encoder is copied (sharing its weight storage),
+        # the modules after it stay the user's, so a later change to them (pooling options) still counts.
+        modules = (*cast_copy(modules[:1], device, dtype, force=True), *modules[1:])
+    transformer = modules[0]
+    assert isinstance(transformer, Transformer)
+    key, kernel = picked
+    transformer.auto_model.set_attn_implementation(varlen.register(key, kernel))
+    varlen.log_once(f"packed batches on {device}: {varlen.KERNEL_NAMES[key]}, {precision_name(dtype)}")
+    return modules, key
 
 
 def varlen_attention(transformer: Transformer, device: torch.device, dtype: torch.dtype,

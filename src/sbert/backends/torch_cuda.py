@@ -18,19 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from sbert.backends import varlen
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
-from sbert.backends.packed_chain import (
-    attention_shape,
-    is_causal,
-    packed_chain_forward,
-    packing_blocker,
-    position_offset,
-)  # fmt: skip
+from sbert.backends.packed_chain import packed_chain_forward, position_offset, switch_to_packed
 from sbert.backends.packing import PackedBatch, pack
-from sbert.device import precision_name
 from sbert.errors import DeviceError
-from sbert.modules import Features, Transformer
+from sbert.modules import Features
 from sbert.vectors.batching import packed_batches, token_batches
 
 log = logging.getLogger(__name__)
@@ -78,25 +70,7 @@ class CudaBackend:
 
     def _pick_attention(self) -> str | None:
         """Switch the copy to varlen attention; None (and one log line) when it must stay padded."""
-        transformer = self.modules[0]
-        blocker = packing_blocker(self.chain.transformer)
-        config = self.chain.transformer.auto_model.config
-        if blocker is None:
-            heads, width = attention_shape(config)
-            picked = varlen.pick_kernel(self.device, self.dtype, heads, width, causal=is_causal(config))
-            if picked is None:
-                blocker = f"no varlen attention kernel runs on {self.device} in {precision_name(self.dtype)}"
-        if blocker is not None:
-            log.info("packed batches off (%s): running length-bucketed padded SDPA batches", blocker)
-            return None
-        assert picked is not None
-        if transformer is self.chain.transformer:  # never switch the user's own model's attention
-            self.modules = cast_copy(self.modules, self.device, self.dtype, force=True)
-            transformer = self.modules[0]
-        key, kernel = picked
-        assert isinstance(transformer, Transformer)
-        transformer.auto_model.set_attn_implementation(varlen.register(key, kernel))
-        varlen.log_once(f"packed batches on {self.device}: {varlen.KERNEL_NAMES[key]}, {precision_name(self.dtype)}")
+        self.modules, key = switch_to_packed(self.chain, self.modules, self.device, self.dtype)
         return key
 
     def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features:

@@ -407,8 +407,11 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         streamed = long_text == "truncate" and on_truncation != "error" and len(texts) >= STREAM_MIN_TEXTS
         ids, owners = ([], list(range(len(texts)))) if streamed else self._token_rows(texts, plan, on_truncation,
                                                                                         long_text)  # fmt: skip
-        was_training = self.training
-        self.eval()
+        # Only the submodules in training mode are switched (and switched back): Module.train() sets every
+        # submodule's flag, a cost a server's many small calls need not pay when none is training.
+        training = [m for m in self.modules() if m.training]
+        for module in training:
+            module.training = False
         try:
             if streamed:
                 buffer, cut = embed_streamed(
@@ -426,7 +429,8 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
                 buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress,
                                     plan.skip)  # fmt: skip
         finally:
-            self.train(was_training)
+            for module in training:
+                module.training = True
         return long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())
 
     def _token_rows(
