@@ -1,14 +1,16 @@
-"""Where a request's time goes in `sbert serve`: py-spy samples of the server under one-text requests, by stage.
+"""Where a request's CPU goes in `sbert serve` under one-text requests: each thread's CPU, and the loop's stages.
 
     python benchmarks/serve/serve_profile.py [--seconds 10] [--clients 16] [--per-request 1]
 
-Starts `sbert serve` (the default model, CPU) on 127.0.0.1, puts the load of serve_cpu.py on it (16
-keep-alive clients posting one STS benchmark sentence each), and after a warm-up records the server
-with py-spy (`pip install py-spy`, the bench extra) for the window. Each sample is one thread's stack;
-a stack is put in the first stage whose frames it holds, in the order below, and samples of threads
-waiting (a lock, a queue, epoll) are counted apart as idle. Printed: each stage's share of the busy
-samples, and its share in ms of server CPU per text when the window's process-tree CPU is split the
-same way.
+Starts `sbert serve` (the default model, CPU) on 127.0.0.1, puts serve_cpu.py's load on it (16 keep-alive
+clients posting one STS benchmark sentence each) and, after a warm-up, measures one window two ways:
+- each server thread's CPU time over the window (psutil, per OS thread), grouped by role: the event loop
+  (HTTP parsing, validation, scheduling, serializing, sending), the threadpool that counts a request's
+  tokens, the batcher's thread (tokenizing a group, planning it, the model) and the per-core batch threads;
+- py-spy's samples of the event-loop thread's Python stacks (`pip install py-spy`, the bench extra), each
+  put in the stage of its innermost frame that names one; a sample whose innermost Python frame is the
+  loop's own run (uvloop's C code: waiting in epoll, socket reads and writes) is counted apart.
+Per text: each thread role's CPU ms per text served, and the loop's samples by stage.
 """
 
 from __future__ import annotations
@@ -16,50 +18,78 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_cpu import free_port, tree_cpu
+from serve_cpu import free_port
 from serve_load import load, start_server
 
 from common import sts_sentences
 
-# (stage, frame substrings): the first stage with a matching frame takes the sample. Idle first, so a
-# thread parked in a wait is never counted as work.
+# Thread roles by the Python thread name py-spy reports.
+ROLES = (("MainThread", "event loop"), ("AnyIO worker", "token count (threadpool)"),
+         ("sbert-encode", "batcher thread"), ("ThreadPoolExecutor", "per-core batch threads"))  # fmt: skip
+# The event loop's stages: (stage, frame marks), matched from the innermost frame outwards.
 STAGES = (
-    ("idle", ("Condition.wait", "Queue.get", "_worker (concurrent", "select (selectors", "Event.wait")),
-    ("tokenize", ("token_ids", "fast_ids", "token_lengths", "count_tokens", "encode_batch")),
-    ("encode", ("forward (", "packed_chain_forward", "embed_padded", "TorchCpuBackend", "pack (")),
-    ("engine", ("sbert/encoding/", "sbert/dense/", "sbert/backends/")),
     ("serialize", ("FastJSON", "orjson", "encode_rows", "shaped_rows", "render (")),
     ("send", ("RequestResponseCycle.send", "send_with_data_passthrough", "write (")),
-    ("parse", ("h11", "httptools", "Request.body", "json", "pydantic", "validate", "RequestResponseCycle.receive")),
-    ("validate", ("sbert/serve/routes.py", "sbert/serve/state.py", "check_", "Guard", "middleware")),
-    ("schedule", ("scheduler.py", "anyio", "asyncio", "run_in_threadpool", "concurrent/futures")),
+    ("parse", ("h11", "httptools", "Request.body", "json", "pydantic", "RequestResponseCycle.receive")),
+    ("validate", ("sbert/serve/routes.py", "sbert/serve/state.py", "sbert/serve/service.py", "check_")),
+    ("schedule", ("scheduler.py", "anyio", "run_in_threadpool", "Future", "Task", "futures")),
+    ("framework", ("starlette", "fastapi", "uvicorn", "sbert/serve/app.py")),
 )
+LOOP_NATIVE = "Runner.run"  # the innermost Python frame while uvloop's C code runs (epoll, socket I/O)
 
 
-def stage_of(stack: str) -> str:
-    """The stage a py-spy stack belongs to (`other` when none matches)."""
-    for stage, marks in STAGES:
-        if any(mark in stack for mark in marks):
-            return stage
+def role_of(name: str) -> str:
+    """A thread's role from its Python name."""
+    return next((role for prefix, role in ROLES if name.startswith(prefix)), "other")
+
+
+def stage_of(frames: list[str]) -> str:
+    """The stage of the innermost frame that names one (`loop (native)` for uvloop's own code, else `other`)."""
+    if frames[-1].startswith(LOOP_NATIVE):
+        return "loop (native)"
+    for frame in reversed(frames):
+        for stage, marks in STAGES:
+            if any(mark in frame for mark in marks):
+                return stage
     return "other"
 
 
-def tally(raw: Path) -> collections.Counter[str]:
-    """Samples per stage from py-spy's raw output (one `frames count` line per distinct stack)."""
-    counts: collections.Counter[str] = collections.Counter()
+def read_stacks(raw: Path) -> tuple[dict[int, str], collections.Counter[str]]:
+    """py-spy's raw output: each thread id's name, and the event loop's samples by stage."""
+    names: dict[int, str] = {}
+    stages: collections.Counter[str] = collections.Counter()
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
-        if stack:
-            counts[stage_of(stack)] += int(n)
-    return counts
+        head, *frames = stack.split(";")
+        found = re.match(r"thread \((\d+)\): (.*)", head)
+        if not found or not frames:
+            continue
+        names[int(found.group(1))] = found.group(2)
+        if found.group(2) == "MainThread":
+            stages[stage_of(frames)] += int(n)
+    return names, stages
+
+
+def process_cpu(pid: int) -> float:
+    """User + system seconds of the whole process, its ended threads included."""
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """User + system seconds of each thread of the process."""
+    return {t.id: t.user_time + t.system_time for t in psutil.Process(pid).threads()}
 
 
 def main() -> None:
@@ -79,21 +109,29 @@ def main() -> None:
                                 "--rate", "100", "--threads", "--format", "raw", "-o", str(raw), "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         time.sleep(0.3)
-        before = tree_cpu(server.pid)
+        before, process_before = thread_cpu(server.pid), process_cpu(server.pid)
         stats = asyncio.run(load(port, sentences, args.per_request, args.clients, args.seconds))
-        cpu = tree_cpu(server.pid) - before
+        after, process_after = thread_cpu(server.pid), process_cpu(server.pid)
         spy.wait()
     finally:
         server.terminate()
-    counts = tally(raw)
-    busy = sum(n for stage, n in counts.items() if stage != "idle")
-    per_text = 1000 * cpu / max(stats["sentences"], 1)
-    print(f"{args.clients} clients x {args.per_request} text(s)/request, {args.seconds:.0f} s: "
-          f"{stats['sentences'] / stats['seconds']:.1f} texts/s, server CPU {per_text:.2f} ms/text, "
-          f"{busy} busy samples ({counts['idle']} idle)")  # fmt: skip
-    for stage, n in counts.most_common():
-        if stage != "idle":
-            print(f"  {stage:>9}: {100 * n / busy:5.1f}% of busy samples, ~{per_text * n / busy:.2f} ms/text")
+    names, stages = read_stacks(raw)
+    texts = max(stats["sentences"], 1)
+    by_role: collections.Counter[str] = collections.Counter()
+    for tid, seconds in after.items():
+        by_role[role_of(names.get(tid, "?"))] += seconds - before.get(tid, 0.0)
+    total = process_after - process_before
+    # Threads that ended inside the window (a call's per-core batch threads) are in the process's time only.
+    by_role["per-core batch threads (ended)"] += total - sum(by_role.values())
+    rate = stats["sentences"] / stats["seconds"]
+    print(f"{args.clients} clients x {args.per_request} text(s)/request, {args.seconds:.0f} s: {rate:.1f} texts/s, "
+          f"server CPU {1000 * total / texts:.2f} ms/text")  # fmt: skip
+    for role, seconds in by_role.most_common():
+        print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
+    loop = sum(stages.values())
+    print(f"  event loop samples by stage ({loop}):")
+    for stage, n in stages.most_common():
+        print(f"  {stage:>24}: {100 * n / loop:4.1f}%")
 
 
 if __name__ == "__main__":
