@@ -34,9 +34,10 @@ from serve_load import load, start_server
 
 from common import sts_sentences
 
-# Thread roles by the Python thread name py-spy reports.
+# Thread roles by the Python thread name py-spy reports. A call's per-core batch threads end with it: they are
+# counted as the process's CPU that no live thread holds.
 ROLES = (("MainThread", "event loop"), ("AnyIO worker", "token count (threadpool)"),
-         ("sbert-encode", "batcher thread"), ("ThreadPoolExecutor", "per-core batch threads"))  # fmt: skip
+         ("sbert-encode", "batcher thread"), ("sbert-batch", "lone-batch thread (model)"))  # fmt: skip
 # The event loop's stages: (stage, frame marks), matched from the innermost frame outwards.
 STAGES = (
     ("serialize", ("FastJSON", "orjson", "encode_rows", "shaped_rows", "render (")),
@@ -122,7 +123,7 @@ def main() -> None:
         by_role[role_of(names.get(tid, "?"))] += seconds - before.get(tid, 0.0)
     total = process_after - process_before
     # Threads that ended inside the window (a call's per-core batch threads) are in the process's time only.
-    by_role["per-core batch threads (ended)"] += total - sum(by_role.values())
+    by_role["per-core batch threads (model)"] += total - sum(by_role.values())
     rate = stats["sentences"] / stats["seconds"]
     print(f"{args.clients} clients x {args.per_request} text(s)/request, {args.seconds:.0f} s: {rate:.1f} texts/s, "
           f"server CPU {1000 * total / texts:.2f} ms/text")  # fmt: skip
