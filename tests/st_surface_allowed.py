@@ -63,7 +63,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.extend": SEQ,  # missing
     "CrossEncoder.insert": SEQ,  # missing
     "CrossEncoder.load_adapter": ADAPTER,  # missing
-    "CrossEncoder.merge": NOTYET,  # missing
     "CrossEncoder.pop": SEQ,  # missing
     "CrossEncoder.push_to_hub": HUB,  # missing
     "CrossEncoder.save_to_hub": HUB,  # missing
@@ -73,7 +72,6 @@ ALLOWED: dict[str, str] = {
     "SentenceTransformer.default_huggingface_organization": HUB,  # missing
     "SentenceTransformer.get_sentence_features": DEPRECATED,  # missing
     "SentenceTransformer.load": OWN_LOAD,  # no parameter 'input_path'
-    "SentenceTransformer.merge": NOTYET,  # missing
     "SentenceTransformer.push_to_hub": HUB,  # missing
     "SentenceTransformer.save_to_hub": HUB,  # missing
     "SparseEncoder.append": SEQ,  # missing
@@ -81,7 +79,6 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.extend": SEQ,  # missing
     "SparseEncoder.insert": SEQ,  # missing
     "SparseEncoder.load_adapter": ADAPTER,  # missing
-    "SparseEncoder.merge": NOTYET,  # missing
     "SparseEncoder.pop": SEQ,  # missing
     "SparseEncoder.push_to_hub": HUB,  # missing
     "SparseEncoder.save_to_hub": HUB,  # missing

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
+
+import torch
 
 from sbert.compat.model_card import ModelCardData, SentenceTransformerModelCardData, write_card
 from sbert.compat.model_parts import ModelParts
@@ -139,6 +142,24 @@ class ModelFacts(ModelParts):
     ) -> None:  # fmt: skip
         """`save`, under the Hugging Face name."""
         self.save(path, model_name, create_model_card, train_datasets, safe_serialization, **options)
+
+    @classmethod
+    def merge(
+        cls, models: Sequence[Any], method: str = "linear", *, base_model: Any = None,
+        parameters: dict[str, Any] | None = None, dtype: Any = torch.float32, out_dtype: Any = None,
+        device: Any = "cpu", batch_options: Any = None, **load_kwargs: Any,
+    ) -> Any:  # fmt: skip
+        """One model from fine-tunes of a common ancestor: `linear`, `task_arithmetic` or `slerp` (compat/merge.py).
+
+        Models are instances or folders (loaded with `load_kwargs`); `parameters` holds the method's
+        `weight` (one per model, or one for all), `normalize` or `t`. A new model of this class comes back.
+        """
+        from sbert.compat.merge import merge_models
+
+        if batch_options is not None:
+            warnings.warn("merge: batch_options tunes mergekit's tensor packing; sbert merges tensor by tensor and "
+                          "does not use it", UserWarning, stacklevel=2)  # fmt: skip
+        return merge_models(cls, models, method, base_model, parameters or {}, dtype, out_dtype, device, load_kwargs)
 
     def evaluate(self: Any, evaluator: Any, output_path: str | None = None) -> Any:
         """`evaluator(self)`: its metrics (its files written under `output_path`)."""
