@@ -92,10 +92,11 @@ def packs_on_cpu(chain: Chain) -> bool:
     A PEFT adapter stays padded, and so do Linears held in int8 (dtype="int8"): their activations are
     quantized per batch, so dropping the pads would move the vectors off the torch-int8 backend's.
     """
-    from sbert.backends.torch_int8 import holds_int8
-
     first = chain.modules[0] if chain.modules else None
-    return isinstance(first, Transformer) and not has_adapter(first.auto_model) and not holds_int8(first)
+    if not isinstance(first, Transformer) or has_adapter(first.auto_model):
+        return False
+    # Linears held in int8 say how many bytes they hold outside their parameters (backends/base.weight_bytes).
+    return not any(hasattr(m, "held_bytes") for m in first.modules())
 
 
 class TorchCpuBackend:

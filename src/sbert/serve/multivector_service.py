@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.schemas import EmbeddingsRequest
 from sbert.serve.service import prompt_key
 from sbert.serve.settings import ServeSettings
-from sbert.serve.state import ApiError, FastJSON, ServerState, check_texts, queued, state, too_long
+from sbert.serve.state import ApiError, FastJSON, ServerState, check_texts, counted, queued, state, too_long
 from sbert.serve.token_input import input_texts
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ async def embed_tokens(st: ServerState, texts: list[str], request: Request, fiel
     prompt_key(model.settings.prompts, prompt_name=key[1])  # 422 for a prompt name the model lacks
     st.check_limits(texts)
     check_texts(texts, field)
-    lengths, cut = await run_in_threadpool(model.token_lengths, texts, key[0], key[1])
+    lengths, cut = await counted(model.token_lengths, texts, key[0], key[1])
     if cut and not truncate:
         raise too_long(field, cut, model._rules.limit(key[0], model.transformer))
     st.check_request_tokens(lengths, "split the request")

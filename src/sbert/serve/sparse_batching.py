@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.settings import ServeSettings
-from sbert.serve.state import ApiError, ServerState, check_texts, queued, too_long
+from sbert.serve.state import ApiError, ServerState, check_texts, counted, queued, too_long
 
 if TYPE_CHECKING:
     from sbert.m3.views import LexicalView
@@ -56,7 +55,7 @@ async def embed_sparse(
         raise ApiError(424, "this server runs no sparse model (start it with --sparse-model)", "model_not_sparse")
     st.check_limits(texts)
     check_texts(texts, field)
-    lengths, cut = await run_in_threadpool(model.token_lengths, texts, *key)  # with the prompt it gets
+    lengths, cut = await counted(model.token_lengths, texts, *key)  # with the prompt it gets
     if cut and not truncate:
         raise too_long(field, cut, model.max_seq_length)
     st.check_request_tokens(lengths, "split the request")
