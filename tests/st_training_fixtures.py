@@ -83,3 +83,9 @@ def tiny_cross_encoder_folder(base: Path, labels: int) -> Path:
     AutoModelForSequenceClassification.from_config(config).save_pretrained(out)
     AutoTokenizer.from_pretrained(bert).save_pretrained(out)
     return out
+
+
+def kind_folders(base: Path) -> dict[str, Path]:
+    """One tiny folder per drop-in class, saved by sentence-transformers, keyed by the class name."""
+    return {"SentenceTransformer": tiny_st_folder(base / "st"), "SparseEncoder": tiny_splade_folder(base / "splade"),
+            "CrossEncoder": tiny_cross_encoder_folder(base / "ce", labels=1)}  # fmt: skip

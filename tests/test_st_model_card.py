@@ -7,7 +7,7 @@ import pytest
 
 import sbert
 from sbert.errors import SbertError
-from tests.st_training_fixtures import tiny_cross_encoder_folder, tiny_splade_folder, tiny_st_folder
+from tests.st_training_fixtures import kind_folders
 
 st = pytest.importorskip("sentence_transformers")
 hub = pytest.importorskip("huggingface_hub")
@@ -15,9 +15,7 @@ hub = pytest.importorskip("huggingface_hub")
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    base = tmp_path_factory.mktemp("card")
-    return {"dense": tiny_st_folder(base / "dense"), "sparse": tiny_splade_folder(base / "sparse"),
-            "cross": tiny_cross_encoder_folder(base / "cross", labels=1)}  # fmt: skip
+    return kind_folders(tmp_path_factory.mktemp("card"))
 
 
 def card_of(folder):
@@ -28,7 +26,7 @@ def card_of(folder):
 def test_training_overview_card_data_lands_in_readme_and_the_folder_still_loads(folders, tmp_path):
     data = sbert.SentenceTransformerModelCardData(language="en", license="apache-2.0",
                                                   model_name="MiniLM trained on AllNLI triplets")  # fmt: skip
-    model = sbert.SentenceTransformer(str(folders["dense"]), device="cpu", model_card_data=data)
+    model = sbert.SentenceTransformer(str(folders["SentenceTransformer"]), device="cpu", model_card_data=data)
     assert model.model_card_data is data
     model.evaluation_metrics = {"sts-dev_spearman_cosine": 0.8123}  # what an evaluator leaves on the model
     model.save_pretrained(str(tmp_path / "out"), train_datasets=["sentence-transformers/all-nli"])
@@ -44,10 +42,10 @@ def test_training_overview_card_data_lands_in_readme_and_the_folder_still_loads(
 
 
 def test_each_kind_writes_its_own_pipeline_and_tags(folders, tmp_path):
-    sparse = sbert.SparseEncoder(str(folders["sparse"]), device="cpu",
+    sparse = sbert.SparseEncoder(str(folders["SparseEncoder"]), device="cpu",
                                  model_card_data=sbert.SparseEncoderModelCardData(license="mit"))  # fmt: skip
     sparse.save(str(tmp_path / "sparse"))
-    cross = sbert.CrossEncoder(str(folders["cross"]), device="cpu")
+    cross = sbert.CrossEncoder(str(folders["CrossEncoder"]), device="cpu")
     cross.save(str(tmp_path / "cross"), model_name="tiny reranker")
     sparse_meta, _ = card_of(tmp_path / "sparse")
     cross_meta, cross_text = card_of(tmp_path / "cross")
@@ -59,11 +57,11 @@ def test_each_kind_writes_its_own_pipeline_and_tags(folders, tmp_path):
 
 
 def test_no_card_when_told_and_a_wrong_object_is_refused(folders, tmp_path):
-    model = sbert.SentenceTransformer(str(folders["dense"]), device="cpu")
+    model = sbert.SentenceTransformer(str(folders["SentenceTransformer"]), device="cpu")
     model.save(str(tmp_path / "plain"), create_model_card=False)
     assert not (tmp_path / "plain" / "README.md").exists()
     model.save(str(tmp_path / "again"))  # the default card: no header fields it was not given
     meta, _ = card_of(tmp_path / "again")
     assert "license" not in meta and "language" not in meta
     with pytest.raises(SbertError, match="model_card_data: expected a SentenceTransformerModelCardData, got dict"):
-        sbert.SentenceTransformer(str(folders["dense"]), device="cpu", model_card_data={"language": "en"})
+        sbert.SentenceTransformer(str(folders["SentenceTransformer"]), device="cpu", model_card_data={"language": "en"})

@@ -11,16 +11,14 @@ import pytest
 import torch
 
 import sbert
-from tests.st_training_fixtures import tiny_cross_encoder_folder, tiny_splade_folder, tiny_st_folder
+from tests.st_training_fixtures import kind_folders
 
 st = pytest.importorskip("sentence_transformers")
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    base = tmp_path_factory.mktemp("parts")
-    return {"SentenceTransformer": tiny_st_folder(base / "st"), "SparseEncoder": tiny_splade_folder(base / "splade"),
-            "CrossEncoder": tiny_cross_encoder_folder(base / "ce", labels=1)}  # fmt: skip
+    return kind_folders(tmp_path_factory.mktemp("parts"))
 
 
 def pair(folders, name):
