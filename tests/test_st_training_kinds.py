@@ -17,6 +17,7 @@ from transformers.trainer_callback import TrainerCallback
 
 import sbert
 import sbert.cross_encoder
+import sbert.cross_encoder.losses
 import sbert.sparse_encoder
 from sbert.errors import SbertError
 from tests.st_training_fixtures import (
@@ -165,6 +166,10 @@ def test_cross_encoder_mnrl_draws_as_many_negatives_as_a_batch_holds_and_never_i
                                                       train_dataset=datasets.Dataset.from_dict(TRIPLETS))  # fmt: skip
     losses = train(trainer)
     assert len(losses) == 2 and all(np.isfinite(losses))
+    queries_only = datasets.Dataset.from_dict({"query": ANCHORS})
+    lone = sbert.cross_encoder.CrossEncoderTrainer(model=model, args=args, loss=loss, train_dataset=queries_only)
+    with pytest.raises(SbertError, match=r"a query column, a positive column and any hard-negative columns; columns"):
+        lone.train()
 
 
 BINARY_PAIRS = list(zip(BINARY["query"], BINARY["document"], strict=True))

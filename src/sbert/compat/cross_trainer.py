@@ -69,8 +69,9 @@ class CrossEncoderTrainer(SentenceTransformerTrainer):
             return {name: self._with_negatives(name, columns, texts)}
         if label is None or len(texts) < 2 or (layout not in ("columns", "negatives") and len(texts) != 2):
             loss = type(self.loss[name]).__name__
-            raise SbertError(f"training set {name!r}: {loss} trains on {LAYOUTS[layout]} and a label column "
-                             f"({', '.join(LABEL_COLUMNS)}); columns: {', '.join(columns)}")  # fmt: skip
+            label_part = "" if layout == "negatives" else f" and a label column ({', '.join(LABEL_COLUMNS)})"
+            raise SbertError(f"training set {name!r}: {loss} trains on {LAYOUTS[layout]}{label_part}; "
+                             f"columns: {', '.join(columns)}")  # fmt: skip
         queries = [str(q) for q in columns[texts[0]]]
         if layout == "lists":
             rows, labels = _padded_lists(name, queries, columns[texts[1]], columns[label])
