@@ -1,4 +1,4 @@
-"""The CPU torch backend's padding-free batches: same vectors as padded ones, one batch per core, live settings."""
+"""The CPU torch backend's padding-free batches: same vectors as padded ones, chosen per batch, one batch per core."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.backends.torch_cpu import TorchCpuBackend, per_core
+from sbert.backends.torch_cpu import PACK_MIN_PADDING, TorchCpuBackend, padding_share, per_core
 from tests.tiny_models import CORPUS
 
 SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
@@ -25,12 +25,25 @@ def one_by_one(model: SentenceEncoder, texts: list[str], **options) -> np.ndarra
 def test_packed_cpu_batches_give_the_padded_vectors(tiny_dir, pooling):
     model = SentenceEncoder.from_transformer(tiny_dir, pooling=pooling, device="cpu")
     engine = model.backend("torch")
-    assert isinstance(engine, TorchCpuBackend) and engine.packed  # tiny BERT, RoBERTa and ALBERT all pack
-    got = model.encode(SENTENCES, on_truncation="ignore", batch_tokens=64)
+    assert isinstance(engine, TorchCpuBackend) and engine.packable  # tiny BERT, RoBERTa and ALBERT all pack
+    ids = model.transformer.token_ids(SENTENCES)[0]
+    assert padding_share(ids) > PACK_MIN_PADDING  # mixed lengths in one batch: it runs packed
+    got = engine.embed(ids)
+    assert engine.packed_modules() is not None
     assert np.abs(got - one_by_one(model, SENTENCES)).max() <= 1e-5
     # The user's model keeps its attention; the engine switched its own copy of the encoder only.
-    assert engine.modules[0] is not model.transformer and engine.modules[1:] == tuple(model.chain())[1:]
+    packed = engine.packed_modules()
+    assert packed is not None and packed[0] is not model.transformer and packed[1:] == tuple(model.chain())[1:]
     assert model.transformer.auto_model.config._attn_implementation != "sbert_varlen_grid"
+
+
+def test_length_sorted_batches_stay_padded(tiny_dirs):
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = model.backend("torch")
+    same = model.transformer.token_ids([CORPUS[0]] * 3)[0]
+    assert padding_share(same) <= PACK_MIN_PADDING
+    engine.embed(same)
+    assert engine._packed_modules is None  # nothing was switched: the batch had no padding to save
 
 
 def test_a_pooling_change_after_the_first_encode_counts(tiny_dirs):
@@ -44,11 +57,12 @@ def test_a_pooling_change_after_the_first_encode_counts(tiny_dirs):
 def test_an_unpackable_encoder_stays_padded_with_one_line(tiny_dirs, caplog):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     model.transformer.auto_model.config.model_type = "mpnet"  # a type the packed path does not know
+    engine = TorchCpuBackend(model.as_chain(), CPU)
     with caplog.at_level(logging.INFO, logger="sbert.backends"):
-        engine = TorchCpuBackend(model.as_chain(), CPU)
-    assert not engine.packed and any("mpnet" in r.getMessage() for r in caplog.records)
-    np.testing.assert_allclose(model.encode(SENTENCES, on_truncation="ignore"), one_by_one(model, SENTENCES),
-                               atol=1e-5)  # fmt: skip
+        got = engine.embed(model.transformer.token_ids(SENTENCES)[0])
+    assert engine.packed_modules() is None and not engine.packable
+    assert any("mpnet" in r.getMessage() for r in caplog.records)
+    np.testing.assert_allclose(got, one_by_one(model, SENTENCES), atol=1e-5)
 
 
 def test_a_lone_batch_is_cut_so_that_each_core_has_one():

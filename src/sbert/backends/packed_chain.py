@@ -51,12 +51,13 @@ def packing_blocker(transformer: Transformer) -> str | None:
 
 
 def switch_to_packed(
-    chain: Chain, modules: tuple[Module, ...], device: torch.device, dtype: torch.dtype
+    chain: Chain, modules: tuple[Module, ...], device: torch.device, dtype: torch.dtype, keep: bool = False
 ) -> tuple[tuple[Module, ...], str | None]:
     """The modules with varlen attention switched on, and the kernel's key; (modules, None) when they stay padded.
 
-    The switch is made on a copy when `modules` are the model's own (the copy shares their weight storage:
-    the user's model keeps its attention). One log line says why a model stays padded.
+    The switch is made on a copy of the encoder when `modules` are the model's own, or when `keep` asks
+    the given modules to keep their attention (a caller that also runs them padded); the copy shares the
+    weight storage. One log line says why a model stays padded.
     """
     first = modules[0] if modules else None
     if not isinstance(first, Transformer):
@@ -72,7 +73,7 @@ def switch_to_packed(
     if blocker is not None or picked is None:
         log.info("packed batches off (%s): running length-bucketed padded batches", blocker)
         return modules, None
-    if first is chain.transformer:
+    if keep or first is chain.transformer:
         # Never switch the user's own model's attention: the encoder is copied (sharing its weight storage),
         # the modules after it stay the user's, so a later change to them (pooling options) still counts.
         modules = (*cast_copy(modules[:1], device, dtype, force=True), *modules[1:])

@@ -1,16 +1,16 @@
-"""The CPU torch backend: padding-free batches where the encoder packs, one single-threaded batch per core at a time.
+"""The CPU torch backend: smart batches, one single-threaded batch per core at a time, packed where mostly padding.
 
 A packed batch runs the linear layers on its real tokens only and attention per sentence (varlen.grid_sdpa);
-padded batches pay for every pad, which a batch of unsorted short texts (a server's merged requests) is
+a padded one pays for every pad, which a batch of unsorted short texts (a server's merged requests) is
 mostly made of: MiniLM on random 16-sentence batches cost 11.4 ms a sentence padded and 5.6 packed on one
-core. Encoders that cannot pack (MPNet's relative positions, ...) run padded smart batches.
+core. Length-sorted batches (offline encode) have little padding and stay padded. Encoders that cannot pack
+(MPNet's relative positions, ...) always run padded.
 """
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -48,12 +48,24 @@ def trims_heap(modules: Sequence[Module], device: torch.device) -> bool:
     return device.type == "cpu" and is_large(modules)
 
 
-# A lone batch is cut for the cores only when each part keeps this many real tokens; below, one core runs it
-# whole on one thread (a cut 4-text batch cost 14.2 ms a sentence against 8.8 whole). Cutting trades CPU for
-# time: MiniLM, random STS sentences, 16-text groups: cut 8.4 ms CPU (5.1 wall) a sentence, whole on one
-# thread 7.0 (7.1), whole on two intra-op threads 9.6 (4.9). Served (16 one-text clients, 2 cores), cutting
-# at 128 tokens a part gave 120 texts/s at 8.3 ms of server CPU a text, at 48 tokens 141 texts/s at 9.3 ms.
+# A lone batch is cut for the cores only when each part keeps this many real tokens; a smaller one runs whole
+# in the caller's thread (its intra-op threads: a single query's latency). Cutting trades CPU for time: MiniLM,
+# random STS sentences, 16-text groups: cut 8.4 ms CPU (5.1 wall) a sentence, whole on one thread 7.0 (7.1),
+# whole on two intra-op threads 9.6 (4.9); 4-text groups: cut 14.2 (9.1), one thread 8.8 (8.8), two intra-op
+# threads 14.1 (7.1). Served (16 one-text clients, 2 cores), cutting at 48 tokens a part gave 141 texts/s at
+# 9.3 ms of server CPU a text; one thread for groups under 128 tokens a part 120 texts/s at 8.3 ms.
 SPLIT_MIN_TOKENS = 48
+# A batch runs packed when more than this share of its padded size is padding: a length-sorted batch (offline
+# encode) has little and runs padded (packing costs index work per layer), a server's merged group of random
+# short requests is about half padding (16 random STS sentences: 47%). Served (16 one-text clients, 2 cores):
+# 157.7 texts/s at this threshold, 141.9 at 0.2, 140.9 with every batch packed (docs/serving.md).
+PACK_MIN_PADDING = 0.1
+
+
+def padding_share(rows: Sequence[Sequence[int]]) -> float:
+    """The share of a padded batch (rows x longest row) that would be padding."""
+    longest = max((len(r) for r in rows), default=0)
+    return 1.0 - sum(len(r) for r in rows) / max(1, longest * len(rows))
 
 
 def per_core(batches: list[list[int]], lengths: Sequence[int], workers: int) -> list[list[int]]:
@@ -80,12 +92,6 @@ def per_core(batches: list[list[int]], lengths: Sequence[int], workers: int) -> 
     return cuts
 
 
-@functools.cache
-def one_thread() -> ThreadPoolExecutor:
-    """The worker that runs a lone batch on one torch thread (made on first use, kept for the process)."""
-    return ThreadPoolExecutor(1, thread_name_prefix="sbert-batch", initializer=torch.set_num_threads, initargs=(1,))
-
-
 def packs_on_cpu(chain: Chain) -> bool:
     """Whether to try packed batches for this chain: a plain float encoder at its head.
 
@@ -103,17 +109,17 @@ class TorchCpuBackend:
     """Runs the chain in torch on the CPU (or any device without a pipeline of its own)."""
 
     name = "torch"
-    packed = False  # set per instance where the encoder packs (subclasses that build their own modules stay padded)
+    packed = False  # batches are planned by their padded size; a batch mostly padding then runs packed
+    packable = False  # set per instance where the encoder packs (torch-int8's subclass builds its own modules)
     default_batch_tokens = CPU_BATCH_TOKENS
     max_rows = MAX_ROWS
 
     def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype = torch.float32) -> None:
-        self.chain, self.device = chain, device
+        self.chain, self.device, self.dtype = chain, device, dtype
         self.modules = cast_copy(chain.modules, device, dtype)
-        self.packed, self.offset = False, 0
-        if device.type == "cpu" and packs_on_cpu(chain):
-            self.modules, kernel = switch_to_packed(chain, self.modules, device, dtype)
-            self.packed, self.offset = kernel is not None, position_offset(chain.transformer)
+        self.packable = device.type == "cpu" and packs_on_cpu(chain)
+        self._packed_modules: tuple[Module, ...] | None = None  # switched to varlen attention on first need
+        self._switch = threading.Lock()
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
         self.trim = trims_heap(self.modules, device)
         self.default_batch_tokens = cpu_batch_tokens(self.modules)
@@ -121,9 +127,19 @@ class TorchCpuBackend:
     def embed(self, rows: Sequence[Sequence[int]], skip: int = 0) -> np.ndarray:
         """float32 vectors (B, dim) of one batch of token id lists (the first `skip` positions not pooled)."""
         with torch.inference_mode():
-            if self.packed:
-                return packed_chain_forward(self.modules, pack(rows, self.offset), skip).float().numpy()
+            packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
+            if packed is not None:
+                offset = position_offset(self.chain.transformer)
+                return packed_chain_forward(packed, pack(rows, offset), skip).float().numpy()
             return embed_padded(self.modules, self.chain.pad(rows), self.device, skip).float().cpu().numpy()
+
+    def packed_modules(self) -> tuple[Module, ...] | None:
+        """The chain with its encoder switched to varlen attention (made once), or None where it cannot pack."""
+        with self._switch:
+            if self.packable and self._packed_modules is None:
+                modules, kernel = switch_to_packed(self.chain, self.modules, self.device, self.dtype, keep=True)
+                self._packed_modules, self.packable = (modules, True) if kernel is not None else (None, False)
+            return self._packed_modules
 
     def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]], skip: int = 0) -> Iterator[Rows]:
         """(batch, vectors) in batch order, `workers` batches at a time from threads."""
@@ -134,8 +150,4 @@ class TorchCpuBackend:
                 trim_heap()
             return batch, vectors
 
-        planned = per_core(batches, [len(r) for r in ids], self.workers)
-        if len(planned) == 1 and self.workers > 1 and self.device.type == "cpu":
-            yield one_thread().submit(job, planned[0]).result()  # the lone batch: one core, one thread
-            return
-        yield from run_threaded(planned, job, self.workers)
+        yield from run_threaded(per_core(batches, [len(r) for r in ids], self.workers), job, self.workers)
