@@ -67,6 +67,7 @@ def cases(sts):
     }
 
 
+@pytest.mark.e2e  # every evaluator on the real default model, both libraries: `make test-e2e` (make test's budget)
 def test_evaluators_answer_as_6_2s(models, sts, tmp_path):
     mine_model, their_model = models
     for name, build in cases(sts).items():

@@ -126,7 +126,7 @@ def run_cross(lib, folder, out, table, make_loss):
 # Variants of a loss checked in make test: the full run (`make test-e2e`) takes them too, within the time budget.
 VARIANTS = {"listmle-by-label", "plistmle", "lambda-ndcg1-k2", "lambda-ndcg2", "lambdarank", "ranknet",
             "margin-mse-scores", "bce-pos-weight", "mse-sigmoid", "listmle", "mnrl-all", "adrmse", "lambda",
-            "cross-entropy"}  # fmt: skip
+            "cross-entropy", "listnet", "margin-mse"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
