@@ -31,9 +31,7 @@ IN_E2E = {
 }
 
 
-@pytest.mark.parametrize(
-    "family", [pytest.param(f, marks=pytest.mark.e2e) if f in IN_E2E else f for f in FAMILIES]
-)
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.e2e) if f in IN_E2E else f for f in FAMILIES])
 def test_family_loads_both_ways_and_runs_on_every_engine(family, tmp_path):
     saved = build_family(family, tmp_path)
     reference = SentenceTransformer(str(saved), device="cpu")
