@@ -126,8 +126,9 @@ class TorchCpuBackend:
 
     def embed(self, rows: Sequence[Sequence[int]], skip: int = 0) -> np.ndarray:
         """float32 vectors (B, dim) of one batch of token id lists (the first `skip` positions not pooled)."""
+        # The packed copy is made outside inference mode: its parameters stay ordinary tensors.
+        packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
         with torch.inference_mode():
-            packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
             if packed is not None:
                 offset = position_offset(self.chain.transformer)
                 return packed_chain_forward(packed, pack(rows, offset), skip).float().numpy()
