@@ -119,6 +119,7 @@ class TorchCpuBackend:
         self.modules = cast_copy(chain.modules, device, dtype)
         self.packable = device.type == "cpu" and packs_on_cpu(chain)
         self._packed_modules: tuple[Module, ...] | None = None  # switched to varlen attention on first need
+        self._offset = 0  # the packed batches' first position id (set with the packed modules)
         self._switch = threading.Lock()
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
         self.trim = trims_heap(self.modules, device)
@@ -130,8 +131,7 @@ class TorchCpuBackend:
         packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
         with torch.inference_mode():
             if packed is not None:
-                offset = position_offset(self.chain.transformer)
-                return packed_chain_forward(packed, pack(rows, offset), skip).float().numpy()
+                return packed_chain_forward(packed, pack(rows, self._offset), skip).float().numpy()
             return embed_padded(self.modules, self.chain.pad(rows), self.device, skip).float().cpu().numpy()
 
     def packed_modules(self) -> tuple[Module, ...] | None:
@@ -140,6 +140,7 @@ class TorchCpuBackend:
             if self.packable and self._packed_modules is None:
                 modules, kernel = switch_to_packed(self.chain, self.modules, self.device, self.dtype, keep=True)
                 self._packed_modules, self.packable = (modules, True) if kernel is not None else (None, False)
+                self._offset = position_offset(self.chain.transformer) if kernel is not None else 0
             return self._packed_modules
 
     def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]], skip: int = 0) -> Iterator[Rows]:

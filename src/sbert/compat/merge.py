@@ -44,10 +44,12 @@ def merge_models(cls: Any, models: Sequence[Any], method: str, base_model: Any, 
     tuned = [m for m in loaded if m is not base] if method != "linear" else loaded
     if len(tuned) + (base is not None and method != "linear") < 2:
         raise SbertError(f"merge needs two or more models, got {len(loaded)}")
-    _check_compatible(loaded + ([base] if base is not None and base not in loaded else []))
-    states = [_state(m) for m in tuned]
-    base_state = None if base is None else _state(base)
-    work = _dtype(dtype)
+    involved = loaded + ([base] if base is not None and base not in loaded else [])
+    state_of = {id(m): m.state_dict() for m in involved}  # detached views, read once per model
+    _check_compatible(involved, [state_of[id(m)] for m in involved])
+    states = [state_of[id(m)] for m in tuned]
+    base_state = None if base is None else state_of[id(base)]
+    work, out_type = _dtype(dtype), _dtype(out_dtype)
     merged = {}
     for name, first in states[0].items():
         tensors = [s[name] for s in states]
@@ -58,7 +60,7 @@ def merge_models(cls: Any, models: Sequence[Any], method: str, base_model: Any, 
             continue
         own = None if base_state is None else base_state[name].to(work or first.dtype)
         value = _merge_tensor(method, [t.to(work or t.dtype) for t in tensors], own, parameters)
-        merged[name] = value.to(_dtype(out_dtype) or first.dtype)
+        merged[name] = value.to(out_type or first.dtype)
     out = copy.deepcopy(loaded[0])
     out.load_state_dict(merged, strict=True)
     if hasattr(out, "mark_weights_changed"):
@@ -75,13 +77,9 @@ def _load(cls: Any, model: Any, device: Any, load_kwargs: dict[str, Any], cache:
     return model
 
 
-def _state(model: Any) -> dict[str, torch.Tensor]:
-    return {k: v.detach() for k, v in model.state_dict().items()}
-
-
-def _check_compatible(models: list[Any]) -> None:
-    """The same tensor names and shapes, and the same tokenizer vocabulary, in every model."""
-    shapes = [{k: tuple(v.shape) for k, v in m.state_dict().items()} for m in models]
+def _check_compatible(models: list[Any], states: list[dict[str, torch.Tensor]]) -> None:
+    """The same tensor names and shapes (from each model's state dict), and the same tokenizer vocabulary."""
+    shapes = [{k: tuple(v.shape) for k, v in state.items()} for state in states]
     for i, other in enumerate(shapes[1:], start=1):
         if other != shapes[0]:
             differ = sorted(set(other.items()) ^ set(shapes[0].items()))[:3]
