@@ -59,6 +59,27 @@ def score_rows(table):
     return [np.atleast_1d(np.asarray(s, dtype=np.float64)) for s in table[key]], key
 
 
+def limits(options, floor):
+    """The score limits a case draws for an anchor whose weakest positive scores `floor`."""
+    out = [options[k] for k in ("max_score", "min_score") if k in options]
+    if "absolute_margin" in options:
+        out.append(floor - options["absolute_margin"])
+    if "relative_margin" in options:
+        out.append(floor - abs(floor) * options["relative_margin"])
+    return out
+
+
+def nearest_limit(folder, table, corpus, options, anchor):
+    """How far, under 6.2's own model, the anchor's closest candidate lies from one of the case's score limits."""
+    model = st.SentenceTransformer(str(folder), device="cpu")
+    positives = [p for a, p in zip(table["anchor"], table["positive"], strict=True) if a == anchor]
+    texts = list(dict.fromkeys(list(table["positive"]) + (corpus if options.get("use_corpus") else [])))
+    a, pos, cand = (model.encode(x, normalize_embeddings=True) for x in ([anchor], positives, texts))
+    scores = (cand @ a[0]).astype(np.float64)
+    bounds = limits(options, float((pos @ a[0]).min()))
+    return min(float(np.abs(scores - b).min()) for b in bounds) if bounds else float("inf")
+
+
 def differing(ref, ours, anchor_key, skip):
     """(anchor, sentence-transformers' text, ours) wherever a text column differs (list cells element by element)."""
     out = []
@@ -78,8 +99,13 @@ def test_mining_gives_6_2s_rows(case, setup):
     assert len(ours) == len(ref) > 0
     ref_scores, key = score_rows(ref)
     our_scores, _ = score_rows(ours)
-    for a, b in zip(ref_scores, our_scores, strict=True):
-        np.testing.assert_allclose(b, a, atol=1e-5)
+    # A row's scores may differ only where a candidate sits on one of the case's limits to float noise
+    # (across CPUs, its last bit decides whether it is kept, and range_min then skips another).
+    moved = [i for i, (a, b) in enumerate(zip(ref_scores, our_scores, strict=True))
+             if a.shape != b.shape or not np.allclose(a, b, atol=1e-5)]  # fmt: skip
+    assert len(moved) <= max(1, len(ref) // 40), f"{len(moved)} of {len(ref)} rows score differently"
+    for i in moved:
+        assert nearest_limit(folder, table, corpus, CASES[case], ref["anchor"][i]) < 1e-5, f"row {i}"
     # A text may differ only where it ties: the anchor scores both texts the same (to 1e-5) under 6.2's model.
     swapped = differing(ref, ours, "anchor", {key, "anchor"})
     assert len(swapped) <= len(ref) // 4, f"{len(swapped)} of {len(ref)} rows differ"
