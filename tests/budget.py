@@ -42,11 +42,22 @@ class Budget:
         self.not_reached: Counter[str] = Counter()
 
     def check(self, item: pytest.Item) -> None:
-        """Skip `item` when the deadline has passed; otherwise count it as started."""
+        """Skip `item` when the deadline has passed."""
         if self.deadline is not None and time.time() > self.deadline:
-            self.not_reached[item.path.name] += 1
             pytest.skip(NOT_REACHED)
-        self.started += 1
+
+    def count(self, report: pytest.TestReport) -> None:
+        """Tally a test's setup report as started or not reached (under xdist the controller sees them all)."""
+        if report.when != "setup":
+            return
+        if report.skipped and NOT_REACHED in str(report.longrepr):
+            self.not_reached[Path(report.fspath).name] += 1
+        else:
+            self.started += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count each test once, in the process that prints the summary (the controller under xdist)."""
+        self.count(report)
 
     def summary(self) -> str | None:
         """One line for the end of the run, None when every test was reached."""
@@ -75,7 +86,9 @@ def recent_test_files(root: Path, commits: int = 30) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Read the deadline once, at start-up, so a bad value fails before any test runs."""
-    config.stash[_BUDGET_KEY] = Budget(read_deadline())
+    budget = Budget(read_deadline())
+    config.stash[_BUDGET_KEY] = budget
+    config.pluginmanager.register(budget, "sbert-budget")  # its logreport hook tallies each test
 
 
 @pytest.hookimpl(trylast=True)

@@ -76,3 +76,18 @@ def test_a_lone_batch_is_cut_so_that_each_core_has_one():
     assert per_core([[0]], lengths, workers=2) == [[0]]  # one row stays whole
     assert per_core([[0, 1], [2]], lengths, workers=2) == [[0, 1], [2]]  # already one per core
     assert per_core([[0, 1, 2]], lengths, workers=1) == [[0, 1, 2]]
+
+
+def test_two_cores_run_batches_side_by_side_with_the_same_vectors(tiny_dirs):
+    # make test runs each worker with one torch thread: this test asks for two so the threaded path runs.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+        engine = model.backend("torch")
+        assert isinstance(engine, TorchCpuBackend) and engine.workers == 2
+        got = model.encode(SENTENCES * 3, batch_size=2, on_truncation="ignore")
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.get_num_threads() == threads  # the pool's threads set their own count, not the caller's
+    np.testing.assert_allclose(got, np.tile(one_by_one(model, SENTENCES), (3, 1)), atol=1e-5)
