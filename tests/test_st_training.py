@@ -8,6 +8,7 @@ loads in sentence-transformers with sbert's vectors.
 from __future__ import annotations
 
 import importlib
+import random
 import warnings
 
 import numpy as np
@@ -53,6 +54,17 @@ LOSSES = {
     ),
     "matryoshka": ("pair", lambda lib, m: lib.MatryoshkaLoss(m, lib.MultipleNegativesRankingLoss(m), [32, 16, 8])),
     "mse": ("teacher", lambda lib, m: lib.MSELoss(m)),
+    "adaptive-layer": (
+        "pair",
+        lambda lib, m: lib.AdaptiveLayerLoss(
+            m, lib.MultipleNegativesRankingLoss(m), n_layers_per_step=-1, layer_weighting="log"
+        ),
+    ),
+    "adaptive-layer-cosent": (
+        "score",
+        lambda lib, m: lib.AdaptiveLayerLoss(m, lib.CoSENTLoss(m), kl_temperature=0.0, layer_weighting="linear"),
+    ),
+    "matryoshka-2d": ("pair", lambda lib, m: lib.Matryoshka2dLoss(m, lib.MultipleNegativesRankingLoss(m), [32, 16, 8])),
     "contrastive": ("binary", lambda lib, m: lib.ContrastiveLoss(m)),
     "contrastive-euclidean": (
         "binary",
@@ -92,6 +104,10 @@ LOSSES = {
 }
 
 
+# Losses that draw layers or dims with Python's random each step.
+DRAWN = {"adaptive-layer-cosent", "matryoshka-2d"}
+
+
 def run_script(lib, folder, out, table, make_loss, **extra):
     """The Training Overview's script: model, dataset, loss, arguments, trainer.train(); returns (trainer, model)."""
     model = lib.SentenceTransformer(str(folder), device="cpu")
@@ -125,8 +141,12 @@ VARIANTS = {"gist-triplet-relative", "gist-retokenized", "gor-sum", "mega-batch-
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.e2e) if n in VARIANTS else n for n in sorted(LOSSES)]
 )
-def test_script_trains_as_sentence_transformers(name, folder, tmp_path):
+def test_script_trains_as_sentence_transformers(name, folder, tmp_path, monkeypatch):
     kind, make_loss = LOSSES[name]
+    if name in DRAWN:
+        # 6.2 draws from Python's random before the first step (its model card's widget texts): the draws
+        # of layers and dims are made the same in both, the last k of each population, to compare the losses.
+        monkeypatch.setattr(random, "sample", lambda population, k: list(population)[-k:])
     table = tables()[kind]
     ref_trainer, ref_model = run_script(st, folder, tmp_path / "st", table, make_loss)
     ours_trainer, ours_model = run_script(sbert, folder, tmp_path / "sbert", table, make_loss)

@@ -11,6 +11,7 @@ from typing import Any
 
 from sbert.data.common import Dataset
 from sbert.errors import SbertError
+from sbert.losses.adaptive_layer import AdaptiveLayerLoss, Matryoshka2dLoss
 from sbert.losses.angle import AnglELoss
 from sbert.losses.base import Loss
 from sbert.losses.batch_triplet import (
@@ -161,6 +162,7 @@ def _check_class_labels(dataset: Dataset) -> None:
 __all__ = [
     "AUTO",
     "LOSSES",
+    "AdaptiveLayerLoss",
     "AnglELoss",
     "BatchAllTripletLoss",
     "BatchHardSoftMarginTripletLoss",
@@ -184,6 +186,7 @@ __all__ = [
     "Loss",
     "MSELoss",
     "MarginMSELoss",
+    "Matryoshka2dLoss",
     "MatryoshkaLoss",
     "MegaBatchMarginLoss",
     "MultipleNegativesRankingLoss",

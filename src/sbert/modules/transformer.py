@@ -328,6 +328,12 @@ class Transformer(Module):
         features["token_embeddings"] = output.last_hidden_state
         return features
 
+    def forward_all_layers(self, features: Features) -> tuple[Features, tuple[torch.Tensor, ...]]:
+        """`forward`'s features and every layer's hidden states, the embedding layer's output first (layer losses)."""
+        output = self.auto_model(**self.backbone_inputs(features), output_hidden_states=True, return_dict=True)
+        features["token_embeddings"] = output.last_hidden_state
+        return features, tuple(output.hidden_states)
+
 
 def cut_at_space(text: str, budget: int, keep_end: bool = False) -> str:
     """The text up to the last ASCII whitespace before `budget` characters (whole text if none).
