@@ -68,7 +68,6 @@ ALLOWED: dict[str, str] = {
     "CrossEncoder.save_to_hub": HUB,  # missing
     "CrossEncoder.set_adapter": ADAPTER,  # missing
     "CrossEncoder.set_keep_in_fp32_modules": NOTYET,  # missing
-    "CrossEncoder.smart_batching_collate_text_only": NOTYET,  # missing
     "SentenceTransformer.default_huggingface_organization": HUB,  # missing
     "SentenceTransformer.get_sentence_features": DEPRECATED,  # missing
     "SentenceTransformer.load": OWN_LOAD,  # no parameter 'input_path'

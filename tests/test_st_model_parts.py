@@ -89,3 +89,16 @@ def test_forward_on_preprocessed_inputs_gives_6_2s_output(folders, name, key):
         want = theirs(theirs.preprocess(inputs))[key]
     assert got.shape == want.shape and got.requires_grad
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_cross_encoder_legacy_collates_give_6_2s_batches(folders):
+    ours, theirs = pair(folders, "CrossEncoder")
+    examples = [st.InputExample(texts=[" a query ", "a document"], label=1), st.InputExample(texts=["q", "d two "])]
+    for collate in ("smart_batching_collate", "smart_batching_collate_text_only"):
+        batch = examples if collate == "smart_batching_collate" else [e.texts for e in examples]
+        got, want = getattr(ours, collate)(batch), getattr(theirs, collate)(batch)
+        if collate == "smart_batching_collate":
+            assert torch.equal(got[1], want[1]) and got[1].dtype == want[1].dtype == torch.float
+            got, want = got[0], want[0]
+        assert set(got) == set(want)
+        assert all(torch.equal(got[k], want[k]) for k in want)

@@ -117,6 +117,22 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         """6.2's older name for `preprocess`."""
         return self.preprocess(texts, **kwargs)
 
+    def smart_batching_collate(self, batch: list[Any]) -> tuple[dict[str, Any], torch.Tensor]:  # type: ignore[override]
+        """6.2's legacy collate of `InputExample` pairs: the pairs' features, labels float for one label else long."""
+        dtype = torch.float if self.num_labels == 1 else torch.long
+        labels = torch.tensor([example.label for example in batch], dtype=dtype, device=self.device)
+        return self._pair_features([example.texts for example in batch]), labels
+
+    def smart_batching_collate_text_only(self, batch: list[Any]) -> dict[str, Any]:
+        """6.2's legacy collate of bare pairs (prediction): their features."""
+        return self._pair_features(batch)
+
+    def _pair_features(self, rows: list[Any]) -> dict[str, Any]:
+        # 6.2's collates strip each text, then tokenize as `preprocess` does (the model's one truncation rule).
+        features = self.preprocess([[text.strip() for text in row] for row in rows])
+        features.pop("modality", None)
+        return features
+
     @property
     def max_length(self) -> int:
         """sentence-transformers' older name for `max_seq_length`."""
