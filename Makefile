@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e lint typecheck pytest bench bench-peers bench-decoder bench-multivector clean
+.PHONY: run test test-e2e lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,18 @@ $(FLAG_VENV)/.installed:
 	$(FLAG_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION) transformers==5.9.0 FlagEmbedding==1.4.2 \
 		sentence-transformers==6.2.0
 	touch $@
+
+# Infinity, the server the serving benchmark runs beside sbert (benchmarks/serve/serve_cpu.py), in its own venv:
+# infinity-emb 0.0.78 pins sentence-transformers < 4 and numpy < 2. torch is the CPU build, first.
+INFINITY_VENV ?= .venv-infinity
+$(INFINITY_VENV)/.installed:
+	$(PYTHON) -m venv $(INFINITY_VENV)
+	$(INFINITY_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION)
+	$(INFINITY_VENV)/bin/pip install -q --no-compile torch==$(TORCH_VERSION) "infinity-emb[server,torch,optimum]==0.0.78"
+	touch $@
+
+bench-serve: $(VENV)/.installed-dev $(INFINITY_VENV)/.installed
+	$(PY) benchmarks/serve/serve_cpu.py --infinity-python $(INFINITY_VENV)/bin/python $(SERVE_ARGS)
 
 test-e2e: $(VENV)/.installed-dev $(FLAG_VENV)/.installed
 	SBERT_FLAG_PYTHON=$(FLAG_VENV)/bin/python $(PY) -m pytest -q -m e2e

@@ -47,3 +47,35 @@ def test_a_small_request_passes_a_huge_one_after_its_first_group():
         return [t for job, a, b in batcher._take_group() for t in job.texts[a:b]]
 
     assert asyncio.run(scenario())[0] == "small0"
+
+
+def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core():
+    import threading
+
+    import torch
+
+    both_running = threading.Barrier(2, timeout=10)
+    seen: list[tuple[str, int]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        seen.append((texts[0], torch.get_num_threads()))
+        if texts[0].startswith("pair"):
+            both_running.wait()  # returns only once the other lane's group is running too
+        return np.array([[float(t[-1])] for t in texts])
+
+    async def scenario() -> list[np.ndarray]:
+        batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=0, max_queue=1000, lanes=2)
+        batcher._cores = 3  # what a large group alone is given, told apart from a lane's one thread
+        batcher.start()
+        large = await batcher.submit(["large7"] * 2, [600, 600])  # 1200 tokens, nothing else: every core
+        small = await batcher.submit(["small5"], [10])  # alone but small: one thread
+        # Two requests of which neither fits the other's group: both finish only if the two lanes run at once.
+        pair = await asyncio.gather(batcher.submit(["pair1"] * 10, [150] * 10), batcher.submit(["pair2"], [900]))
+        await batcher.stop()
+        return [large, small, *pair]
+
+    large, small, first, second = asyncio.run(scenario())
+    assert large.tolist() == [[7.0]] * 2 and small.tolist() == [[5.0]]
+    assert first.tolist() == [[1.0]] * 10 and second.tolist() == [[2.0]]
+    assert seen[:2] == [("large7", 3), ("small5", 1)]
+    assert [threads for _, threads in seen[2:]] == [1, 1]  # side by side, one thread each

@@ -36,8 +36,10 @@ def corpus() -> list[str]:
 def server(model, corpus, tmp_path_factory):
     base = tmp_path_factory.mktemp("serve")
     build_index(model.encode(corpus), corpus, base / "index", "flat", MODEL, model.weights_digest())
+    # Two lanes (groups on the model at once): the other serving tests run the one-lane default of a
+    # single-threaded test worker.
     flags = ["--model", MODEL, "--index", str(base / "index"), "--api-key", KEY, "--max-inputs", "64",
-             "--max-chars", "20000", "--max-body-bytes", "200000"]  # fmt: skip
+             "--max-chars", "20000", "--max-body-bytes", "200000", "--lanes", "2"]  # fmt: skip
     srv = serve_in_thread(*flags)
     yield srv
     assert srv.stop()

@@ -2,6 +2,7 @@
 
     python benchmarks/serve/serve_cpu.py [--seconds 15] [--rounds 2] [--backend torch]
     python benchmarks/serve/serve_cpu.py --infinity-python VENV/bin/python   # Infinity beside it, same run
+    python benchmarks/serve/serve_cpu.py --variant "one-lane=--lanes 1"     # sbert with other flags, same run
 
 Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, per round, runs two scenarios: 16
 keep-alive clients posting one STS benchmark test sentence each, and 4 clients posting 32 each. The
@@ -79,7 +80,7 @@ def measure(pid: int, port: int, sentences: list[str], per_request: int, clients
 def start_infinity(python: str, folder: str, port: int) -> subprocess.Popen[bytes]:
     """Infinity (its default torch engine, CPU) serving the same model folder under the name `MODEL`."""
     cmd = [python, "-m", "infinity_emb.cli", "v2", "--model-id", folder, "--served-model-name", MODEL,
-           "--port", str(port), "--device", "cpu"]  # fmt: skip
+           "--port", str(port), "--device", "cpu", "--url-prefix", "/v1"]  # fmt: skip
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import httpx
 
@@ -99,12 +100,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--infinity-python", help="python of a venv with infinity-emb: serve it beside sbert")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=FLAGS",
+        help="another sbert server with these `sbert serve` flags, measured alike (repeatable)",
+    )
     args = parser.parse_args()
     sentences = list(dict.fromkeys(sts_sentences()))
     offline = offline_cpu(sentences, args.backend)
-    servers = {"sbert": None, "infinity": None}
-    ports = {"sbert": free_port(), "infinity": free_port()}
-    servers["sbert"] = start_server(ports["sbert"], args.backend)
+    flags = {"sbert": [], **{v.partition("=")[0]: v.partition("=")[2].split() for v in args.variant}}
+    servers: dict[str, subprocess.Popen[bytes] | None] = {name: None for name in [*flags, "infinity"]}
+    ports = {name: free_port() for name in servers}
+    for name, extra in flags.items():
+        servers[name] = start_server(ports[name], args.backend, *extra)
     if args.infinity_python:
         from sbert import SentenceEncoder
 
@@ -128,8 +138,8 @@ def main() -> None:
     for (name, per), rows in sorted(results.items()):
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         ratio = med["cpu_ms"] / (1000 * offline)
-        print(f"{name:>9} {per:>2} text(s)/request: {med['rate']:7.1f} texts/s, server CPU {med['cpu_ms']:.2f} ms/text "
-              f"({ratio:.2f}x offline {1000 * offline:.2f}), p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, "
+        print(f"{name:>12} {per:>2} text(s)/request: {med['rate']:7.1f} texts/s, server CPU {med['cpu_ms']:.2f} ms/text"
+              f" ({ratio:.2f}x offline {1000 * offline:.2f}), p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, "
               f"errors {sum(r['errors'] for r in rows)}")  # fmt: skip
 
 

@@ -8,7 +8,9 @@ model.py.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -152,6 +154,36 @@ def _cast(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tor
     return moved
 
 
+# The thread budget of the calling thread when it is a serving lane (serve/scheduler.py), else unset.
+_LANE = threading.local()
+
+
+@contextlib.contextmanager
+def lane_threads(threads: int) -> Iterator[None]:
+    """Run the block as a lane of `threads` cores: torch's intra-op threads and the backends' workers.
+
+    Said explicitly, not read back from torch: a thread that torch first sees after another thread's
+    `set_num_threads(1)` (run_threaded's pool) starts with 1, whatever the process was given.
+    """
+    before = getattr(_LANE, "threads", None)
+    _LANE.threads = threads
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        _LANE.threads = before
+
+
+def lane_workers(workers: int) -> int:
+    """A backend's workers for this call: at most the lane's threads when the caller is a serving lane.
+
+    A lane on one thread (serve/scheduler.py runs one group per core at a time) gets its batches one
+    after another on its own thread, not spread over cores another lane uses.
+    """
+    threads = getattr(_LANE, "threads", None)
+    return workers if threads is None else max(1, min(workers, threads))
+
+
 def run_threaded(batches: list[list[int]], job: Callable[[list[int]], T], workers: int) -> Iterator[T]:
     """`job` over the batches in order, `workers` at a time from threads (each with one torch thread).
 
@@ -159,6 +191,7 @@ def run_threaded(batches: list[list[int]], job: Callable[[list[int]], T], worker
     matrices lose much of a multi-threaded op to synchronisation): torch +12%, ONNX Runtime
     +15% on 2 cores. torch's thread count is per thread, so the caller's setting is untouched.
     """
+    workers = lane_workers(workers)
     if workers <= 1 or len(batches) <= 1:
         yield from map(job, batches)
         return

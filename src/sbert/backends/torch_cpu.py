@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from sbert.adapters.peft_io import has_adapter
-from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, is_large, run_threaded
+from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, is_large, lane_workers, run_threaded
 from sbert.backends.packed_chain import packed_chain_forward, position_offset, switch_to_packed
 from sbert.backends.packing import pack
 from sbert.backends.pages import trim_heap
@@ -152,4 +152,5 @@ class TorchCpuBackend:
                 trim_heap()
             return batch, vectors
 
-        yield from run_threaded(per_core(batches, [len(r) for r in ids], self.workers), job, self.workers)
+        workers = lane_workers(self.workers)
+        yield from run_threaded(per_core(batches, [len(r) for r in ids], workers), job, workers)

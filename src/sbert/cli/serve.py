@@ -54,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also answer requests whose Host header names NAME (repeatable; loopback names always pass on loopback)",
     )  # fmt: skip
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
+    p.add_argument("--lanes", type=int, default=1,
+                   help="groups of requests on the CPU model at once, each on one thread (try one per core when many "
+                        "clients send several texts each: docs/serving.md)")  # fmt: skip
     p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
                    help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
                    "sends them (default), or the served model's tokenizer's")  # fmt: skip
@@ -94,7 +97,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     settings = ServeSettings(
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
         api_key=_api_key(args), max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
-        max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
+        lanes=args.lanes, max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
         max_request_tokens=args.max_request_tokens,

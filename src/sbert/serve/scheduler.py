@@ -1,8 +1,16 @@
-"""Dynamic batching: concurrent requests merged into token-budget groups, one group on the model at a time."""
+"""Dynamic batching: concurrent requests merged into token-budget groups, `lanes` groups on the model at a time.
+
+With one lane (a GPU, or a backend that spreads its own work) a group gets every core. With one lane per
+CPU core, each group runs on one thread (its backend then runs its batches one after another:
+backends/base.py `lane_workers`) while the next group forms and starts on the other core: small groups of
+short requests cost less CPU this way than one group cut across cores. A large group that starts while no
+other runs and nothing waits takes every core, so a lone large request is as fast as with one lane.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -24,6 +32,9 @@ class ClientGone(Exception):  # noqa: N818  (a condition: nobody is left to answ
 
 
 CPU_GROUP_TOKENS = 8192  # tokens per merged group of requests on the CPU (serve/server.py's group_budget)
+# With lanes, a group of at least this many tokens (two CPU batches: backends/base.py) that starts alone
+# runs on every core; smaller groups run on one thread each, one per core.
+LANE_ALONE_TOKENS = 1024
 _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client is still there
 
 
@@ -49,7 +60,7 @@ class DynamicBatcher:
 
     def __init__(
         self, encode: Callable[[list[Any]], Any], metrics: Metrics, max_batch_tokens: int, max_wait_ms: float,
-        max_queue: int, join: Callable[[list[Any]], Any] = np.concatenate,
+        max_queue: int, join: Callable[[list[Any]], Any] = np.concatenate, lanes: int = 1,
     ) -> None:  # fmt: skip
         # `encode` returns row-sliceable vectors (a numpy array, a scipy CSR matrix); `join` stacks a job's slices.
         self.encode, self.metrics, self.join = encode, metrics, join
@@ -57,8 +68,11 @@ class DynamicBatcher:
         self._jobs: deque[_Job] = deque()
         self._queued = 0
         self._wakeup = asyncio.Event()
-        # One thread runs the model: groups never overlap, so each gets every core encode uses.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sbert-encode")
+        self.lanes = max(1, lanes)
+        self._running: dict[asyncio.Task[None], int] = {}  # groups on the model now, and the lanes each holds
+        self._lane_freed = asyncio.Event()
+        self._cores = _torch_threads() if self.lanes > 1 else 0  # every core: what a group alone runs on
+        self._executor = ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="sbert-encode")
         self._worker: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -100,7 +114,7 @@ class DynamicBatcher:
 
     async def stop(self) -> None:
         """Finish every queued job, then stop the worker (server shutdown drains here)."""
-        while self._jobs:
+        while self._jobs or self._running:
             await asyncio.sleep(0.01)
         if self._worker is not None:
             self._worker.cancel()
@@ -112,8 +126,32 @@ class DynamicBatcher:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._jobs:
+                if sum(self._running.values()) >= self.lanes:
+                    self._lane_freed.clear()
+                    await self._lane_freed.wait()
+                    continue
                 await self._gather_company()
-                await self._encode_group(self._take_group())
+                if not self._jobs:  # every waiting client hung up meanwhile
+                    break
+                group = self._take_group()
+                if self.lanes == 1:
+                    await self._encode_group(group, None)
+                else:
+                    self._start_lane(group)
+
+    def _start_lane(self, group: list[tuple[_Job, int, int]]) -> None:
+        """Run the group on one lane (one thread), or on every lane when it is large and alone."""
+        tokens = sum(sum(job.lengths[a:b]) for job, a, b in group)
+        # A large group with nothing beside it and nothing waiting takes every core (the next group waits for
+        # it): a lone large request is then as fast as with one lane. Small groups run one per core.
+        whole = tokens >= LANE_ALONE_TOKENS and not self._running and not self._jobs
+        task = asyncio.get_running_loop().create_task(self._encode_group(group, self._cores if whole else 1))
+        self._running[task] = self.lanes if whole else 1
+        task.add_done_callback(self._lane_done)
+
+    def _lane_done(self, task: asyncio.Task[None]) -> None:
+        self._running.pop(task, None)
+        self._lane_freed.set()
 
     async def _gather_company(self) -> None:
         # The oldest job waits at most max_wait for others to share its group.
@@ -181,12 +219,13 @@ class DynamicBatcher:
             return min(self.max_batch_tokens, tokens + self.max_batch_tokens // 4)
         return self.max_batch_tokens
 
-    async def _encode_group(self, group: list[tuple[_Job, int, int]]) -> None:
+    async def _encode_group(self, group: list[tuple[_Job, int, int]], threads: int | None) -> None:
         texts = [t for job, a, b in group for t in job.texts[a:b]]
         self.metrics.batch_texts.observe(len(texts))
         self.metrics.batch_tokens.observe(sum(sum(job.lengths[a:b]) for job, a, b in group))
+        call = self.encode if threads is None else functools.partial(_on_threads, self.encode, threads)
         try:
-            vectors = await asyncio.get_running_loop().run_in_executor(self._executor, self.encode, texts)
+            vectors = await asyncio.get_running_loop().run_in_executor(self._executor, call, texts)
         except Exception as e:  # the error goes to the requests of this group; the worker lives on
             for job, _, _ in group:
                 self._fail(job, e)
@@ -206,3 +245,17 @@ class DynamicBatcher:
             self.metrics.queue_texts.set(self._queued)
         if not job.future.done():
             job.future.set_exception(error)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def _on_threads(encode: Callable[[list[Any]], Any], threads: int, texts: list[Any]) -> Any:
+    """`encode(texts)` as a lane of `threads` cores (backends/base.py `lane_threads`)."""
+    from sbert.backends.base import lane_threads
+
+    with lane_threads(threads):
+        return encode(texts)

@@ -111,8 +111,20 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
 
     model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
     budget = settings.max_batch_tokens or budget_now()
-    batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue)
+    cpu = model.gpu_batch_tokens(settings.backend, settings.precision) is None
+    batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue,
+                             lanes=serving_lanes(settings, cpu))  # fmt: skip
     return batcher
+
+
+def serving_lanes(settings: ServeSettings, cpu: bool) -> int:
+    """Groups on the model at once: `--lanes` on the CPU; one on a GPU (a group is one packed batch there).
+
+    One lane by default: a lone request of a few hundred tokens then runs cut across every core. More lanes
+    (one per core) served 32-text requests from 4 clients 16% faster at 5% less CPU, and one-text
+    requests alike (docs/serving.md).
+    """
+    return settings.lanes if cpu else 1
 
 
 def sparse_side(index: SearchIndex | None, sparse: SparseEncoder | LexicalView | None) -> SparseSearch | None:

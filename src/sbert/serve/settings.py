@@ -21,6 +21,9 @@ class ServeSettings:
     # on a GPU (a group is then one packed batch, not re-cut into small ones).
     max_batch_tokens: int | None = None
     max_wait_ms: float = 5.0  # how long the first request of a group waits for company
+    # Groups on the model at once on the CPU (serve/scheduler.py: each lane's group runs on one thread);
+    # a GPU runs one.
+    lanes: int = 1
     max_inputs: int = 2048  # texts per request (OpenAI's limit)
     max_chars: int = 200_000  # characters per request, all texts together
     max_body_bytes: int = 2_000_000
@@ -68,6 +71,7 @@ class ServeSettings:
             "--max-images": self.max_images,
             "--max-image-bytes": self.max_image_bytes,
             "--max-image-pixels": self.max_image_pixels,
+            "--lanes": self.lanes,
         }
         for flag, value in positive.items():
             if value < 1:
