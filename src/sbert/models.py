@@ -1,0 +1,115 @@
+"""sentence-transformers 6.2's `sentence_transformers.models`: modules built by 6.2's constructors, sbert's underneath.
+
+    from sbert import SentenceTransformer, models
+    transformer = models.Transformer("path/to/bert", max_seq_length=256)
+    pooling = models.Pooling(transformer.get_word_embedding_dimension(), "mean")
+    model = SentenceTransformer(modules=[transformer, pooling])
+
+Each class is sbert's own module (what `sbert.load` builds from a folder) with 6.2's constructor, so a
+chain built this way encodes, trains and saves as a loaded one does, and the saved folder loads in 6.2.
+6.2's modules that sbert does not run (LSTM, BoW, WordEmbeddings, WordWeights, WeightedLayerPooling,
+Dropout, its token-level CNN) are not here: importing one fails at the import line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from sbert.errors import SbertError
+from sbert.modules import LayerNorm, Normalize, Router, StaticEmbedding
+from sbert.modules.dense import IDENTITY
+from sbert.modules.dense import Dense as _Dense
+from sbert.modules.pooling import Pooling as _Pooling
+from sbert.modules.transformer import Transformer as _Transformer
+
+Asym = Router  # 6.2 keeps the pre-v5 name for the Router
+
+# 6.2's Transformer arguments sbert takes only at their defaults (multimodal, ONNX/OpenVINO module backends).
+_TRANSFORMER_DEFAULTS = {"transformer_task": "feature-extraction", "processing_kwargs": None, "backend": "torch",
+                         "modality_config": None, "module_output_name": None, "unpad_inputs": None,
+                         "query_length": None, "document_length": None, "query_expansion": None}  # fmt: skip
+
+
+class Transformer(_Transformer):
+    """`Transformer(model_name_or_path, max_seq_length=None, config_kwargs=..., ...)` as in 6.2: a local folder."""
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        model_kwargs: dict[str, Any] | None = None,
+        processor_kwargs: dict[str, Any] | None = None,
+        config_kwargs: dict[str, Any] | None = None,
+        max_seq_length: int | None = None,
+        do_lower_case: bool = False,
+        tokenizer_name_or_path: str | None = None,
+        **others: Any,
+    ) -> None:
+        unsupported = {
+            k: v for k, v in others.items() if k not in _TRANSFORMER_DEFAULTS or v != _TRANSFORMER_DEFAULTS[k]
+        }
+        if unsupported or (tokenizer_name_or_path not in (None, model_name_or_path)) or processor_kwargs:
+            names = sorted({*unsupported, *(["tokenizer_name_or_path"] if tokenizer_name_or_path else []),
+                            *(["processor_kwargs"] if processor_kwargs else [])})  # fmt: skip
+            raise SbertError(f"models.Transformer: {', '.join(names)} not supported by sbert (text encoders only)")
+        dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
+        loaded = _Transformer.from_pretrained(model_name_or_path, max_seq_length, dtype=dtype, **(config_kwargs or {}))
+        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
+
+    def get_word_embedding_dimension(self) -> int:
+        """The width of the token vectors (6.2's older name for `get_embedding_dimension`)."""
+        return int(self.auto_model.config.hidden_size)
+
+    def get_embedding_dimension(self) -> int:
+        """The width of the token vectors."""
+        return self.get_word_embedding_dimension()
+
+
+class Pooling(_Pooling):
+    """`Pooling(embedding_dimension, pooling_mode="mean", include_prompt=True)` as in 6.2 (modes, or a list)."""
+
+    def __init__(
+        self, embedding_dimension: int, pooling_mode: str | Sequence[str] = "mean", include_prompt: bool = True
+    ) -> None:
+        super().__init__(embedding_dimension, pooling_mode if isinstance(pooling_mode, str) else list(pooling_mode),
+                         include_prompt)  # fmt: skip
+
+
+class Dense(_Dense):
+    """`Dense(in_features, out_features, bias, activation_function=nn.Tanh(), init_weight, ...)` as in 6.2."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        activation_function: Callable[[torch.Tensor], torch.Tensor] | None = nn.Tanh(),  # noqa: B008 (6.2's default)
+        init_weight: torch.Tensor | None = None,
+        init_bias: torch.Tensor | None = None,
+        module_input_name: str = "sentence_embedding",
+        module_output_name: str | None = None,
+        use_residual: bool = False,
+    ) -> None:
+        super().__init__(in_features, out_features, bias, _activation_path(activation_function), use_residual,
+                         module_input_name, module_output_name or module_input_name)  # fmt: skip
+        with torch.no_grad():
+            if init_weight is not None:
+                self.linear.weight.copy_(init_weight)
+            if init_bias is not None:
+                self.linear.bias.copy_(init_bias)
+
+
+def _activation_path(activation: Callable[[torch.Tensor], torch.Tensor] | None) -> str:
+    """The torch.nn class path sbert's Dense saves and loads; other callables cannot be saved, so they are refused."""
+    if activation is None:
+        return IDENTITY
+    if not isinstance(activation, nn.Module) or not type(activation).__module__.startswith("torch.nn"):
+        raise SbertError(f"models.Dense: activation_function {activation!r} is not a torch.nn module (not savable)")
+    return f"{type(activation).__module__}.{type(activation).__name__}"
+
+
+__all__ = ["Asym", "Dense", "LayerNorm", "Normalize", "Pooling", "Router", "StaticEmbedding", "Transformer"]

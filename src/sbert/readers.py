@@ -1,0 +1,7 @@
+"""sentence-transformers 6.2's `sentence_transformers.readers`: `InputExample` (its file readers are not provided)."""
+
+from __future__ import annotations
+
+from sbert.data.examples import InputExample
+
+__all__ = ["InputExample"]
