@@ -91,7 +91,6 @@ ALLOWED: dict[str, str] = {
     "sbert.export_dynamic_quantized_onnx_model": NOTYET,  # missing
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
     "sbert.export_static_quantized_openvino_model": NOTYET,  # missing
-    "sbert.losses.DenoisingAutoEncoderLoss": LOSS,  # missing
     "sbert.util.ORIGINAL_TRANSFORMER_MODELS": UTILINT,  # missing
     "sbert.util.check_teacher_targets": UTILINT,  # missing
     "sbert.util.check_version_requirements": UTILINT,  # missing

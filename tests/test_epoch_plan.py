@@ -4,9 +4,10 @@ import itertools
 
 import numpy as np
 import pytest
+import torch
 
 from sbert.training.epoch_plan import epoch_plan, length_grouped_batches
-from sbert.training.schedule import warmup_linear, warmup_steps
+from sbert.training.schedule import SCHEDULES, lr_factor, warmup_linear, warmup_steps
 
 LENGTHS = np.random.default_rng(0).integers(5, 60, size=1000).tolist()
 
@@ -90,3 +91,23 @@ def test_proportional_sampling_follows_set_sizes_and_runs_every_batch_once():
     assert plan != epoch_plan(sizes, 16, seed=3, stage=0, epoch=1, sampling="proportional")
     with pytest.raises(ValueError, match="sampling='random'"):
         epoch_plan(sizes, 16, seed=3, stage=0, epoch=0, sampling="random")
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_each_schedule_is_transformers_own_curve(name):
+    import transformers
+
+    make = {"linear": transformers.get_linear_schedule_with_warmup,
+            "constant_with_warmup": transformers.get_constant_schedule_with_warmup,
+            "cosine": transformers.get_cosine_schedule_with_warmup}  # fmt: skip
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    if name == "constant":
+        theirs = transformers.get_constant_schedule(optimizer)
+    elif name == "constant_with_warmup":
+        theirs = make[name](optimizer, num_warmup_steps=3)
+    else:
+        theirs = make[name](optimizer, num_warmup_steps=3, num_training_steps=11)
+    ours = lr_factor(name, 11, 3)
+    assert [ours(step) for step in range(12)] == pytest.approx([theirs.lr_lambdas[0](step) for step in range(12)])
+    with pytest.raises(ValueError, match="known: linear"):
+        lr_factor("polynomial", 11, 3)

@@ -80,3 +80,43 @@ def test_what_sbert_cannot_build_is_one_line(bert):
     same = [sbert.InputExample(texts=["a", "b"]), sbert.InputExample(texts=["a", "c"])]
     with pytest.raises(ValueError, match="without a text in common"):
         next(iter(sbert.datasets.NoDuplicatesDataLoader(same, batch_size=2)))
+
+
+def test_the_tsdae_script_trains_as_6_2(tmp_path):
+    from torch.utils.data import DataLoader
+
+    from tests.st_training_fixtures import tiny_st_folder
+
+    folder = tiny_st_folder(tmp_path)
+    sentences = [*ANCHORS, *POSITIVES][:ROWS]
+    vectors = []
+    for lib in (st, sbert):
+        model = lib.SentenceTransformer(str(folder), device="cpu")
+        # 6.2's default noise needs nltk's downloaded tokenizer data: both take the same fixed damage here.
+        data = importlib.import_module(f"{lib.__name__}.datasets").DenoisingAutoEncoderDataset(
+            sentences, noise_fn=lambda s: " ".join(s.split()[::2])
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)  # the decoder's new cross-attention starts alike in both
+            loss = importlib.import_module(f"{lib.__name__}.losses").DenoisingAutoEncoderLoss(model)
+            loader = DataLoader(data, batch_size=ROWS, shuffle=True)
+            model.fit(train_objectives=[(loader, loss)], epochs=1, weight_decay=0, scheduler="constantlr",
+                      optimizer_params={"lr": 1e-3}, show_progress_bar=False)  # fmt: skip
+        vectors.append(model.encode(sentences))
+    moved = np.abs(vectors[0] - st.SentenceTransformer(str(folder), device="cpu").encode(sentences)).max()
+    assert moved > 1e-3
+    assert np.abs(vectors[1] - vectors[0]).max() <= 0.02 * moved, (np.abs(vectors[1] - vectors[0]).max(), moved)
+
+
+def test_tsdae_noise_and_refusals(bert):
+    np.random.seed(0)
+    damaged = sbert.datasets.DenoisingAutoEncoderDataset.delete("one two three four five six", del_ratio=0.6)
+    words = damaged.split()
+    assert 1 <= len(words) < 6 and words == [w for w in ["one", "two", "three", "four", "five", "six"] if w in words]
+    assert sbert.datasets.DenoisingAutoEncoderDataset.delete("only", del_ratio=1.0) == "only"  # one word kept
+    example = sbert.datasets.DenoisingAutoEncoderDataset(["a b"], noise_fn=str.upper)[0]
+    assert example.texts == ["A B", "a b"]
+    model = sbert.SentenceTransformer(modules=[sbert.models.Transformer(str(bert)), sbert.models.Pooling(32)])
+    with pytest.raises(ValueError, match="decoder_name_or_path"):
+        sbert.losses.DenoisingAutoEncoderLoss(model, tie_encoder_decoder=False)

@@ -64,6 +64,7 @@ LOSSES = {
         "score",
         lambda lib, m: lib.AdaptiveLayerLoss(m, lib.CoSENTLoss(m), kl_temperature=0.0, layer_weighting="linear"),
     ),
+    "denoising": ("pair", lambda lib, m: lib.DenoisingAutoEncoderLoss(m)),
     "matryoshka-2d": ("pair", lambda lib, m: lib.Matryoshka2dLoss(m, lib.MultipleNegativesRankingLoss(m), [32, 16, 8])),
     "contrastive": ("binary", lambda lib, m: lib.ContrastiveLoss(m)),
     "contrastive-euclidean": (

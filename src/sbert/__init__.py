@@ -64,12 +64,20 @@ _DROP_IN = {
 }
 
 
+# sentence-transformers 6.2's module paths that scripts reach as attributes of the package.
+_DROP_IN_MODULES = ("datasets", "models", "readers")
+
+
 def __getattr__(name: str) -> Any:
     # Imported on first use so `sbert --help` and `import sbert` need not load torch.
     if name in _DROP_IN:
         import importlib
 
         return getattr(importlib.import_module(_DROP_IN[name]), name)
+    if name in _DROP_IN_MODULES:  # `sbert.models.Transformer(...)` after a bare `import sbert`, as 6.2 allows
+        import importlib
+
+        return importlib.import_module(f"sbert.{name}")
     if name == "SentenceEncoder":
         from sbert.dense.model import SentenceEncoder
 

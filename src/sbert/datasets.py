@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+import numpy as np
 
 from sbert.data.examples import InputExample, ParallelSentencesDataset, SentencesDataset
 
@@ -47,4 +49,40 @@ class NoDuplicatesDataLoader:
         return len(self.train_examples) // self.batch_size
 
 
-__all__ = ["InputExample", "NoDuplicatesDataLoader", "ParallelSentencesDataset", "SentencesDataset"]
+class DenoisingAutoEncoderDataset:
+    """TSDAE's data: each sentence as InputExample(texts=[noise_fn(sentence), sentence]) (damaged, original)."""
+
+    def __init__(self, sentences: list[str], noise_fn: Callable[[str], str] | None = None) -> None:
+        self.sentences = sentences
+        self.noise_fn = noise_fn or DenoisingAutoEncoderDataset.delete
+
+    def __getitem__(self, item: int) -> InputExample:
+        sentence = self.sentences[item]
+        return InputExample(texts=[self.noise_fn(sentence), sentence])
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @staticmethod
+    def delete(text: str, del_ratio: float = 0.6) -> str:
+        """Each word dropped with probability `del_ratio` (numpy's global RNG), at least one kept.
+
+        Words are whitespace-separated and rejoined with single spaces: 6.2 splits and rejoins with
+        nltk's Treebank tokenizer, whose data is a download (this needs none).
+        """
+        words = text.split()
+        if not words:
+            return text
+        keep = np.random.rand(len(words)) > del_ratio
+        if not keep.any():
+            keep[np.random.choice(len(words))] = True
+        return " ".join(w for w, k in zip(words, keep, strict=True) if k)
+
+
+__all__ = [
+    "DenoisingAutoEncoderDataset",
+    "InputExample",
+    "NoDuplicatesDataLoader",
+    "ParallelSentencesDataset",
+    "SentencesDataset",
+]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sbert.compat.training_args import BatchSamplers, MultiDatasetBatchSamplers, SentenceTransformerTrainingArguments
+from sbert.training.schedule import SCHEDULES
 
 # Fields the mapping reads (their meaning is in `engine_settings`), and fields with no effect on what is trained
 # (where to report, how to show progress, hub and logging paths): neither is warned about.
@@ -37,7 +38,6 @@ NO_EFFECT = {
     "adam_beta1", "adam_beta2", "adam_epsilon",
 }  # fmt: skip
 ADAM = {"adam_beta1": 0.9, "adam_beta2": 0.999, "adam_epsilon": 1e-8}  # torch's AdamW defaults, which sbert runs
-LINEAR = ("linear",)
 ADAMW = ("adamw_torch", "adamw_torch_fused", "adamw_hf")
 
 
@@ -57,8 +57,8 @@ def unused_fields(args: Any) -> list[str]:
     changed = [f.name for f in fields(args) if getattr(args, f.name) != getattr(default, f.name)]
     out = [n for n in changed if n not in MAPPED and n not in NO_EFFECT]
     out += [n for n, v in ADAM.items() if getattr(args, n) != v]
-    if str(args.lr_scheduler_type) not in LINEAR:
-        out.append(f"lr_scheduler_type={args.lr_scheduler_type!r} (sbert runs linear warm-up and decay)")
+    if _schedule(args) not in SCHEDULES:
+        out.append(f"lr_scheduler_type={args.lr_scheduler_type!r} (sbert runs {', '.join(SCHEDULES)})")
     if str(args.optim) not in ADAMW:
         out.append(f"optim={args.optim!r} (sbert runs AdamW)")
     if args.batch_sampler == BatchSamplers.GROUP_BY_LABEL or callable(args.batch_sampler):
@@ -76,6 +76,11 @@ def warn_unused(args: Any) -> None:
     if unused:
         warnings.warn(f"sbert's training engine has no meaning for: {'; '.join(unused)} (docs/migrating.md)",
                       UserWarning, stacklevel=3)  # fmt: skip
+
+
+def _schedule(args: Any) -> str:
+    """Transformers' lr_scheduler_type as its plain name (an enum's value)."""
+    return str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
 
 
 def _warmup(args: Any) -> dict[str, Any]:
@@ -105,6 +110,7 @@ def engine_settings(args: Any, steps_per_epoch: int, evaluator: bool) -> EngineS
         else "proportional",
         "eval_steps": int(args.eval_steps or 0) if during and args.eval_strategy == "steps" else 0,
         **_warmup(args),
+        "schedule": _schedule(args) if _schedule(args) in SCHEDULES else "linear",
     }  # fmt: skip
     save_every = {"steps": int(args.save_steps), "epoch": steps_per_epoch}.get(str(args.save_strategy), 0)
     run = {

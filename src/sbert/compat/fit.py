@@ -67,10 +67,15 @@ def examples_table(loader: Any, index: int) -> dict[str, list[Any]]:
     return table
 
 
+# fit()'s scheduler names, as 6.2's fit maps them onto transformers' schedules (training/schedule.py).
+FIT_SCHEDULES = {"constantlr": "constant", "warmupconstant": "constant_with_warmup", "warmuplinear": "linear",
+                 "warmupcosine": "cosine"}  # fmt: skip
+
+
 def _warn_unmapped(options: FitOptions) -> None:
     unused = []
-    if options.scheduler.lower() != "warmuplinear":
-        unused.append(f"scheduler={options.scheduler!r} (sbert runs WarmupLinear)")
+    if options.scheduler.lower() not in FIT_SCHEDULES:
+        unused.append(f"scheduler={options.scheduler!r} (sbert runs {', '.join(FIT_SCHEDULES)}; WarmupLinear here)")
     if options.optimizer_class is not torch.optim.AdamW:
         unused.append(f"optimizer_class={options.optimizer_class.__name__} (sbert runs AdamW)")
     if set(options.optimizer_params) - {"lr"}:
@@ -102,7 +107,8 @@ def fit(
         output_dir=options.output_path or options.checkpoint_path or scratch,
         per_device_train_batch_size=batch, num_train_epochs=options.epochs,
         max_steps=options.steps_per_epoch if options.steps_per_epoch and options.epochs == 1 else -1,
-        warmup_steps=options.warmup_steps, learning_rate=float(options.optimizer_params.get("lr", 2e-5)),
+        warmup_steps=options.warmup_steps, lr_scheduler_type=FIT_SCHEDULES.get(options.scheduler.lower(), "linear"),
+        learning_rate=float(options.optimizer_params.get("lr", 2e-5)),
         weight_decay=options.weight_decay, max_grad_norm=options.max_grad_norm,
         fp16=options.use_amp and torch.cuda.is_available(), disable_tqdm=not options.show_progress_bar,
         batch_sampler=BatchSamplers.NO_DUPLICATES if no_duplicates else BatchSamplers.BATCH_SAMPLER,

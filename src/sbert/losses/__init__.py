@@ -30,6 +30,7 @@ from sbert.losses.contrastive_tension import (
 )
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine import CosineSimilarityLoss
+from sbert.losses.denoising import DenoisingAutoEncoderLoss
 from sbert.losses.embed_distill import EmbedDistillLoss, MSELoss
 from sbert.losses.gist import CachedGISTEmbedLoss, GISTEmbedLoss
 from sbert.losses.infomax import InfomaxLoss
@@ -178,6 +179,7 @@ __all__ = [
     "ContrastiveTensionLoss",
     "ContrastiveTensionLossInBatchNegatives",
     "CosineSimilarityLoss",
+    "DenoisingAutoEncoderLoss",
     "DistillKLDivLoss",
     "EmbedDistillLoss",
     "FlopsLoss",

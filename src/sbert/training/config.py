@@ -10,6 +10,7 @@ from typing import Any
 from sbert.errors import SbertError
 from sbert.modules.dense import parse_dense
 from sbert.modules.poolers import POOLERS
+from sbert.training.schedule import SCHEDULES
 
 SAMPLINGS = ("round-robin", "proportional")
 
@@ -37,6 +38,7 @@ class Stage:
     lr: float = 2e-5
     warmup: float = 0.1  # share of the stage's steps spent warming up
     warmup_steps: int = 0  # > 0: this many warm-up steps instead of the share `warmup`
+    schedule: str = "linear"  # the learning-rate curve after warm-up (training/schedule.py SCHEDULES)
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     eval_steps: int = 0  # 0: evaluate at the end of each epoch only
@@ -63,6 +65,7 @@ class Stage:
             "lr": self.lr > 0,
             "warmup": 0 <= self.warmup < 1,
             "warmup_steps": self.warmup_steps >= 0,
+            "schedule": self.schedule in SCHEDULES,
             "weight_decay": self.weight_decay >= 0,
             "max_grad_norm": self.max_grad_norm > 0,
             "eval_steps": self.eval_steps >= 0,

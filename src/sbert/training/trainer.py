@@ -45,7 +45,7 @@ from sbert.training.loop_state import StageState
 from sbert.training.lora import add_lora, enable_checkpointing
 from sbert.training.prefetch import Prefetcher, StepBatch, make_batch, with_key_masks
 from sbert.training.runlog import RunLog, dev_curves, write_curves_csv
-from sbert.training.schedule import warmup_linear, warmup_steps
+from sbert.training.schedule import lr_factor, warmup_steps
 from sbert.training.setup import (
     StageData,
     TrainModule,
@@ -190,7 +190,7 @@ class Trainer:
         fused = self.device.type == "cuda"
         optimizer = build_optimizer(module, stage.lr, stage.weight_decay, fused=fused)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, warmup_linear(total, stage.warmup_steps or warmup_steps(total, stage.warmup))
+            optimizer, lr_factor(stage.schedule, total, stage.warmup_steps or warmup_steps(total, stage.warmup))
         )
         dtype = autocast_dtype(self.config.precision, self.device)
         progress = Progress(index, 0, 0, self.global_step, 0)
