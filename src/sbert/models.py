@@ -62,7 +62,7 @@ class Transformer(_Transformer):
 
     def get_word_embedding_dimension(self) -> int:
         """The width of the token vectors (6.2's older name for `get_embedding_dimension`)."""
-        return int(self.auto_model.config.hidden_size)
+        return self.embedding_dimension
 
     def get_embedding_dimension(self) -> int:
         """The width of the token vectors."""

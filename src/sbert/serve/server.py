@@ -110,10 +110,10 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
         return vectors
 
     model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
-    budget = settings.max_batch_tokens or budget_now()
-    cpu = model.gpu_batch_tokens(settings.backend, settings.precision) is None
+    gpu_tokens = model.gpu_batch_tokens(settings.backend, settings.precision)  # None on the CPU
+    budget = settings.max_batch_tokens or group_budget(gpu_tokens)
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue,
-                             lanes=serving_lanes(settings, cpu))  # fmt: skip
+                             lanes=serving_lanes(settings, gpu_tokens is None))  # fmt: skip
     return batcher
 
 

@@ -33,6 +33,8 @@ SCHEDULES = ("linear", "constant", "constant_with_warmup", "cosine")
 
 def lr_factor(name: str, total_steps: int, warmup: int) -> Callable[[int], float]:
     """The multiplier of the base learning rate at each step under the schedule `name` (one of SCHEDULES)."""
+    if name not in SCHEDULES:
+        raise ValueError(f"unknown learning-rate schedule {name!r}; known: {', '.join(SCHEDULES)}")
     if name == "linear":
         return warmup_linear(total_steps, warmup)
     if name == "constant":
@@ -46,6 +48,4 @@ def lr_factor(name: str, total_steps: int, warmup: int) -> Callable[[int], float
         progress = (step - warmup) / max(1, total_steps - warmup)
         return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
-    if name not in SCHEDULES:
-        raise ValueError(f"unknown learning-rate schedule {name!r}; known: {', '.join(SCHEDULES)}")
     return factor
