@@ -140,7 +140,11 @@ def test_cross_encoder_script_trains_as_sentence_transformers(name, tmp_path):
     assert len(our_losses) == len(ref_losses) == 2
     assert our_losses == pytest.approx(ref_losses, rel=1e-3)
     assert set(our_metrics) == set(ref_metrics)
-    assert our_metrics == pytest.approx({k: float(v) for k, v in ref_metrics.items()}, abs=1e-4)
+    # A *_threshold metric is one of the trained model's scores, which agree as closely as the trained weights
+    # (the losses' rel 1e-3); counts and ranks made from those scores must agree to 1e-4.
+    expected = {k: pytest.approx(float(v), rel=1e-3) if k.endswith("_threshold") else pytest.approx(float(v), abs=1e-4)
+                for k, v in ref_metrics.items()}  # fmt: skip
+    assert our_metrics == expected
     pairs = list(zip(ANCHORS, POSITIVES, strict=True))
     our_model.save_pretrained(str(tmp_path / "trained"))
     reloaded = st.CrossEncoder(str(tmp_path / "trained"), device="cpu").predict(pairs)
