@@ -52,6 +52,22 @@ def test_a_chain_of_6_2s_module_constructors_encodes_and_saves_as_6_2s(bert, tmp
     np.testing.assert_allclose(again.encode(texts), ours.encode(texts), atol=1e-5)
 
 
+def test_a_query_document_router_with_6_2s_argument_names_encodes_as_6_2s(bert):
+    built = {}
+    for lib in (sbert, st):
+        models = importlib.import_module(f"{lib.__name__}.sentence_transformer.modules")
+        transformer = models.Transformer(str(bert))
+        width = transformer.get_embedding_dimension()
+        query = [transformer, models.Pooling(width, "cls")]
+        router = models.Router.for_query_document(query_modules=query, document_modules=[transformer,
+                                                  models.Pooling(width, "mean")], allow_empty_key=True)  # fmt: skip
+        built[lib] = lib.SentenceTransformer(modules=[router], device="cpu")
+    for side in ("encode_query", "encode_document"):
+        ours, theirs = getattr(built[sbert], side)(CORPUS[:4]), getattr(built[st], side)(CORPUS[:4])
+        np.testing.assert_allclose(ours, theirs, atol=1e-5, err_msg=side)
+    assert not np.allclose(built[sbert].encode_query(CORPUS[:4]), built[sbert].encode_document(CORPUS[:4]))
+
+
 def test_legacy_fit_on_a_no_duplicates_loader_trains_as_6_2(bert):
     vectors = []
     for lib in (st, sbert):

@@ -14,19 +14,23 @@ Dropout, its token-level CNN) are not here: importing one fails at the import li
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import torch
 from torch import nn
 
 from sbert.errors import SbertError
-from sbert.modules import LayerNorm, Normalize, Router, StaticEmbedding
+from sbert.modules import LayerNorm, Normalize, StaticEmbedding
 from sbert.modules.dense import IDENTITY
 from sbert.modules.dense import Dense as _Dense
 from sbert.modules.pooling import Pooling as _Pooling
+from sbert.modules.router import Router as _Router
 from sbert.modules.transformer import Transformer as _Transformer
 
-Asym = Router  # 6.2 keeps the pre-v5 name for the Router
+if TYPE_CHECKING:  # not a public name here: 6.2's models.Module is its own abstract base
+    from sbert.modules import Module
+
+T = TypeVar("T", bound=_Transformer)
 
 # 6.2's Transformer arguments sbert takes only at their defaults (multimodal, ONNX/OpenVINO module backends).
 _TRANSFORMER_DEFAULTS = {"transformer_task": "feature-extraction", "processing_kwargs": None, "backend": "torch",
@@ -35,7 +39,19 @@ _TRANSFORMER_DEFAULTS = {"transformer_task": "feature-extraction", "processing_k
 
 
 class Transformer(_Transformer):
-    """`Transformer(model_name_or_path, max_seq_length=None, config_kwargs=..., ...)` as in 6.2: a local folder."""
+    """`Transformer(model_name_or_path, max_seq_length=None, config_kwargs=..., ...)` as in 6.2: a local folder.
+
+    `transformer_task="fill-mask"` gives the MLM module a SPLADE SparseEncoder is built from, as 6.2's does.
+    """
+
+    def __new__(cls, model_name_or_path: str = "", *args: Any, transformer_task: str = "feature-extraction",
+                **kwargs: Any) -> Any:  # fmt: skip
+        """This class, or sbert's MLM module for `transformer_task="fill-mask"` (6.2's SPLADE building block)."""
+        if transformer_task == "fill-mask":  # 6.2's way to build SPLADE's MLM module: sbert's MLM class
+            from sbert.sparse_encoder.models import MLMTransformer
+
+            return MLMTransformer(model_name_or_path, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -49,15 +65,10 @@ class Transformer(_Transformer):
         tokenizer_name_or_path: str | None = None,
         **others: Any,
     ) -> None:
-        unsupported = {
-            k: v for k, v in others.items() if k not in _TRANSFORMER_DEFAULTS or v != _TRANSFORMER_DEFAULTS[k]
-        }
-        if unsupported or (tokenizer_name_or_path not in (None, model_name_or_path)) or processor_kwargs:
-            names = sorted({*unsupported, *(["tokenizer_name_or_path"] if tokenizer_name_or_path else []),
-                            *(["processor_kwargs"] if processor_kwargs else [])})  # fmt: skip
-            raise SbertError(f"models.Transformer: {', '.join(names)} not supported by sbert (text encoders only)")
-        dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
-        loaded = _Transformer.from_pretrained(model_name_or_path, max_seq_length, dtype=dtype, **(config_kwargs or {}))
+        loaded = load_6_2(_Transformer, model_name_or_path, "feature-extraction", model_kwargs=model_kwargs,
+                          processor_kwargs=processor_kwargs, config_kwargs=config_kwargs,
+                          max_seq_length=max_seq_length, tokenizer_name_or_path=tokenizer_name_or_path,
+                          others=others)  # fmt: skip
         super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
 
     def get_word_embedding_dimension(self) -> int:
@@ -67,6 +78,44 @@ class Transformer(_Transformer):
     def get_embedding_dimension(self) -> int:
         """The width of the token vectors."""
         return self.get_word_embedding_dimension()
+
+
+def load_6_2(native: type[T], model_name_or_path: str, task: str, *, model_kwargs: dict[str, Any] | None,
+             processor_kwargs: dict[str, Any] | None, config_kwargs: dict[str, Any] | None,
+             max_seq_length: int | None, tokenizer_name_or_path: str | None, others: dict[str, Any]) -> T:  # fmt: skip
+    """The `native` module loaded from 6.2's Transformer arguments; one line naming any it does not take."""
+    defaults = {**_TRANSFORMER_DEFAULTS, "transformer_task": task}
+    unsupported = {k: v for k, v in others.items() if k not in defaults or v != defaults[k]}
+    if unsupported or (tokenizer_name_or_path not in (None, model_name_or_path)) or processor_kwargs:
+        names = sorted({*unsupported, *(["tokenizer_name_or_path"] if tokenizer_name_or_path else []),
+                        *(["processor_kwargs"] if processor_kwargs else [])})  # fmt: skip
+        raise SbertError(f"models.Transformer: {', '.join(names)} not supported by sbert (text encoders only)")
+    dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
+    return native.from_pretrained(model_name_or_path, max_seq_length, dtype=dtype, **(config_kwargs or {}))
+
+
+class Router(_Router):
+    """`Router(sub_modules, default_route=None, allow_empty_key=True, route_mappings=None)` as in 6.2."""
+
+    def __init__(
+        self,
+        sub_modules: dict[str, list[Module]],
+        default_route: str | None = None,
+        allow_empty_key: bool = True,
+        route_mappings: dict[tuple[str | None, str | None], str] | None = None,
+    ) -> None:
+        super().__init__(sub_modules, default_route, allow_empty_key, route_mappings)
+
+    @classmethod
+    def for_query_document(  # 6.2's argument names
+        cls, query_modules: list[Module], document_modules: list[Module], default_route: str | None = "document",
+        allow_empty_key: bool = True,
+    ) -> Self:  # fmt: skip
+        """The asymmetric retrieval layout: a "query" route and a "document" route (the default)."""
+        return cls({"query": query_modules, "document": document_modules}, default_route, allow_empty_key)
+
+
+Asym = Router  # 6.2 keeps the pre-v5 name for the Router
 
 
 class Pooling(_Pooling):

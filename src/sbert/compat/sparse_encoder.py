@@ -23,7 +23,8 @@ from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, rou
 from sbert.compat.model_card import SparseEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
-from sbert.sparse.engine import csr_to_torch
+from sbert.sparse.engine import check_k, csr_to_torch
+from sbert.sparse.loading import parts_from_modules
 from sbert.sparse.model import SparseEncoder as NativeSparseEncoder
 
 
@@ -38,6 +39,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         self,
         model_name_or_path: str | os.PathLike[str] | None = None,
         *,
+        modules: Sequence[Any] | None = None,
         device: str | torch.device | None = None,
         prompts: dict[str, str] | None = None,
         default_prompt_name: str | None = None,
@@ -49,7 +51,12 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
     ) -> None:
         self.model_card_data = model_card_data
         native = {k: parts.pop(k) for k in ("mlm", "pooling", "query", "dense", "sae") if k in parts}
-        if model_name_or_path is None:  # sbert's own constructors (load)
+        if modules is not None:  # 6.2's modules=[...]: SPLADE, inference-free SPLADE or CSR, built by the caller
+            super().__init__(device=device, **parts_from_modules(modules))
+            self.max_active_dims = check_k(max_active_dims)
+            if self.dense is not None:
+                self.dense.settings = self.settings
+        elif model_name_or_path is None:  # sbert's own constructors (load)
             super().__init__(device=device, **native)
         else:
             loaded = NativeSparseEncoder.load(model_name_or_path, device=device, trust_remote_code=trust_remote_code,

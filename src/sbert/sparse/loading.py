@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sbert.errors import ModelFormatError
 from sbert.formats import layout
@@ -41,6 +42,40 @@ def load_sparse(root: Path, trust_remote_code: bool) -> dict[str, Any]:
         raise ModelFormatError(f"{root}: a dense model ({', '.join(names)}): load it with sbert.SentenceEncoder")
     mlm, pooling = _splade([(root / e.path, e.type) for e in entries], root, trust_remote_code)
     return {"mlm": mlm, "pooling": pooling}
+
+
+def parts_from_modules(modules: Sequence[Any]) -> dict[str, Any]:
+    """SparseEncoder's constructor arguments for a list of built modules (6.2's `SparseEncoder(modules=[...])`).
+
+    SPLADE: an MLM module then SpladePooling; inference-free SPLADE: one Router whose query route is a
+    SparseStaticEmbedding and whose document route is SPLADE; CSR: a dense chain then a SparseAutoEncoder.
+    """
+    from sbert.modules.router import Router
+
+    chain = list(modules)
+    if chain and isinstance(chain[-1], SparseAutoEncoder):
+        from sbert.dense.model import SentenceEncoder
+
+        return {"dense": SentenceEncoder(chain[:-1]), "sae": chain[-1]}
+    if len(chain) == 1 and isinstance(chain[0], Router):
+        routes = {name: list(cast(Sequence[Any], route)) for name, route in chain[0].routes.items()}
+        query = routes.get("query", [])
+        if len(query) != 1 or not isinstance(query[0], SparseStaticEmbedding) or set(routes) != {"query", "document"}:
+            raise ModelFormatError("SparseEncoder(modules=[Router]): sbert takes a query route of one "
+                                   "SparseStaticEmbedding and a document route of SPLADE")  # fmt: skip
+        return {**_splade_modules(routes["document"]), "query": query[0]}
+    return _splade_modules(chain)
+
+
+def _splade_modules(chain: list[Any]) -> dict[str, Any]:
+    names = ", ".join(type(m).__name__ for m in chain)
+    if len(chain) != 2 or not isinstance(chain[1], SpladePooling):
+        raise ModelFormatError(f"SparseEncoder(modules=[{names}]): expected an MLM Transformer then SpladePooling, "
+                               "a Router of them, or a dense chain then a SparseAutoEncoder")  # fmt: skip
+    if not isinstance(chain[0], MLMTransformer):
+        raise ModelFormatError(f"SparseEncoder(modules=[{names}]): SpladePooling pools MLM logits; build the "
+                               'first module with Transformer(path, transformer_task="fill-mask")')  # fmt: skip
+    return {"mlm": chain[0], "pooling": chain[1]}
 
 
 def _splade(route: list[tuple[Path, str]], root: Path, trust_remote_code: bool) -> tuple[MLMTransformer, SpladePooling]:

@@ -1,6 +1,6 @@
 """sentence-transformers 6.2's `sentence_transformers.sparse_encoder` package paths, on sbert's pieces.
 
-`SparseEncoder` is the drop-in class; `.losses`, `.evaluation`, `.trainer`, `.training_args` answer as there.
+`SparseEncoder` is the drop-in class; `.models`, `.losses`, `.evaluation`, `.trainer`, `.training_args` answer as there.
 """
 
 from sbert.compat import SparseEncoder

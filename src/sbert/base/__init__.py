@@ -1,0 +1,1 @@
+"""sentence-transformers 6.2's `sentence_transformers.base` package path (its shared modules live in `.modules`)."""
