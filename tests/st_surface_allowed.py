@@ -13,9 +13,7 @@ ADAPTER = (
 )
 HUB = "uploads to and downloads from a model hub: sbert loads local folders and installed packages"
 LATER_TRAINERS = "not yet: the multi-vector drop-in trainer"
-SPARSE_LOSS = "not yet: CSR's drop-in losses (sbert trains CSR with `sbert train-csr`)"
 NANO = "NanoBEIR evaluators download their datasets from a hub: sbert evaluates on local data (sbert eval)"
-LOSS = "not yet: a loss sbert's engine does not train"
 EVAL = "not yet: an evaluator sbert does not provide"
 UTILINT = (
     "6.2's internal helpers (distributed gathers, logging set-up, package and version checks, token-batch "
@@ -106,6 +104,4 @@ ALLOWED: dict[str, str] = {
     "sbert.cross_encoder.evaluation.CrossEncoderNanoBEIREvaluator": NANO,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
-    "sbert.sparse_encoder.losses.CSRLoss": SPARSE_LOSS,  # missing
-    "sbert.sparse_encoder.losses.CSRReconstructionLoss": SPARSE_LOSS,  # missing
 }

@@ -21,7 +21,7 @@ LEFT_OUT = {
                                          "WeightedLayerPooling", "WordEmbeddings", "WordWeights", "tokenizer")},
     **{f"readers.{n}": NOT_BUILT for n in ("LabelSentenceReader", "PairedFilesReader", "NLIDataReader",
                                           "STSDataReader", "TripletReader")},
-    "datasets.SentenceLabelDataset": NOT_BUILT, "sparse_encoder.losses.CSRLoss": NOT_BUILT,
+    "datasets.SentenceLabelDataset": NOT_BUILT,
     "sentence_transformer.modules.normalize": "one file of 6.2's package (sbert.sentence_transformer.modules has it)",
     "evaluation.NanoBEIREvaluator": "downloads its data", "sparse_encoder.evaluation.SparseNanoBEIREvaluator": "same",
     "sampler": "6.2's batch sampler classes (the trainer's batch_sampler names are in training_args)",

@@ -21,6 +21,8 @@ class Loss(nn.Module):
     in_batch_negatives: ClassVar[bool] = False
     # True for objectives that score token matrices (late interaction): they train multi-vector models only.
     token_level: ClassVar[bool] = False
+    # True for objectives whose model keeps per-forward state (CSR's latent ages): columns never share a forward.
+    separate_columns: ClassVar[bool] = False
     # Under torchrun, batch-level objectives see every rank's rows (losses/gather.py); the trainer sets it.
     gather_across_ranks: bool = True
 

@@ -129,11 +129,11 @@ def _regularizer_name(module: nn.Module | None) -> str:
     return type(module).__name__
 
 
-def _main_loss(loss: nn.Module | None) -> Loss:
-    """6.2's main loss inside SpladeLoss: any sentence-vector loss sbert's engine computes from the vectors."""
+def _main_loss(loss: nn.Module | None, owner: str = "SpladeLoss") -> Loss:
+    """6.2's main loss inside SpladeLoss (or CSRLoss): a sentence-vector loss the engine computes from vectors."""
     if not isinstance(loss, Loss) or loss.needs_model or loss.token_level or loss.needs_features:
         raise SbertError(
-            f"SpladeLoss(loss={type(loss).__name__}): sbert trains SPLADE with a sentence-vector "
+            f"{owner}(loss={type(loss).__name__}): sbert trains it with a sentence-vector "
             "loss of sbert.sparse_encoder.losses (SparseMultipleNegativesRankingLoss, ...)"
         )
     return loss

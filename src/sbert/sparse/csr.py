@@ -65,9 +65,48 @@ class SparseAutoEncoder(Module):
         return top_k_relu(self.latents(self.prepare(x)), k or self.k)
 
     def forward(self, features: Features) -> Features:
-        """Replace `sentence_embedding` by its sparse code."""
+        """Replace `sentence_embedding` by its sparse code (in training, with the reconstructions CSRLoss reads)."""
+        if self.training and torch.is_grad_enabled():
+            return self._training_forward(features)
         features["sentence_embedding"] = self.codes(features["sentence_embedding"])
         return features
+
+    def _training_forward(self, features: Features) -> Features:
+        """6.2's training outputs: the k, 4k and dead-latent reconstructions of the dense vector, under its keys."""
+        x = features["sentence_embedding"]
+        mu = x.mean(dim=-1, keepdim=True) if self.normalize else None
+        std = (x - mu).std(dim=-1, keepdim=True) if mu is not None else None
+        pre = self.latents(self.prepare(x))
+        z_k = self._fire(pre, self.k)
+        # The dead latents' aux code is taken after the k code has aged them, as 6.2 takes it.
+        dead = (self.stats_last_nonzero > self.dead_threshold).to(pre.dtype)
+        z_aux = top_k_relu(pre * dead, self.k_aux) if self.k_aux else None
+        z_4k = self._fire(pre, 4 * self.k)
+
+        def restore(y: Tensor) -> Tensor:  # back to the dense vector's scale (6.2 multiplies by std, without eps)
+            return y * std + mu if std is not None and mu is not None else y
+
+        decode = lambda z: z @ self.encoder.weight + self.pre_bias  # noqa: E731  (tied weights: Wᵀ z + b_pre)
+        recons_k = restore(decode(z_k))
+        recons_aux = decode(z_aux) if z_aux is not None else None
+        bias = self.pre_bias if std is None else self.pre_bias * std
+        if recons_aux is not None and std is not None:
+            recons_aux = recons_aux * std
+        features.update({"sentence_embedding_backbone": x, "sentence_embedding_encoded": pre,
+                         "sentence_embedding_encoded_4k": z_4k, "auxiliary_embedding": z_aux,
+                         "decoded_embedding_k": recons_k, "decoded_embedding_4k": restore(decode(z_4k)),
+                         "decoded_embedding_aux": recons_aux, "decoded_embedding_k_pre_bias": recons_k - bias,
+                         "sentence_embedding": z_k})  # fmt: skip
+        return features
+
+    def _fire(self, pre: Tensor, k: int) -> Tensor:
+        """The top-k code, ageing every latent by one forward and resetting those that fired (above 1e-5)."""
+        top = pre.topk(min(k, pre.shape[-1]), dim=-1)
+        with torch.no_grad():
+            fired = torch.zeros_like(self.stats_last_nonzero)
+            fired.scatter_add_(0, top.indices.reshape(-1), (top.values > _EPS).to(fired.dtype).reshape(-1))
+            self.stats_last_nonzero.mul_(1 - fired.clamp(max=1)).add_(1)
+        return torch.zeros_like(pre).scatter_(-1, top.indices, top.values).relu()
 
     def get_config(self) -> dict[str, Any]:
         """config.json, as sentence-transformers writes it."""

@@ -106,11 +106,16 @@ class SparseEncoder(MtebEncoder, TracksWeights, nn.Module):
         return self.as_sentence_encoder()
 
     def as_sentence_encoder(self) -> SentenceEncoder:
-        """The SPLADE modules as a SentenceEncoder chain sharing their weights: what `sbert train` trains.
+        """The SPLADE (or CSR) modules as a SentenceEncoder chain sharing their weights: what the engine trains.
 
         It saves in the same SPLADE layout (a fill-mask Transformer, then SpladePooling), which
         SparseEncoder.load and sentence-transformers read.
         """
+        if self.dense is not None and self.sae is not None:  # CSR: the dense chain then the autoencoder (CSRLoss)
+            model = SentenceEncoder([*self.dense.chain(), self.sae], device=self.device)
+            model.settings = replace(self.settings, model_type="SparseEncoder")
+            model.source_dir = self.source_dir
+            return model
         mlm, pooling = self._splade()
         if self.query is not None:
             raise SbertError("training inference-free SPLADE (a Router) is not supported yet: train the SPLADE side")

@@ -1,5 +1,6 @@
-"""`sentence_transformers.sparse_encoder.losses`: SpladeLoss and the sparse losses sbert's engine trains."""
+"""`sentence_transformers.sparse_encoder.losses`: SpladeLoss, CSRLoss and the sparse losses sbert's engine trains."""
 
+from sbert.losses.csr import CSRLoss, CSRReconstructionLoss
 from sbert.losses.sparse_parts import (
     FlopsLoss,
     SparseAnglELoss,
@@ -14,6 +15,8 @@ from sbert.losses.sparse_parts import (
 from sbert.losses.splade import CachedSpladeLoss, SpladeLoss
 
 __all__ = [
+    "CSRLoss",
+    "CSRReconstructionLoss",
     "CachedSpladeLoss",
     "FlopsLoss",
     "SparseAnglELoss",

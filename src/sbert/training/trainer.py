@@ -306,7 +306,8 @@ class Trainer:
         # On CUDA all columns go through one forward (half the kernel launches), from pinned memory.
         model = state.module.model
         pads = [model.column_pad(c) for c in range(len(columns))]
-        made = make_batch(pads, columns, labels, objective, shard(indices, self.world), cuda, cuda, prepared.skips)
+        fuse = cuda and not state.module.losses[objective].separate_columns
+        made = make_batch(pads, columns, labels, objective, shard(indices, self.world), fuse, cuda, prepared.skips)
         made.rank_rows = shard_sizes(len(indices), self.world) if self.world.size > 1 else None
         return with_key_masks(made, model.input_module)
 
