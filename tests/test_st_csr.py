@@ -29,12 +29,15 @@ TEXTS = ["a dog runs in the park", "the cat sleeps", "rain falls on the old town
 def csr_folder(tmp_path, **sae):
     from sentence_transformers.sentence_transformer import modules
 
-    transformer = modules.Transformer(str(build_bert(tmp_path / "bert")),
-                                      config_kwargs={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
+    transformer = modules.Transformer(
+        str(build_bert(tmp_path / "bert")),
+        config_kwargs={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    )
     width = transformer.get_embedding_dimension()
     torch.manual_seed(3)
-    autoencoder = st.sparse_encoder.modules.SparseAutoEncoder(input_dim=width, **{"hidden_dim": 64, "k": 4, "k_aux": 32,
-                                                                                  **sae})
+    autoencoder = st.sparse_encoder.modules.SparseAutoEncoder(
+        input_dim=width, **{"hidden_dim": 64, "k": 4, "k_aux": 32, **sae}
+    )
     out = tmp_path / "csr"
     st.SparseEncoder(modules=[transformer, modules.Pooling(width, "mean"), autoencoder], device="cpu").save(str(out))
     return out
