@@ -7,6 +7,8 @@
 
 Each class is sbert's own module (what `sbert.load` builds from a folder) with 6.2's constructor, so a
 chain built this way encodes, trains and saves as a loaded one does, and the saved folder loads in 6.2.
+`MLMTransformer` (what `Transformer(path, transformer_task="fill-mask")` builds) is SPLADE's first module;
+`sbert.sparse_encoder.modules` re-exports it.
 6.2's modules that sbert does not run (LSTM, BoW, WordEmbeddings, WordWeights, WeightedLayerPooling,
 Dropout, its token-level CNN) are not here: importing one fails at the import line.
 """
@@ -14,6 +16,7 @@ Dropout, its token-level CNN) are not here: importing one fails at the import li
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import torch
@@ -26,6 +29,8 @@ from sbert.modules.dense import Dense as _Dense
 from sbert.modules.pooling import Pooling as _Pooling
 from sbert.modules.router import Router as _Router
 from sbert.modules.transformer import Transformer as _Transformer
+from sbert.sparse.mlm import MLMTransformer as _MLMTransformer
+from sbert.sparse.mlm import check_mlm_head
 
 if TYPE_CHECKING:  # not a public name here: 6.2's models.Module is its own abstract base
     from sbert.modules import Module
@@ -48,8 +53,6 @@ class Transformer(_Transformer):
                 **kwargs: Any) -> Any:  # fmt: skip
         """This class, or sbert's MLM module for `transformer_task="fill-mask"` (6.2's SPLADE building block)."""
         if transformer_task == "fill-mask":  # 6.2's way to build SPLADE's MLM module: sbert's MLM class
-            from sbert.sparse_encoder.models import MLMTransformer
-
             return MLMTransformer(model_name_or_path, *args, **kwargs)
         return super().__new__(cls)
 
@@ -116,6 +119,29 @@ class Router(_Router):
 
 
 Asym = Router  # 6.2 keeps the pre-v5 name for the Router
+
+
+class MLMTransformer(_MLMTransformer):
+    """`MLMTransformer(model_name_or_path, ...)`: 6.2's deprecated name for a fill-mask Transformer."""
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        model_kwargs: dict[str, Any] | None = None,
+        processor_kwargs: dict[str, Any] | None = None,
+        config_kwargs: dict[str, Any] | None = None,
+        max_seq_length: int | None = None,
+        do_lower_case: bool = False,
+        tokenizer_name_or_path: str | None = None,
+        **others: Any,
+    ) -> None:
+        check_mlm_head(Path(model_name_or_path))  # a checkpoint without MLM head weights would train a random head
+        loaded = load_6_2(_MLMTransformer, model_name_or_path, "fill-mask", model_kwargs=model_kwargs,
+                          processor_kwargs=processor_kwargs, config_kwargs=config_kwargs,
+                          max_seq_length=max_seq_length, tokenizer_name_or_path=tokenizer_name_or_path,
+                          others=others)  # fmt: skip
+        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
 
 
 class Pooling(_Pooling):

@@ -12,40 +12,14 @@ SPLADE (a Router with a SparseStaticEmbedding query route) and CSR (a dense chai
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from sbert.models import Asym, Dense, Router, Transformer, load_6_2
+from sbert.models import Asym, Dense, MLMTransformer, Router, Transformer
 from sbert.sparse.csr import SparseAutoEncoder
-from sbert.sparse.mlm import MLMTransformer as _MLMTransformer
-from sbert.sparse.mlm import check_mlm_head
 from sbert.sparse.splade import SpladePooling
 from sbert.sparse.static_query import SparseStaticEmbedding as _SparseStaticEmbedding
-
-
-class MLMTransformer(_MLMTransformer):
-    """`MLMTransformer(model_name_or_path, ...)`: 6.2's deprecated name for a fill-mask Transformer."""
-
-    def __init__(
-        self,
-        model_name_or_path: str,
-        *,
-        model_kwargs: dict[str, Any] | None = None,
-        processor_kwargs: dict[str, Any] | None = None,
-        config_kwargs: dict[str, Any] | None = None,
-        max_seq_length: int | None = None,
-        do_lower_case: bool = False,
-        tokenizer_name_or_path: str | None = None,
-        **others: Any,
-    ) -> None:
-        check_mlm_head(Path(model_name_or_path))  # a checkpoint without MLM head weights would train a random head
-        loaded = load_6_2(_MLMTransformer, model_name_or_path, "fill-mask", model_kwargs=model_kwargs,
-                          processor_kwargs=processor_kwargs, config_kwargs=config_kwargs,
-                          max_seq_length=max_seq_length, tokenizer_name_or_path=tokenizer_name_or_path,
-                          others=others)  # fmt: skip
-        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
 
 
 class SparseStaticEmbedding(_SparseStaticEmbedding):
