@@ -1,4 +1,4 @@
-"""Tiny random image-text folders (CLIP, SigLIP): a plain Hugging Face checkpoint, sentence-transformers 6.2's
+"""Tiny random image-text folders (CLIP, SigLIP, SigLIP 2): a plain Hugging Face checkpoint, sentence-transformers 6.2's
 layout (a root Transformer whose modality_config reads images), and its 5.x layout (a `CLIPModel` module)."""
 
 from __future__ import annotations
@@ -95,6 +95,39 @@ def st_siglip(siglip: Path, out: Path) -> Path:
 
     padded = {"text": {"padding": "max_length", "max_length": 16}}
     SentenceTransformer(modules=[Transformer(str(siglip), processing_kwargs=padded)], device="cpu").save(str(out))
+    return out
+
+
+def tiny_siglip2(base: Path) -> Path:
+    """A random Siglip2Model (NaFlex: patches of any aspect ratio, a patch mask), saved by transformers.
+
+    Siglip2Processor calls its image processor with 16-pixel patches, at most 256 of them, and pads texts
+    to 64 tokens, whatever the saved settings: the tiny towers take those shapes.
+    """
+    import torch
+    from transformers import Siglip2Config, Siglip2ImageProcessor, Siglip2Model, Siglip2Processor
+
+    tokenizer = _clip_tokenizer(base)
+    towers = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
+    text = {**towers, "vocab_size": len(tokenizer), "max_position_embeddings": 64, "bos_token_id": len(tokenizer) - 2,
+            "eos_token_id": len(tokenizer) - 1, "pad_token_id": len(tokenizer) - 1}  # fmt: skip
+    config = Siglip2Config(text_config=text, vision_config={**towers, "patch_size": 16, "num_patches": 256},
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)  # fmt: skip
+    torch.manual_seed(2)
+    out = base / "siglip2"
+    Siglip2Model(config).save_pretrained(out)
+    images = Siglip2ImageProcessor(patch_size=16, max_num_patches=256)
+    Siglip2Processor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    return out
+
+
+def st_siglip2(siglip2: Path, out: Path) -> Path:
+    """The SigLIP 2 checkpoint as sentence-transformers 6.2 saves it, texts padded to 64 tokens."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+
+    padded = {"text": {"padding": "max_length", "max_length": 64}}
+    SentenceTransformer(modules=[Transformer(str(siglip2), processing_kwargs=padded)], device="cpu").save(str(out))
     return out
 
 

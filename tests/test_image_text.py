@@ -17,7 +17,7 @@ import torch
 
 import sbert
 from sbert.errors import ModelFormatError
-from tests.multimodal_fixtures import legacy_clip, st_clip, st_siglip, tiny_clip, tiny_siglip
+from tests.multimodal_fixtures import legacy_clip, st_clip, st_siglip, st_siglip2, tiny_clip, tiny_siglip, tiny_siglip2
 
 st = pytest.importorskip("sentence_transformers")
 Image = pytest.importorskip("PIL.Image")
@@ -30,10 +30,11 @@ def folders(tmp_path_factory):
     base = tmp_path_factory.mktemp("image-text")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clip, siglip = tiny_clip(base), tiny_siglip(base)
+        clip, siglip, siglip2 = tiny_clip(base), tiny_siglip(base), tiny_siglip2(base)
         return {"hf": (clip, st_clip(clip, base / "st")), "st": (st_clip(clip, base / "st"), None),
                 "legacy": (legacy_clip(base / "legacy", clip), base / "st"),
-                "siglip": (st_siglip(siglip, base / "siglip-st"), None)}  # fmt: skip
+                "siglip": (st_siglip(siglip, base / "siglip-st"), None),
+                "siglip2": (st_siglip2(siglip2, base / "siglip2-st"), None)}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +62,19 @@ def loaded(folders, layout):
                 st.SentenceTransformer(str(reference or ours), device="cpu"))  # fmt: skip
 
 
-@pytest.mark.parametrize("layout", ["hf", "st", "legacy", "siglip"])
+@pytest.mark.parametrize("layout", ["hf", "st", "legacy", "siglip", "siglip2"])
 def test_texts_and_images_embed_as_6_2(folders, images, layout):
     dropin, native, reference = loaded(folders, layout)
     want = reference.encode(TEXTS)
     np.testing.assert_allclose(dropin.encode(TEXTS), want, atol=1e-5)
     np.testing.assert_allclose(native.encode(TEXTS), want, atol=1e-5)
+    rgba = images["pil"][2]
+    if layout == "siglip2":  # SigLIP 2's processor does not convert RGBA: 6.2 raises its ValueError, and so does sbert
+        for model in (reference, dropin, native):
+            with pytest.raises(ValueError, match="mean must have 4 elements"):
+                model.encode([rgba])
+        images = {form: [g for g in given if g is not rgba and not (isinstance(g, dict) and g["image"] is rgba)]
+                  for form, given in images.items()}  # fmt: skip
     for form, given in images.items():
         want = reference.encode(given)
         np.testing.assert_allclose(dropin.encode(given), want, atol=1e-5, err_msg=form)
@@ -99,14 +107,15 @@ def test_modalities_mixed_batches_and_what_a_text_model_says(folders, images, tm
 
 
 def test_a_saved_image_text_model_loads_in_6_2_with_the_same_vectors(folders, images, tmp_path):
-    for layout in ("legacy", "siglip"):
+    for layout in ("legacy", "siglip", "siglip2"):
         dropin, _, _ = loaded(folders, layout)
         dropin.save(str(tmp_path / layout))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             reloaded = st.SentenceTransformer(str(tmp_path / layout), device="cpu")
+        photos = images["pil"][:2]  # RGB (SigLIP 2's processor refuses RGBA)
         np.testing.assert_allclose(reloaded.encode(TEXTS), dropin.encode(TEXTS), atol=1e-5)
-        np.testing.assert_allclose(reloaded.encode(images["pil"]), dropin.encode(images["pil"]), atol=1e-5)
+        np.testing.assert_allclose(reloaded.encode(photos), dropin.encode(photos), atol=1e-5)
 
 
 def test_other_multimodal_models_are_still_refused_in_one_line(folders, tmp_path):
