@@ -82,7 +82,6 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.set_adapter": ADAPTER,  # missing
     "sbert.DefaultBatchSampler": NOTYET,  # missing
     "sbert.MultiDatasetDefaultBatchSampler": NOTYET,  # missing
-    "sbert.MultiVectorEncoder": NOTYET,  # no parameter 'model_name_or_path'
     "sbert.MultiVectorEncoderTrainer": LATER_TRAINERS,  # missing
     "sbert.MultiVectorEncoderTrainingArguments": LATER_TRAINERS,  # missing
     "sbert.evaluation.NanoBEIREvaluator": EVAL,  # missing

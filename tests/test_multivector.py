@@ -147,7 +147,7 @@ def test_sbert_load_picks_the_kind_for_both_layouts(bert: Path, tmp_path: Path) 
     for path in (build_native(bert, tmp_path / "n"), build_pylate(bert, tmp_path / "p"),
                  build_stanford(bert, tmp_path / "s")):  # fmt: skip
         assert kind_of(path) == "multi-vector"
-        assert isinstance(sbert.load(path, device="cpu"), sbert.MultiVectorEncoder)
+        assert isinstance(sbert.load(path, device="cpu"), sbert.multivector.MultiVectorEncoder)
 
 
 @pytest.mark.parametrize("backend", ["onnx", "openvino", "onnx-int8", "openvino-int8"])

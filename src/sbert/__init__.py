@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sbert.version import __version__
 
 if TYPE_CHECKING:
-    from sbert.compat import CrossEncoder, SentenceTransformer, SparseEncoder
+    from sbert.compat import CrossEncoder, MultiVectorEncoder, SentenceTransformer, SparseEncoder
     from sbert.compat.cross_trainer import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sbert.compat.model_card import (
         CrossEncoderModelCardData,
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from sbert.data.examples import InputExample, ParallelSentencesDataset, SentencesDataset
     from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
-    from sbert.multivector import MultiVectorEncoder
     from sbert.progress import LoggingHandler
     from sbert.search.mine_table import mine_hard_negatives
     from sbert.similarity import SimilarityFunction
@@ -98,8 +97,8 @@ def __getattr__(name: str) -> Any:
         from sbert.compat import SparseEncoder
 
         return SparseEncoder
-    if name == "MultiVectorEncoder":
-        from sbert.multivector import MultiVectorEncoder
+    if name == "MultiVectorEncoder":  # sentence-transformers' conventions on sbert's class (sbert/compat)
+        from sbert.compat import MultiVectorEncoder
 
         return MultiVectorEncoder
     if name == "SentenceTransformer":

@@ -68,12 +68,20 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         self.eval()
 
     @classmethod
+    def from_modules(
+        cls, modules: Sequence[Module], settings: MultiVectorSettings | None = None,
+        device: str | torch.device | None = None,
+    ) -> Self:  # fmt: skip
+        """A model of this class on built modules (a subclass with another constructor overrides this)."""
+        return cls(modules, settings, device=device)
+
+    @classmethod
     def load(cls, name_or_path: str | os.PathLike[str], device: str | torch.device | None = None,
              trust_remote_code: bool = False) -> Self:  # fmt: skip
         """Load a sentence-transformers 6 MultiVectorEncoder folder or a PyLate ColBERT folder."""
         root = resolve_model_dir(name_or_path)
         modules, mv = load_multivector(root, trust_remote_code)
-        model = cls(modules, mv, device=device)
+        model = cls.from_modules(modules, mv, device=device)
         model.settings = read_settings(root, model_type=NATIVE_TYPE)
         model.source_dir = root
         return model
@@ -87,7 +95,7 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         transformer = Transformer.from_pretrained(resolve_model_dir(name_or_path))
         dense = Dense(transformer.embedding_dimension, dim, bias=False, module_input_name=TOKENS,
                       module_output_name=TOKENS)  # fmt: skip
-        model = cls([transformer, dense, Normalize(TOKENS)], settings, device=device)
+        model = cls.from_modules([transformer, dense, Normalize(TOKENS)], settings, device=device)
         model.settings.prompts = dict(prompts or {})
         return model
 

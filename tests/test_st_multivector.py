@@ -1,0 +1,102 @@
+"""6.2's `MultiVectorEncoder` calls with the import changed: its constructor, return types and scores.
+
+Both libraries load the same ColBERT folder (6.2's own layout, built by 6.2, and PyLate's); each call gives
+6.2's types (a list of torch tensors, one tensor for a string, numpy arrays when asked), shapes and values
+(1e-5), and scores as torch tensors.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import sbert
+from sbert.errors import SbertError
+from tests.colbert_fixtures import DOCUMENTS, QUERIES, build_native, build_punctuated_bert, build_pylate
+
+st = pytest.importorskip("sentence_transformers")
+
+EXPANSION = {"strategy": "fixed", "attend": False, "length": 16}
+LAYOUTS = {
+    "native": lambda b, p: build_native(b, p, query_length=16, document_length=24, query_expansion=EXPANSION),
+    "pylate": lambda b, p: build_pylate(b, p),
+}
+DOCS = DOCUMENTS[:-1]  # the last holds an unknown word, whose handling differs by layout (tests/test_multivector.py)
+
+
+@pytest.fixture(scope="module", params=sorted(LAYOUTS))
+def pair(request, tmp_path_factory):
+    base = tmp_path_factory.mktemp("mv-dropin")
+    folder = LAYOUTS[request.param](build_punctuated_bert(base / "bert"), base / request.param)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sbert.MultiVectorEncoder(str(folder), device="cpu"), st.MultiVectorEncoder(str(folder), device="cpu")
+
+
+def same(ours, theirs):
+    assert type(ours) is type(theirs) and len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        assert type(a) is type(b) and a.shape == b.shape
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5)
+
+
+def test_encode_calls_give_6_2s_types_and_vectors(pair):
+    ours, theirs = pair
+    same(ours.encode_query(QUERIES), theirs.encode_query(QUERIES))
+    same(ours.encode_document(DOCS), theirs.encode_document(DOCS))
+    # A task routes (length, expansion, skiplist) and adds no prompt. On a PyLate folder sbert keeps PyLate's
+    # [Q] / [D] marker token for the task (6.2 reads the markers as prompts, so a task alone drops them).
+    tasks = (None, "query", "document") if ours.mv_settings.flavor != "pylate" else (None,)
+    for task in tasks:
+        same(ours.encode(DOCS, task=task), theirs.encode(DOCS, task=task))
+    same(ours.encode(DOCS, convert_to_numpy=True), theirs.encode(DOCS, convert_to_numpy=True))
+    same(ours.encode(DOCS, normalize_embeddings=True), theirs.encode(DOCS, normalize_embeddings=True))
+    single, reference = ours.encode_query(QUERIES[0]), theirs.encode_query(QUERIES[0])
+    assert isinstance(single, torch.Tensor) and single.shape == reference.shape
+    assert ours.get_embedding_dimension() == theirs.get_embedding_dimension()
+    assert ours.similarity_fn_name == theirs.similarity_fn_name
+
+
+def test_scores_are_6_2s_tensors(pair):
+    ours, theirs = pair
+    q, d = ours.encode_query(QUERIES), ours.encode_document(DOCS)
+    tq, td = theirs.encode_query(QUERIES), theirs.encode_document(DOCS)
+    scores, expected = ours.similarity(q, d), theirs.similarity(tq, td)
+    assert isinstance(scores, torch.Tensor) and scores.shape == expected.shape
+    torch.testing.assert_close(scores, expected, atol=1e-5, rtol=1e-5)
+    n = min(len(q), len(d))
+    torch.testing.assert_close(ours.similarity_pairwise(q[:n], d[:n]), theirs.similarity_pairwise(tq[:n], td[:n]),
+                               atol=1e-5, rtol=1e-5)  # fmt: skip
+    torch.testing.assert_close(ours.similarity(q, d, length_normalize=True),
+                               theirs.similarity(tq, td, length_normalize=True), atol=1e-5, rtol=1e-5)  # fmt: skip
+
+
+def test_built_from_modules_saved_and_served_as_sbert_s_own(pair, tmp_path):
+    ours, theirs = pair
+    rebuilt = sbert.MultiVectorEncoder(modules=ours.chain(), device="cpu")
+    assert rebuilt.embedding_dimension == ours.embedding_dimension
+    ours.save(str(tmp_path / "saved"))
+    assert (tmp_path / "saved" / "README.md").is_file()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = st.MultiVectorEncoder(str(tmp_path / "saved"), device="cpu")
+    same(again.encode_document(DOCS), theirs.encode_document(DOCS))
+    loaded = sbert.MultiVectorEncoder.load(str(tmp_path / "saved"), device="cpu")  # sbert's own constructor
+    assert isinstance(loaded, sbert.MultiVectorEncoder)
+    same(loaded.encode_document(DOCS), ours.encode_document(DOCS))
+    native = sbert.native.native(ours)  # what the server and the index take: sbert's arrays
+    assert type(native) is sbert.multivector.MultiVectorEncoder
+    assert isinstance(native.encode_document(DOCS)[0], np.ndarray)
+
+
+def test_what_sbert_does_not_take_is_one_line(pair):
+    ours, _ = pair
+    with pytest.raises(ValueError, match="no `convert_to_tensor`"):
+        ours.encode(DOCS, convert_to_tensor=True)
+    with pytest.raises(SbertError, match="output_value=None"):
+        ours.encode(DOCS, output_value=None)
+    with pytest.raises(SbertError, match="maxsim or meanmaxsim"):
+        sbert.MultiVectorEncoder(modules=ours.chain(), similarity_fn_name="cosine")
