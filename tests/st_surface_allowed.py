@@ -12,7 +12,6 @@ ADAPTER = (
     "(`sbert train --lora`, adapter folders); the dense drop-in class has load_adapter / set_adapter"
 )
 HUB = "uploads to and downloads from a model hub: sbert loads local folders and installed packages"
-LATER_TRAINERS = "not yet: the multi-vector drop-in trainer"
 NANO = "NanoBEIR evaluators download their datasets from a hub: sbert evaluates on local data (sbert eval)"
 EVAL = "not yet: an evaluator sbert does not provide"
 UTILINT = (
@@ -82,8 +81,6 @@ ALLOWED: dict[str, str] = {
     "SparseEncoder.set_adapter": ADAPTER,  # missing
     "sbert.DefaultBatchSampler": NOTYET,  # missing
     "sbert.MultiDatasetDefaultBatchSampler": NOTYET,  # missing
-    "sbert.MultiVectorEncoderTrainer": LATER_TRAINERS,  # missing
-    "sbert.MultiVectorEncoderTrainingArguments": LATER_TRAINERS,  # missing
     "sbert.evaluation.NanoBEIREvaluator": EVAL,  # missing
     "sbert.export_dynamic_quantized_onnx_model": NOTYET,  # missing
     "sbert.export_optimized_onnx_model": NOTYET,  # missing
@@ -102,5 +99,6 @@ ALLOWED: dict[str, str] = {
     "sbert.cross_encoder.CrossEncoderDataCollator": LOOP,  # missing
     "sbert.cross_encoder.evaluation.CrossEncoderNanoBEIREvaluator": NANO,  # missing
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
+    "sbert.multi_vector_encoder.MultiVectorEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
 }

@@ -22,10 +22,12 @@ from tests.surface import differences
 st = pytest.importorskip("sentence_transformers")
 
 PARTS = ("", ".losses", ".evaluation", ".util", ".cross_encoder", ".cross_encoder.losses", ".cross_encoder.evaluation",
-         ".sparse_encoder", ".sparse_encoder.losses", ".sparse_encoder.evaluation")  # fmt: skip
+         ".sparse_encoder", ".sparse_encoder.losses", ".sparse_encoder.evaluation", ".multi_vector_encoder",
+         ".multi_vector_encoder.losses")  # fmt: skip
 MODULES = [(f"sentence_transformers{part}", f"sbert{part}") for part in PARTS]
-TRAINERS = ["SentenceTransformerTrainer", "CrossEncoderTrainer", "SparseEncoderTrainer"]
-ARGUMENTS = ["SentenceTransformerTrainingArguments", "CrossEncoderTrainingArguments", "SparseEncoderTrainingArguments"]
+TRAINERS = ["SentenceTransformerTrainer", "CrossEncoderTrainer", "SparseEncoderTrainer", "MultiVectorEncoderTrainer"]
+ARGUMENTS = ["SentenceTransformerTrainingArguments", "CrossEncoderTrainingArguments", "SparseEncoderTrainingArguments",
+             "MultiVectorEncoderTrainingArguments"]  # fmt: skip
 CLASSES = ["SentenceTransformer", "CrossEncoder", "SparseEncoder", *TRAINERS, *ARGUMENTS]
 # What the trainer classes inherit from transformers without changing it: the training loop's own machinery.
 INHERITED = {**dict.fromkeys(TRAINERS, transformers.Trainer),

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
         SentenceTransformerModelCardData,
         SparseEncoderModelCardData,
     )
+    from sbert.compat.multi_vector_trainer import MultiVectorEncoderTrainer
     from sbert.compat.sparse_trainer import SparseEncoderTrainer, SparseEncoderTrainingArguments
     from sbert.compat.trainer import SentenceTransformerTrainer
-    from sbert.compat.training_args import SentenceTransformerTrainingArguments
+    from sbert.compat.training_args import MultiVectorEncoderTrainingArguments, SentenceTransformerTrainingArguments
     from sbert.data.examples import InputExample, ParallelSentencesDataset, SentencesDataset
     from sbert.dense.model import SentenceEncoder
     from sbert.model_kind import load
@@ -59,6 +60,8 @@ _DROP_IN = {
     "SentenceTransformerTrainingArguments": "sbert.compat.training_args",
     "SimilarityFunction": "sbert.similarity",
     "SparseEncoderTrainer": "sbert.compat.sparse_trainer",
+    "MultiVectorEncoderTrainer": "sbert.compat.multi_vector_trainer",
+    "MultiVectorEncoderTrainingArguments": "sbert.compat.training_args",
     "SparseEncoderTrainingArguments": "sbert.compat.sparse_trainer",
 }
 
@@ -127,6 +130,8 @@ __all__ = [
     "LoggingHandler",
     "MultiVectorEncoder",
     "MultiVectorEncoderModelCardData",
+    "MultiVectorEncoderTrainer",
+    "MultiVectorEncoderTrainingArguments",
     "ParallelSentencesDataset",
     "SentenceEncoder",
     "SentenceTransformer",

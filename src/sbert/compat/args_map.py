@@ -54,7 +54,8 @@ class EngineSettings:
 def unused_fields(args: Any) -> list[str]:
     """The fields set away from their default that sbert's engine has no meaning for (or only partly)."""
     default = SentenceTransformerTrainingArguments(output_dir=args.output_dir)
-    changed = [f.name for f in fields(args) if getattr(args, f.name) != getattr(default, f.name)]
+    # A field of a subclass's own (6.2's multi-vector max_length) counts as changed when set at all.
+    changed = [f.name for f in fields(args) if getattr(args, f.name) != getattr(default, f.name, None)]
     out = [n for n in changed if n not in MAPPED and n not in NO_EFFECT]
     out += [n for n, v in ADAM.items() if getattr(args, n) != v]
     if _schedule(args) not in SCHEDULES:

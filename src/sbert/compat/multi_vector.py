@@ -58,6 +58,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
                                                    trust_remote_code=trust_remote_code)  # fmt: skip
             super().__init__(loaded.chain(), loaded.mv_settings, device=loaded.device)
             self.settings, self.source_dir = loaded.settings, loaded.source_dir
+        self.train_task_prompts = False  # 6.2's trainer routes columns by task and adds no prompt
         apply_prompts(self.settings, prompts, default_prompt_name)
         if similarity_fn_name is not None:
             if similarity_fn_name not in self.SUPPORTED_SIMILARITY_FN_NAMES:
@@ -73,6 +74,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         """The native constructors (load, from_transformer) build the drop-in class around the same modules."""
         model = cls.__new__(cls)
         NativeMultiVectorEncoder.__init__(model, modules, settings, device=device)
+        model.train_task_prompts = False
         return model
 
     def is_singular_input(self, inputs: Any) -> bool:

@@ -79,7 +79,7 @@ class SentenceTransformerTrainer:
         if model is None and model_init is None:
             raise SbertError("SentenceTransformerTrainer needs model= (or model_init=)")
         self.model = model if model is not None else model_init()  # type: ignore[misc]
-        self.args = args if args is not None else SentenceTransformerTrainingArguments(output_dir="trainer_output")
+        self.args = args if args is not None else self.training_args_class(output_dir="trainer_output")
         if train_dataset is None:
             raise SbertError("SentenceTransformerTrainer needs train_dataset=")
         self.train_dataset, self.eval_dataset = train_dataset, eval_dataset

@@ -94,11 +94,27 @@ def _to_dict(self: Any) -> dict[str, Any]:
             for f in dataclasses.fields(self)}  # fmt: skip
 
 
-_own_names = {name for name, _, _ in _OWN}
-SentenceTransformerTrainingArguments = dataclasses.make_dataclass(
-    "SentenceTransformerTrainingArguments",
-    [(f.name, f.type, _copied(f)) for f in dataclasses.fields(_Transformers) if f.name not in _own_names] + _OWN,
-    namespace={"__post_init__": _post_init, "to_dict": _to_dict,
-               "__doc__": "transformers' TrainingArguments and sentence-transformers' fields, for sbert's engine."},
-)  # fmt: skip
-SentenceTransformerTrainingArguments.__module__ = __name__  # pickling and repr name this module
+def arguments_class(name: str, extra: list[tuple[str, Any, Any]]) -> type:
+    """Transformers' fields, then 6.2's own and `extra` (a model kind's additions), then sbert's length_groups.
+
+    sbert's one field of its own comes last, so each of 6.2's fields keeps its position in the signature.
+    """
+    own = [*_OWN[:-1], *extra, _OWN[-1]]
+    names = {field_name for field_name, _, _ in own}
+    cls = dataclasses.make_dataclass(
+        name,
+        [(f.name, f.type, _copied(f)) for f in dataclasses.fields(_Transformers) if f.name not in names] + own,
+        namespace={"__post_init__": _post_init, "to_dict": _to_dict,
+                   "__doc__": "transformers' TrainingArguments and sentence-transformers' fields, for sbert's engine."},
+    )  # fmt: skip
+    cls.__module__ = __name__  # pickling and repr name this module
+    return cls
+
+
+SentenceTransformerTrainingArguments = arguments_class("SentenceTransformerTrainingArguments", [])
+# 6.2's multi-vector addition: `max_length`, tokens per column (an int, or one per task). sbert's columns take the
+# model's query and document lengths; a value set here is named in the engine's one warning of unused fields.
+MultiVectorEncoderTrainingArguments = arguments_class(
+    "MultiVectorEncoderTrainingArguments",
+    [("max_length", Any, dataclasses.field(default=None, metadata={"help": "Tokens per column, or per task."}))],
+)

@@ -63,6 +63,9 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         self.mv_settings = settings or MultiVectorSettings()
         self.settings = EncoderSettings(similarity_fn_name="maxsim", model_type=NATIVE_TYPE)
         self.source_dir: Path | None = None
+        # Whether training columns get their task's prompt ("[Q] " / "[D] "): sbert's rule, as encode_query adds
+        # it. sentence-transformers 6.2's trainer routes columns by task without one; its drop-in class says so.
+        self.train_task_prompts = True
         self._rules = TokenRules.resolve(self.mv_settings, self.transformer)
         self.to(resolve_device(device))
         self.eval()
@@ -127,11 +130,11 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
     def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
         """How training tokenizes text column `column`: column 0 as queries, the others as documents.
 
-        Each gets its task's prompt (or PyLate prefix), length and expansion, exactly as encode_query /
-        encode_document do.
+        Each gets its task's prompt (unless `train_task_prompts` is off) or PyLate prefix, length and
+        expansion, exactly as encode_query / encode_document do.
         """
         task = _column_task(column)
-        prompt = self._prompt(task, None, None)
+        prompt = self._prompt(task, None, None) if self.train_task_prompts else ""
         return partial(self._rules.token_ids, self.transformer, task=task, prompt=prompt)
 
     def column_pad(self, column: int) -> Callable[[Sequence[Sequence[int]]], dict[str, Any]]:

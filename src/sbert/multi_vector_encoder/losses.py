@@ -1,0 +1,15 @@
+"""`sentence_transformers.multi_vector_encoder.losses`: 6.2's ColBERT losses on sbert's late-interaction losses."""
+
+from sbert.losses.multivector_st import (
+    CachedMultiVectorMultipleNegativesRankingLoss,
+    MultiVectorDistillKLDivLoss,
+    MultiVectorMarginMSELoss,
+    MultiVectorMultipleNegativesRankingLoss,
+)
+
+__all__ = [
+    "CachedMultiVectorMultipleNegativesRankingLoss",
+    "MultiVectorDistillKLDivLoss",
+    "MultiVectorMarginMSELoss",
+    "MultiVectorMultipleNegativesRankingLoss",
+]
