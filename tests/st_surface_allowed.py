@@ -101,4 +101,7 @@ ALLOWED: dict[str, str] = {
     "sbert.sparse_encoder.SparseEncoderDataCollator": LOOP,  # missing
     "sbert.multi_vector_encoder.MultiVectorEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
+    "sbert.multi_vector_encoder.evaluation.MultiVectorNanoBEIREvaluator": NANO,  # missing
+    "sbert.multi_vector_encoder.evaluation.MultiVectorRerankingEvaluator": EVAL,  # missing
+    "sbert.multi_vector_encoder.evaluation.MultiVectorDistillationEvaluator": EVAL,  # missing
 }

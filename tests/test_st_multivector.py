@@ -100,3 +100,28 @@ def test_what_sbert_does_not_take_is_one_line(pair):
         ours.encode(DOCS, output_value=None)
     with pytest.raises(SbertError, match="maxsim or meanmaxsim"):
         sbert.MultiVectorEncoder(modules=ours.chain(), similarity_fn_name="cosine")
+
+
+def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
+    from sentence_transformers.multi_vector_encoder import evaluation as theirs_ev
+
+    from sbert.multi_vector_encoder import evaluation as ours_ev
+    from tests.st_training_fixtures import ANCHORS, NEGATIVES, POSITIVES
+
+    ours, theirs = pair
+    queries = {str(i): a for i, a in enumerate(ANCHORS)}
+    corpus = {str(i): p for i, p in enumerate(POSITIVES + NEGATIVES[:3])}
+    relevant = {str(i): {str(i)} for i in range(len(ANCHORS))}
+    for build in (lambda ev: ev.MultiVectorInformationRetrievalEvaluator(queries, corpus, relevant, name="ir"),
+                  lambda ev: ev.MultiVectorTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet")):  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want, evaluator = build(theirs_ev)(theirs), build(ours_ev)
+            got = evaluator(ours)
+        assert set(got) == set(want) and any("maxsim" in k for k in got)
+        assert got == pytest.approx(want, abs=1e-6)
+        reference = build(theirs_ev)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference(theirs)
+        assert evaluator.primary_metric == reference.primary_metric

@@ -21,6 +21,7 @@ import scipy.sparse
 from sbert.native import native
 from sbert.similarity import SimilarityFunction, pairwise_similarity
 from sbert.util import select_max_active_dims
+from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES, maxsim_pairs
 
 
 def similarity_name(value: str | SimilarityFunction | None) -> str | None:
@@ -28,8 +29,13 @@ def similarity_name(value: str | SimilarityFunction | None) -> str | None:
     return None if value is None else SimilarityFunction(value).value
 
 
-def pair_scores(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
-    """Row i of `a` against row i of `b` under `name` (distances negated: higher is more similar), float32."""
+def pair_scores(a: Any, b: Any, name: str) -> np.ndarray:
+    """Row i of `a` against row i of `b` under `name` (distances negated: higher is more similar), float32.
+
+    For maxsim / meanmaxsim, `a` and `b` are lists of token matrices (a multi-vector model's `embed`).
+    """
+    if name in MULTI_VECTOR_SIMILARITIES:
+        return np.asarray(maxsim_pairs(a, b, mean=name == "meanmaxsim"), dtype=np.float32)
     return np.asarray(pairwise_similarity(a, b, name), dtype=np.float32)
 
 
@@ -112,11 +118,14 @@ def embed(
 ) -> np.ndarray:
     """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any.
 
-    Sparse vectors (a scipy matrix) come dense, (n, vocab); under a sparse evaluator each keeps its
+    A multi-vector model gives a list of (tokens, dim) matrices instead. Sparse vectors (a scipy matrix) come
+    dense, (n, vocab); under a sparse evaluator each keeps its
     `max_active_dims` largest entries (6.2's rule, util.select_max_active_dims) and is recorded.
     """
     options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
                "prompt": prompt}  # fmt: skip
+    if getattr(native(model), "token_level", False):  # a multi-vector model: its token matrices, scored by MaxSim
+        return native(model).encode(list(texts), **options)  # type: ignore[no-any-return]
     if truncate_dim is not None:
         options["truncate_dim"] = truncate_dim
     out = native(model).encode(list(texts), **options)

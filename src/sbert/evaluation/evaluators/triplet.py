@@ -61,8 +61,8 @@ class TripletEvaluator(SentenceEvaluator):
         p = embed(model, self.positives, self.batch_size, self.truncate_dim, "document")
         n = embed(model, self.negatives, self.batch_size, self.truncate_dim, "document")
         names = self.similarity_fn_names or [model.similarity_fn_name]
-        metrics = {f"{fn}_accuracy": float(np.mean(pair_scores(a, p, fn) > pair_scores(a, n, fn) + self.margin[fn]))
-                   for fn in names}  # fmt: skip
+        metrics = {f"{fn}_accuracy": float(np.mean(pair_scores(a, p, fn) > pair_scores(a, n, fn)
+                                                   + self.margin.get(fn, 0.0))) for fn in names}  # fmt: skip
         self.csv_headers = ["epoch", "steps", *metrics]
         self.write_csv_row(output_path, self.write_csv, [epoch, steps, *metrics.values()])
         if len(names) > 1:
