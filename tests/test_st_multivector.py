@@ -112,8 +112,9 @@ def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
     queries = {str(i): a for i, a in enumerate(ANCHORS)}
     corpus = {str(i): p for i, p in enumerate(POSITIVES + NEGATIVES[:3])}
     relevant = {str(i): {str(i)} for i in range(len(ANCHORS))}
-    for build in (lambda ev: ev.MultiVectorInformationRetrievalEvaluator(queries, corpus, relevant, name="ir"),
-                  lambda ev: ev.MultiVectorTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet")):  # fmt: skip
+    builders = (lambda ev: ev.MultiVectorInformationRetrievalEvaluator(queries, corpus, relevant, name="ir"),
+                lambda ev: ev.MultiVectorTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"))  # fmt: skip
+    for build in builders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             want, evaluator = build(theirs_ev)(theirs), build(ours_ev)

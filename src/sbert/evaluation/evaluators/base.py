@@ -125,7 +125,7 @@ def embed(
     options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
                "prompt": prompt}  # fmt: skip
     if getattr(native(model), "token_level", False):  # a multi-vector model: its token matrices, scored by MaxSim
-        return native(model).encode(list(texts), **options)  # type: ignore[no-any-return]
+        return native(model).encode(list(texts), **options)
     if truncate_dim is not None:
         options["truncate_dim"] = truncate_dim
     out = native(model).encode(list(texts), **options)
