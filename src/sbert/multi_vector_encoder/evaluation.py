@@ -2,7 +2,8 @@
 
 from sbert.evaluation.evaluators.multi_vector import (
     MultiVectorInformationRetrievalEvaluator,
+    MultiVectorRerankingEvaluator,
     MultiVectorTripletEvaluator,
 )
 
-__all__ = ["MultiVectorInformationRetrievalEvaluator", "MultiVectorTripletEvaluator"]
+__all__ = ["MultiVectorInformationRetrievalEvaluator", "MultiVectorRerankingEvaluator", "MultiVectorTripletEvaluator"]

@@ -10,8 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from sbert.errors import SbertError
+from sbert.evaluation.evaluators.ranking import RerankingEvaluator
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.triplet import TripletEvaluator
+from sbert.vectors.maxsim import maxsim_matrix
 
 
 class MultiVectorInformationRetrievalEvaluator(InformationRetrievalEvaluator):
@@ -34,3 +39,21 @@ class MultiVectorInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
 class MultiVectorTripletEvaluator(TripletEvaluator):
     """TripletEvaluator by MaxSim: the share of triplets whose anchor scores its positive above its negative."""
+
+
+class MultiVectorRerankingEvaluator(RerankingEvaluator):
+    """RerankingEvaluator by MaxSim: each query's positives ranked among its negatives (MAP, MRR@k, nDCG@k)."""
+
+    def __init__(self, samples: list[dict[str, Any]], *, at_k: int = 10, name: str = "", write_csv: bool = True,
+                 similarity_fct: Callable[..., Any] | None = None, batch_size: int = 16,
+                 show_progress_bar: bool = False, use_batched_encoding: bool = True) -> None:  # fmt: skip
+        if similarity_fct is not None and getattr(similarity_fct, "__name__", "") != "colbert_scores":
+            raise SbertError(
+                f"MultiVectorRerankingEvaluator: sbert scores by MaxSim; similarity_fct={similarity_fct!r}"
+            )
+        super().__init__(samples, at_k, name, write_csv, batch_size=batch_size, show_progress_bar=show_progress_bar,
+                         use_batched_encoding=use_batched_encoding)  # fmt: skip
+
+    def scores(self, query: Any, documents: Any) -> np.ndarray:
+        """MaxSim of one query's token matrix against each of its documents'."""
+        return np.asarray(maxsim_matrix([query], list(documents))[0], dtype=np.float64)

@@ -54,20 +54,24 @@ class RerankingEvaluator(SentenceEvaluator):
         queries = embed(model, [str(s["query"]) for s in self.samples], self.batch_size, self.truncate_dim, "query",
                         show_progress=self.show_progress_bar)  # fmt: skip
         docs = [d for s in self.samples for d in [*s["positive"], *s["negative"]]]
-        doc_vectors = torch.from_numpy(embed(model, docs, self.batch_size, self.truncate_dim, "document"))
+        doc_vectors = embed(model, docs, self.batch_size, self.truncate_dim, "document")
         per_query, offset = [], 0
         for query, sample in zip(queries, self.samples, strict=True):
             relevant = [1] * len(sample["positive"]) + [0] * len(sample["negative"])
             block = doc_vectors[offset : offset + len(relevant)]
             offset += len(relevant)
-            scores = self.similarity_fct(torch.from_numpy(query)[None], block).reshape(-1)
-            per_query.append(ranking_metrics(relevant, scores.double().numpy(), self.at_k))
+            per_query.append(ranking_metrics(relevant, self.scores(query, block), self.at_k))
         mrr, ndcg, ap = (float(np.mean(column)) for column in zip(*per_query, strict=True))
         self.write_csv_row(output_path, self.write_csv, [epoch, steps, ap, mrr, ndcg])
         metrics = self.prefix_name_to_metrics({"map": ap, f"mrr@{self.at_k}": mrr, f"ndcg@{self.at_k}": ndcg},
                                               self.name)  # fmt: skip
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
+
+    def scores(self, query: Any, documents: Any) -> np.ndarray:
+        """float64 scores of one query's vector against its documents' (n, dim) block, by `similarity_fct`."""
+        got = self.similarity_fct(torch.from_numpy(query)[None], torch.from_numpy(np.asarray(documents)))
+        return got.reshape(-1).double().numpy()
 
 
 def matched(scores: np.ndarray, texts: Sequence[str]) -> float:
