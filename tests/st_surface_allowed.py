@@ -102,5 +102,4 @@ ALLOWED: dict[str, str] = {
     "sbert.multi_vector_encoder.MultiVectorEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
     "sbert.multi_vector_encoder.evaluation.MultiVectorNanoBEIREvaluator": NANO,  # missing
-    "sbert.multi_vector_encoder.evaluation.MultiVectorDistillationEvaluator": EVAL,  # missing
 }

@@ -115,9 +115,14 @@ def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
     samples = [
         {"query": a, "positive": [p], "negative": NEGATIVES[:3]} for a, p in zip(ANCHORS, POSITIVES, strict=True)
     ]
+    ways = [[p, n] for p, n in zip(POSITIVES, NEGATIVES, strict=True)]
+    teacher = np.random.default_rng(0).normal(size=(len(ANCHORS), 2)).astype("float32")
     builders = (lambda ev: ev.MultiVectorInformationRetrievalEvaluator(queries, corpus, relevant, name="ir"),
                 lambda ev: ev.MultiVectorTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="triplet"),
-                lambda ev: ev.MultiVectorRerankingEvaluator(samples, at_k=3, name="rr"))  # fmt: skip
+                lambda ev: ev.MultiVectorRerankingEvaluator(samples, at_k=3, name="rr"),
+                lambda ev: ev.MultiVectorDistillationEvaluator(ANCHORS, ways, teacher, temperature=2.0, name="kd"),
+                lambda ev: ev.MultiVectorDistillationEvaluator(ANCHORS, POSITIVES, teacher[:, 0],
+                                                               name="flat"))  # fmt: skip
     for build in builders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

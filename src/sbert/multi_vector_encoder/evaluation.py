@@ -5,5 +5,7 @@ from sbert.evaluation.evaluators.multi_vector import (
     MultiVectorRerankingEvaluator,
     MultiVectorTripletEvaluator,
 )
+from sbert.evaluation.evaluators.multi_vector_distill import MultiVectorDistillationEvaluator
 
-__all__ = ["MultiVectorInformationRetrievalEvaluator", "MultiVectorRerankingEvaluator", "MultiVectorTripletEvaluator"]
+__all__ = ["MultiVectorDistillationEvaluator", "MultiVectorInformationRetrievalEvaluator",
+           "MultiVectorRerankingEvaluator", "MultiVectorTripletEvaluator"]  # fmt: skip
