@@ -26,6 +26,9 @@ def apply_prompts(settings: EncoderSettings, prompts: dict[str, str] | None, def
         settings.default_prompt_name = default
 
 
+# 6.2's constructor backends; sbert runs each (its graph runtimes check their vectors against torch's).
+BACKENDS = ("torch", "onnx", "openvino")
+
 # The prompt names encode_query / encode_document look for, in order (sentence-transformers 6.2).
 TASK_PROMPTS = {"query": ("query",), "document": ("document", "passage", "corpus")}
 
@@ -110,8 +113,14 @@ class ModelFacts(ModelParts):
         return next(self.parameters()).dtype
 
     def get_backend(self) -> str:
-        """The engine the model runs on by default: torch."""
-        return "torch"
+        """The runtime `encode` / `predict` use unless told otherwise: the constructor's `backend` (torch)."""
+        return str(self.__dict__.get("_backend", "torch"))
+
+    def set_backend(self, backend: str) -> None:
+        """6.2's `backend=`: torch, or onnx / openvino, sbert's graph runtimes (exported beside the model, once)."""
+        if backend not in BACKENDS:
+            raise SbertError(f"backend={backend!r}: use one of {', '.join(BACKENDS)}")
+        self.__dict__["_backend"] = backend
 
     def get_max_seq_length(self: Any) -> int:
         """The token limit of each input."""

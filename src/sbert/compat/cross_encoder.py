@@ -57,9 +57,11 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         default_prompt_name: str | None = None,
         model_kwargs: dict[str, Any] | None = None,
         model_card_data: CrossEncoderModelCardData | None = None,
+        backend: str = "torch",
         **unused: Any,  # cache_folder, revision, token, trust_remote_code, ...: nothing to do offline or locally
     ) -> None:
         self.model_card_data = model_card_data
+        self.set_backend(backend)
         if isinstance(model_name_or_path, PairClassifier | LogitPairScorer):  # sbert's own constructors (load, new)
             super().__init__(model_name_or_path, activation, device)
         else:
@@ -208,6 +210,7 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         if not pairs:
             return torch.tensor([])
         options.setdefault("show_progress", show_progress_bar)
+        options.setdefault("backend", self.get_backend())
         raw = not options.pop("activation", True)  # sbert's own switch: raw logits
         logits = super().predict(pairs, batch_size=batch_size, activation=False, prompt_name=prompt_name,
                                  prompt=prompt, **options)  # fmt: skip

@@ -46,9 +46,11 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         trust_remote_code: bool = False,
         model_card_data: MultiVectorEncoderModelCardData | None = None,
         similarity_fn_name: str | None = None,
+        backend: str = "torch",
         **unused: Any,  # cache_folder, revision, token, model_kwargs, ...: nothing to do offline or locally
     ) -> None:
         self.model_card_data = model_card_data
+        self.set_backend(backend)
         if modules is not None:  # 6.2's modules=[Transformer, Dense, MultiVectorMask, Normalize]
             super().__init__(list(modules), device=device)
         else:
@@ -112,7 +114,8 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         prompt = routed_prompt(self.settings, task, prompt_name, prompt)
         single = isinstance(inputs, str)
         mats = super().encode(cast_inputs(inputs), task=task, prompt_name=prompt_name, prompt=prompt,
-                              batch_size=batch_size, show_progress=bool(show_progress_bar))  # fmt: skip
+                              batch_size=batch_size, show_progress=bool(show_progress_bar),
+                              backend=self.get_backend())  # fmt: skip
         rows: list[np.ndarray] = [mats] if single else list(mats)
         if normalize_embeddings:
             rows = [r / np.maximum(np.linalg.norm(r, axis=-1, keepdims=True), 1e-12) for r in rows]

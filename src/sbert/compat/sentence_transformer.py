@@ -51,10 +51,12 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         truncate_dim: int | None = None,
         model_kwargs: dict[str, Any] | None = None,
         *,
+        backend: str = "torch",
         model_card_data: SentenceTransformerModelCardData | None = None,
         **unused: Any,  # cache_folder, revision, token, tokenizer_kwargs, ...: nothing to do offline or locally
     ) -> None:
         self.model_card_data = model_card_data
+        self.set_backend(backend)
         chain = modules if modules is not None else model_name_or_path
         if chain is not None and not isinstance(chain, str | os.PathLike):  # a module list (sbert's own load too)
             super().__init__(list(cast(Sequence[Module], chain)), device=device)
@@ -124,7 +126,8 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         if pool is not None:
             devices = list(pool["devices"])
         one_device = None if isinstance(device, list) else device
-        options: dict[str, Any] = {"precision": kwargs.pop("compute_precision", "auto"), **kwargs}
+        options: dict[str, Any] = {"precision": kwargs.pop("compute_precision", "auto"), "backend": self.get_backend(),
+                                   **kwargs}  # fmt: skip
         vectors = super().encode(inputs, batch_size=batch_size, normalize=normalize_embeddings,
                                  show_progress=show_progress_bar, device=None if devices else one_device,
                                  devices=devices, prompt_name=prompt_name, prompt=prompt, truncate_dim=truncate_dim,

@@ -47,9 +47,11 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         max_active_dims: int | None = None,
         trust_remote_code: bool = False,
         model_card_data: SparseEncoderModelCardData | None = None,
+        backend: str = "torch",
         **parts: Any,  # sbert's own constructor (load): mlm, pooling, query, dense, sae
     ) -> None:
         self.model_card_data = model_card_data
+        self.set_backend(backend)
         native = {k: parts.pop(k) for k in ("mlm", "pooling", "query", "dense", "sae") if k in parts}
         if modules is not None:  # 6.2's modules=[...]: SPLADE, inference-free SPLADE or CSR, built by the caller
             super().__init__(device=device, **parts_from_modules(modules))
@@ -137,6 +139,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         options.setdefault("show_progress", bool(show_progress_bar))
         prompt = routed_prompt(self.settings, options.get("task"), prompt_name, prompt)
         native = options.pop("convert_to", None)
+        options.setdefault("backend", self.get_backend())
         rows = super().encode(inputs, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt,
                               max_active_dims=max_active_dims, convert_to=native or "csr", **options)  # fmt: skip
         if native is not None:  # sbert's own spelling: its own types
