@@ -135,3 +135,17 @@ def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
             warnings.simplefilter("ignore")
             reference(theirs)
         assert evaluator.primary_metric == reference.primary_metric
+
+
+def test_a_plain_encoder_gets_6_2s_new_colbert_head(tmp_path):
+    bert = build_punctuated_bert(tmp_path / "bert")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = st.MultiVectorEncoder(str(bert), device="cpu")
+    ours = sbert.MultiVectorEncoder(str(bert), device="cpu")
+    assert ours.get_embedding_dimension() == theirs.get_embedding_dimension() == 128
+    assert ours.settings.prompts == theirs.prompts == {"query": "", "document": ""}
+    with torch.no_grad():  # the projection starts random in both: give ours 6.2's
+        ours.chain()[1].linear.weight.copy_(theirs[1].linear.weight)
+    same(ours.encode_query(QUERIES), theirs.encode_query(QUERIES))
+    same(ours.encode_document(DOCS), theirs.encode_document(DOCS))

@@ -1,7 +1,8 @@
 """`MultiVectorEncoder`: sentence-transformers 6.2's constructor and return types on sbert's ColBERT encoder.
 
 A thin subclass of `sbert.multivector.MultiVectorEncoder` (one engine). As in 6.2:
-`MultiVectorEncoder(path)` loads (a 6.2 MultiVectorEncoder folder, or PyLate's); `encode` returns a list of
+`MultiVectorEncoder(path)` loads (a 6.2 MultiVectorEncoder folder, or PyLate's; a plain Hugging Face
+encoder gets 6.2's new ColBERT head); `encode` returns a list of
 (n_tokens, dim) torch tensors (one tensor for a single string), numpy arrays with `convert_to_numpy=True`;
 `encode(..., task=...)` routes (length, expansion, skiplist) without adding the task's prompt, which
 `encode_query` / `encode_document` add; `similarity` / `similarity_pairwise` return torch tensors.
@@ -22,6 +23,8 @@ from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, rou
 from sbert.compat.model_card import MultiVectorEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
 from sbert.errors import SbertError
+from sbert.formats.layout import MODULES_FILE
+from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Module
 from sbert.multivector.layout import MultiVectorSettings
 from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
@@ -56,8 +59,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         else:
             if model_name_or_path is None:
                 raise SbertError("MultiVectorEncoder(model_name_or_path): a ColBERT folder is required (or modules=)")
-            loaded = NativeMultiVectorEncoder.load(model_name_or_path, device=device,
-                                                   trust_remote_code=trust_remote_code)  # fmt: skip
+            loaded = _load_or_new(model_name_or_path, device, trust_remote_code)
             super().__init__(loaded.chain(), loaded.mv_settings, device=loaded.device)
             self.settings, self.source_dir = loaded.settings, loaded.source_dir
         self.train_task_prompts = False  # 6.2's trainer routes columns by task and adds no prompt
@@ -131,6 +133,19 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         """(n,) MaxSim of the i-th of each, as a torch tensor."""
         mean = bool(kwargs.pop("length_normalize", self.similarity_fn_name == "meanmaxsim"))
         return _maxsim(embeddings1, embeddings2, mean, pairwise=True)
+
+
+def _load_or_new(path: str | os.PathLike[str], device: Any, trust_remote_code: bool) -> NativeMultiVectorEncoder:
+    """A saved multi-vector folder loads; a plain Hugging Face encoder gets 6.2's new ColBERT head.
+
+    6.2's new head: a 128-wide projection of every token without bias, then unit length, no prompts,
+    no skiplist, the encoder's own length (its random weights are the projection's own initialisation).
+    """
+    root = resolve_model_dir(path)
+    if (root / MODULES_FILE).is_file():
+        return NativeMultiVectorEncoder.load(root, device=device, trust_remote_code=trust_remote_code)
+    return NativeMultiVectorEncoder.from_transformer(root, dim=128, device=device,
+                                                     prompts={"query": "", "document": ""})  # fmt: skip
 
 
 def cast_inputs(inputs: Any) -> Any:
