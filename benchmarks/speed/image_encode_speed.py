@@ -1,12 +1,15 @@
 """Images per second of a CLIP-ViT-B/32-shaped model: sbert against sentence-transformers 6.2, same run, same vectors.
 
 python benchmarks/speed/image_encode_speed.py [--images 96] [--repeats 5] [--size 640x480] [--files]
+    [--backends torch,onnx,openvino]
 
 The model has ViT-B/32's published shapes (vision 768 wide, 12 layers, 224-pixel images in 32-pixel
 patches; text 512 wide, 12 layers; a 512-wide shared space) with random weights: no pretrained weights
 are obtainable here. The images are deterministic smooth-noise photos of `--size` (as PIL images in
 memory, or JPEG files with --files, which adds the decode). Both libraries embed the same list, alternating
 rounds; the rate is the median, and the largest difference between their vectors is printed beside it.
+Each of sbert's `--backends` runs as its own contender (onnx / openvino: the image tower exported once
+beside the model, before the timed rounds).
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ def main() -> None:
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT of each photo")
     parser.add_argument("--files", action="store_true", help="give both libraries JPEG file paths (decode included)")
     parser.add_argument("--reference-batch-size", type=int, default=32, help="sentence-transformers' batch size")
+    parser.add_argument("--backends", default="torch", help="sbert's backends, comma-separated (torch, onnx, openvino)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import sentence_transformers
@@ -99,16 +103,19 @@ def main() -> None:
         ours = sbert.SentenceTransformer(str(folder), device="cpu")
         theirs = sentence_transformers.SentenceTransformer(str(folder), device="cpu")
         batch = args.reference_batch_size
-        gap = float(np.abs(ours.encode(images) - theirs.encode(images, batch_size=batch)).max())
-        seconds = alternate({"sbert": lambda: ours.encode(images),
-                             "sentence-transformers": lambda: theirs.encode(images, batch_size=batch)},
+        want = theirs.encode(images, batch_size=batch)
+        backends = args.backends.split(",")
+        gaps = {f"sbert {b}": float(np.abs(ours.encode(images, backend=b) - want).max()) for b in backends}
+        runs = {f"sbert {b}": (lambda b=b: ours.encode(images, backend=b)) for b in backends}
+        seconds = alternate({**runs, "sentence-transformers": lambda: theirs.encode(images, batch_size=batch)},
                             args.repeats)  # fmt: skip
     rates = {name: args.images / median(times) for name, times in seconds.items()}
     print(f"CLIP-ViT-B/32 shape, {args.images} images of {args.size}{' (JPEG files)' if args.files else ''}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")  # fmt: skip
+    reference = rates["sentence-transformers"]
     for name, rate in rates.items():
-        print(f"{name:>22}: {rate:7.2f} images/s")
-    print(f"{'ratio':>22}: {rates['sbert'] / rates['sentence-transformers']:.2f}x   max |difference| {gap:.2e}")
+        versus = f"   {rate / reference:.2f}x   max |difference| {gaps[name]:.2e}" if name in gaps else ""
+        print(f"{name:>22}: {rate:7.2f} images/s{versus}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""One named feature of a chain as one ONNX graph: a multi-vector model's token vectors, SPLADE's rows.
+"""One named feature of a chain as one ONNX graph: a multi-vector model's token vectors, SPLADE's rows, images.
 
 Exported once, cached by a digest of the weights, run on ONNX Runtime or OpenVINO, checked against torch.
 
 The dense backends (onnx_runtime.py, openvino_runtime.py) end their graph at the sentence vector
 and add batching, smoothing and calibration for it; this engine ends at any feature the chain
-writes, per token (B, T, dim) or per row (B, V), and leaves batching to the kind's engine. The
+writes, per token (B, T, dim) or per row (B, V) (an image-text model's image vectors from its pixels),
+and leaves batching to the kind's engine. The
 int8 variants are ONNX Runtime's dynamic quantization of every MatMul's weights (per channel) and
 OpenVINO's compile of that graph; both are checked against torch by the cosine of every output row.
 """
@@ -47,9 +48,13 @@ class FeatureGraph(nn.Module):
 
 def export_feature(chain: Chain, sample: Features, output: str, per_token: bool, path: Path) -> None:
     """Trace the chain on the CPU into `path`, atomically; `sample` is a padded batch with two lengths."""
-    names = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample)
-    axes = {0: "batch", 1: "tokens"} if per_token else {0: "batch"}
-    dynamic = {n: {0: "batch", 1: "tokens"} for n in names} | {output: axes}
+    if "pixel_values" in sample:  # an image tower: pixels of the processor's fixed size, any number of images
+        names: tuple[str, ...] = ("pixel_values",)
+        dynamic = {"pixel_values": {0: "batch"}, output: {0: "batch"}}
+    else:
+        names = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample)
+        axes = {0: "batch", 1: "tokens"} if per_token else {0: "batch"}
+        dynamic = {n: {0: "batch", 1: "tokens"} for n in names} | {output: axes}
     graph = FeatureGraph(chain.modules, names, output).to("cpu").eval()
     try:
         with eager_attention(chain), temp_beside(path) as tmp, warnings.catch_warnings():

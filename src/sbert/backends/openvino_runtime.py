@@ -267,7 +267,7 @@ def feed_name(port: Any) -> str:
     and `get_any_name` may pick it.
     """
     names = port.get_names()
-    for name in ("input_ids", "attention_mask", "token_type_ids"):
+    for name in ("input_ids", "attention_mask", "token_type_ids", "pixel_values"):
         if name in names:
             return name
     return str(port.get_any_name())

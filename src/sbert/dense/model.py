@@ -330,8 +330,9 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         if device is not None:
             self.to(resolve_device(device))
         if images is not None:  # one engine: the backend's chain, its threads and batches (encoding/images.py)
-            out = torch.from_numpy(embed_images(self.backend(backend, precision), texts, self.chain_dimension,
-                                                batch_size, show_progress))  # fmt: skip
+            graph = self.image_graph(backend) if backend != "torch" else None  # pixels through ONNX / OpenVINO
+            out = torch.from_numpy(embed_images(self.backend("torch" if graph else backend, precision), texts,
+                                                self.chain_dimension, batch_size, show_progress, graph))  # fmt: skip
         elif devices:
             from sbert.encoding.multi_device import encode_on_devices
 

@@ -119,6 +119,30 @@ class DenseRuntime:
 
         return model.cached_engine((name, str(model.device), dtype), build)
 
+    def image_graph(self, name: str) -> Any:
+        """The image tower of an image-text model as a checked graph on runtime `name` (onnx, openvino, -int8).
+
+        Exported once beside the model (`image-embedding.onnx`, by weights digest), pixels in, image
+        vectors out; checked against torch on two probe images. SigLIP 2's variable patch grids are refused.
+        """
+        from sbert.backends.feature_graph import open_feature_graph
+        from sbert.encoding.images import probe_images
+
+        model = cast(DenseHost, self)
+        first: Any = model.as_chain().modules[0]
+        if "image" not in getattr(first, "modalities", ()):
+            raise BackendError(f"backend {name!r}: this model embeds text only")
+        probes = first.image_features(probe_images())
+        if set(probes) != {"pixel_values"}:
+            raise BackendError(f"backend {name!r} runs image towers of fixed-size pixels (CLIP, SigLIP); "
+                               "this model's images (SigLIP 2 patch grids) run on the torch backend")  # fmt: skip
+
+        def build() -> Any:
+            return open_feature_graph(model.as_chain(), name, "sentence_embedding", probes, per_token=False,
+                                      stem="image-embedding")  # fmt: skip
+
+        return model.cached_engine(("image", name), build)
+
     def calibrate_int8(self, sentences: Sequence[str]) -> None:
         """Calibrate the int8 backends on `sentences` (kept for rebuilds); each is quantized again on next use."""
         model = cast(DenseHost, self)

@@ -36,9 +36,22 @@ def balanced_batch(count: int, workers: int, cap: int | None = None) -> int:
     return max(1, -(-count // batches))
 
 
+def probe_images() -> list[Any]:
+    """Two small deterministic photos (a colour gradient each way): what an image graph is exported and checked on."""
+    from PIL import Image
+
+    ramp = np.linspace(0, 255, 48, dtype=np.float32)
+    grid = np.stack([ramp[None, :].repeat(40, 0), ramp[:40, None].repeat(48, 1), np.full((40, 48), 90.0)], -1)
+    return [Image.fromarray(grid.astype("uint8")), Image.fromarray(grid[::-1, ::-1].astype("uint8"))]
+
+
 def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size: int | None,
-                 show_progress: bool | None) -> np.ndarray:  # fmt: skip
-    """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain."""
+                 show_progress: bool | None, graph: Any = None) -> np.ndarray:  # fmt: skip
+    """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain.
+
+    With `graph` (an image graph on ONNX Runtime or OpenVINO), the pixels the chain's processor makes run
+    there instead, one batch at a time on the runtime's own threads.
+    """
     modules = getattr(engine, "modules", None)
     if modules is None or "image" not in getattr(modules[0], "modalities", ()):
         raise BackendError(f"backend {engine.name!r} embeds text only: images run on the torch backend")
@@ -51,10 +64,12 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
 
     def job(batch: list[int]) -> tuple[list[int], np.ndarray]:
         features = first.image_features([open_image(images[i]) for i in batch])
+        if graph is not None:
+            return batch, graph.embed(features)
         with torch.inference_mode():
             return batch, embed_padded(modules, features, engine.device).float().cpu().numpy()
 
-    workers = getattr(engine, "workers", 1)
+    workers = getattr(engine, "workers", 1) if graph is None else 1
     batches = fixed_batches(list(range(len(images))), balanced_batch(len(images), workers, batch_size))
     with tqdm(total=len(images), unit="img", disable=not show_progress) as bar:
         for rows, vectors in run_threaded(batches, job, workers):
