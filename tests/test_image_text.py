@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
 import warnings
 
 import numpy as np
@@ -102,8 +103,22 @@ def test_modalities_mixed_batches_and_what_a_text_model_says(folders, images, tm
     assert dropin.supports("image") and native.modalities == ("text", "image")
     with pytest.raises(ValueError, match=r"mixes multiple modalities \(image, text\)"):
         dropin.encode(["a caption", images["pil"][0]])
-    with pytest.raises(sbert.errors.BackendError, match="images run on the torch backend"):
-        native.encode(images["pil"], backend="onnx")
+
+
+@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+def test_images_run_on_the_graph_runtimes_with_torch_s_vectors(folders, images, backend, tmp_path):
+    pytest.importorskip("onnxruntime")
+    if backend == "openvino":
+        pytest.importorskip("openvino")
+    folder = shutil.copytree(folders["st"][0], tmp_path / "clip")
+    model = sbert.load(str(folder))
+    photos = images["pil"]  # RGB and RGBA, of several sizes: the processor makes them one size first
+    np.testing.assert_allclose(model.encode(photos, backend=backend), model.encode(photos), atol=1e-5)
+    assert (folder / "onnx" / "image-embedding.onnx").is_file()  # exported once, beside the model
+    np.testing.assert_allclose(model.encode(TEXTS, backend=backend), model.encode(TEXTS), atol=1e-4)
+    siglip2 = sbert.load(str(folders["siglip2"][0]))
+    with pytest.raises(sbert.errors.BackendError, match="SigLIP 2"):
+        siglip2.encode(photos[:2], backend=backend)
 
 
 def test_a_saved_image_text_model_loads_in_6_2_with_the_same_vectors(folders, images, tmp_path):
@@ -119,8 +134,6 @@ def test_a_saved_image_text_model_loads_in_6_2_with_the_same_vectors(folders, im
 
 
 def test_other_multimodal_models_are_still_refused_in_one_line(folders, tmp_path):
-    import shutil
-
     folder = tmp_path / "audio"
     shutil.copytree(folders["st"][0], folder)
     config = json.loads((folder / "sentence_bert_config.json").read_text())

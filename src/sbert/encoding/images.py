@@ -8,6 +8,7 @@ so batches are counted in images.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
     """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain.
 
     With `graph` (an image graph on ONNX Runtime or OpenVINO), the pixels the chain's processor makes run
-    there instead, one batch at a time on the runtime's own threads.
+    there instead, one batch at a time on the runtime's own threads, while the other workers decode and
+    resize the next batches.
     """
     modules = getattr(engine, "modules", None)
     if modules is None or "image" not in getattr(modules[0], "modalities", ()):
@@ -62,14 +64,17 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
         raise SbertError(f"images need Pillow: {install_hint('image')}") from None
     buffer = np.empty((len(images), dimension), dtype=np.float32)
 
+    one_graph = threading.Lock()
+
     def job(batch: list[int]) -> tuple[list[int], np.ndarray]:
         features = first.image_features([open_image(images[i]) for i in batch])
-        if graph is not None:
-            return batch, graph.embed(features)
+        if graph is not None:  # the runtime's threads take every core: one batch at a time runs on it
+            with one_graph:
+                return batch, graph.embed(features)
         with torch.inference_mode():
             return batch, embed_padded(modules, features, engine.device).float().cpu().numpy()
 
-    workers = getattr(engine, "workers", 1) if graph is None else 1
+    workers = getattr(engine, "workers", 1)
     batches = fixed_batches(list(range(len(images))), balanced_batch(len(images), workers, batch_size))
     with tqdm(total=len(images), unit="img", disable=not show_progress) as bar:
         for rows, vectors in run_threaded(batches, job, workers):
