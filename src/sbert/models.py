@@ -43,18 +43,15 @@ _TRANSFORMER_DEFAULTS = {"transformer_task": "feature-extraction", "processing_k
                          "query_length": None, "document_length": None, "query_expansion": None}  # fmt: skip
 
 
-class Transformer(_Transformer):
-    """`Transformer(model_name_or_path, max_seq_length=None, config_kwargs=..., ...)` as in 6.2: a local folder.
+class _From62Arguments:
+    """6.2's Transformer constructor over sbert's module `native` (the class after this mixin in the MRO)."""
 
-    `transformer_task="fill-mask"` gives the MLM module a SPLADE SparseEncoder is built from, as 6.2's does.
-    """
+    native: type[_Transformer] = _Transformer
+    task = "feature-extraction"
 
-    def __new__(cls, model_name_or_path: str = "", *args: Any, transformer_task: str = "feature-extraction",
-                **kwargs: Any) -> Any:  # fmt: skip
-        """This class, or sbert's MLM module for `transformer_task="fill-mask"` (6.2's SPLADE building block)."""
-        if transformer_task == "fill-mask":  # 6.2's way to build SPLADE's MLM module: sbert's MLM class
-            return MLMTransformer(model_name_or_path, *args, **kwargs)
-        return super().__new__(cls)
+    @staticmethod
+    def check(model_name_or_path: str) -> None:
+        """Refuse a folder before loading it (nothing to check for a plain encoder)."""
 
     def __init__(
         self,
@@ -68,11 +65,26 @@ class Transformer(_Transformer):
         tokenizer_name_or_path: str | None = None,
         **others: Any,
     ) -> None:
-        loaded = load_6_2(_Transformer, model_name_or_path, "feature-extraction", model_kwargs=model_kwargs,
+        self.check(model_name_or_path)
+        loaded = load_6_2(self.native, model_name_or_path, self.task, model_kwargs=model_kwargs,
                           processor_kwargs=processor_kwargs, config_kwargs=config_kwargs,
                           max_seq_length=max_seq_length, tokenizer_name_or_path=tokenizer_name_or_path,
                           others=others)  # fmt: skip
-        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
+        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)  # type: ignore[call-arg]
+
+
+class Transformer(_From62Arguments, _Transformer):
+    """`Transformer(model_name_or_path, max_seq_length=None, config_kwargs=..., ...)` as in 6.2: a local folder.
+
+    `transformer_task="fill-mask"` gives the MLM module a SPLADE SparseEncoder is built from, as 6.2's does.
+    """
+
+    def __new__(cls, model_name_or_path: str = "", *args: Any, transformer_task: str = "feature-extraction",
+                **kwargs: Any) -> Any:  # fmt: skip
+        """This class, or sbert's MLM module for `transformer_task="fill-mask"` (6.2's SPLADE building block)."""
+        if transformer_task == "fill-mask":  # 6.2's way to build SPLADE's MLM module: sbert's MLM class
+            return MLMTransformer(model_name_or_path, *args, **kwargs)
+        return super().__new__(cls)
 
     def get_word_embedding_dimension(self) -> int:
         """The width of the token vectors (6.2's older name for `get_embedding_dimension`)."""
@@ -121,27 +133,16 @@ class Router(_Router):
 Asym = Router  # 6.2 keeps the pre-v5 name for the Router
 
 
-class MLMTransformer(_MLMTransformer):
+class MLMTransformer(_From62Arguments, _MLMTransformer):
     """`MLMTransformer(model_name_or_path, ...)`: 6.2's deprecated name for a fill-mask Transformer."""
 
-    def __init__(
-        self,
-        model_name_or_path: str,
-        *,
-        model_kwargs: dict[str, Any] | None = None,
-        processor_kwargs: dict[str, Any] | None = None,
-        config_kwargs: dict[str, Any] | None = None,
-        max_seq_length: int | None = None,
-        do_lower_case: bool = False,
-        tokenizer_name_or_path: str | None = None,
-        **others: Any,
-    ) -> None:
-        check_mlm_head(Path(model_name_or_path))  # a checkpoint without MLM head weights would train a random head
-        loaded = load_6_2(_MLMTransformer, model_name_or_path, "fill-mask", model_kwargs=model_kwargs,
-                          processor_kwargs=processor_kwargs, config_kwargs=config_kwargs,
-                          max_seq_length=max_seq_length, tokenizer_name_or_path=tokenizer_name_or_path,
-                          others=others)  # fmt: skip
-        super().__init__(loaded.auto_model, loaded.tokenizer, loaded.max_seq_length, do_lower_case)
+    native = _MLMTransformer
+    task = "fill-mask"
+
+    @staticmethod
+    def check(model_name_or_path: str) -> None:
+        """A checkpoint without MLM head weights would train a random head: one line instead."""
+        check_mlm_head(Path(model_name_or_path))
 
 
 class Pooling(_Pooling):
