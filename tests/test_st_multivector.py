@@ -100,6 +100,10 @@ def test_what_sbert_does_not_take_is_one_line(pair):
         ours.encode(DOCS, output_value=None)
     with pytest.raises(SbertError, match="maxsim or meanmaxsim"):
         sbert.MultiVectorEncoder(modules=ours.chain(), similarity_fn_name="cosine")
+    from sbert.modules.multi_vector_mask import MultiVectorMask
+
+    with pytest.raises(SbertError, match="MultiVectorMask's skiplist"):  # not dropped silently
+        sbert.MultiVectorEncoder(modules=[*ours.chain(), MultiVectorMask({"skiplist_words": ["."]})])
 
 
 def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):

@@ -26,6 +26,7 @@ from sbert.errors import SbertError
 from sbert.formats.layout import MODULES_FILE
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Module
+from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.multivector.layout import MultiVectorSettings
 from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
 
@@ -54,7 +55,10 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
     ) -> None:
         self.model_card_data = model_card_data
         self.set_backend(backend)
-        if modules is not None:  # 6.2's modules=[Transformer, Dense, MultiVectorMask, Normalize]
+        if modules is not None:  # built modules: Transformer, token Dense, Normalize
+            if any(isinstance(m, MultiVectorMask) and m.get_config() for m in modules):
+                raise SbertError("MultiVectorEncoder(modules=[...]): a MultiVectorMask's skiplist is read from a "
+                                 "saved folder; save the model with its mask and load that folder")  # fmt: skip
             super().__init__(list(modules), device=device)
         else:
             if model_name_or_path is None:
