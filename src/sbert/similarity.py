@@ -48,6 +48,14 @@ def check_similarity(name: str | None) -> str:
     return canonical
 
 
+def check_maxsim_scorer(similarity_fct: object, owner: str) -> None:
+    """None or sentence-transformers' `colbert_scores` (MaxSim) pass: sbert scores token matrices by MaxSim only."""
+    if similarity_fct is not None and getattr(similarity_fct, "__name__", "") != "colbert_scores":
+        from sbert.errors import SbertError
+
+        raise SbertError(f"{owner}: sbert scores by MaxSim (colbert_scores); similarity_fct={similarity_fct!r}")
+
+
 def rank_order(scores: np.ndarray, top_k: int | None = None) -> np.ndarray:
     """Indices of `scores` (n,), best first, ties in input order; the first `top_k` (None: all).
 

@@ -129,16 +129,17 @@ class DenseRuntime:
         from sbert.encoding.images import probe_images
 
         model = cast(DenseHost, self)
-        first: Any = model.as_chain().modules[0]
-        if "image" not in getattr(first, "modalities", ()):
-            raise BackendError(f"backend {name!r}: this model embeds text only")
-        probes = first.image_features(probe_images())
-        if set(probes) != {"pixel_values"}:
-            raise BackendError(f"backend {name!r} runs image towers of fixed-size pixels (CLIP, SigLIP); "
-                               "this model's images (SigLIP 2 patch grids) run on the torch backend")  # fmt: skip
 
-        def build() -> Any:
-            return open_feature_graph(model.as_chain(), name, "sentence_embedding", probes, per_token=False,
+        def build() -> Any:  # probes made and checked only when the graph is first built, not on every call
+            chain = model.as_chain()
+            first: Any = chain.modules[0]
+            if "image" not in getattr(first, "modalities", ()):
+                raise BackendError(f"backend {name!r}: this model embeds text only")
+            probes = first.image_features(probe_images())
+            if set(probes) != {"pixel_values"}:
+                raise BackendError(f"backend {name!r} runs image towers of fixed-size pixels (CLIP, SigLIP); "
+                                   "this model's images (SigLIP 2 patch grids) run on the torch backend")  # fmt: skip
+            return open_feature_graph(chain, name, "sentence_embedding", probes, per_token=False,
                                       stem="image-embedding")  # fmt: skip
 
         return model.cached_engine(("image", name), build)

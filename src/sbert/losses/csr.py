@@ -19,7 +19,7 @@ from torch.nn import functional
 from sbert.errors import SbertError
 from sbert.losses.base import Loss
 from sbert.losses.sparse_parts import SparseMultipleNegativesRankingLoss
-from sbert.losses.splade import _main_loss
+from sbert.losses.splade import sentence_vector_loss
 
 
 def normalized_mse(reconstruction: Tensor, target: Tensor) -> Tensor:
@@ -68,7 +68,9 @@ class CSRLoss(Loss):
         self.name_model(model)
         self.beta, self.gamma = beta, gamma
         self.reconstruction_loss = CSRReconstructionLoss(model, beta)
-        self.loss = _main_loss(loss, "CSRLoss") if loss is not None else SparseMultipleNegativesRankingLoss(model)
+        self.loss = (
+            sentence_vector_loss(loss, "CSRLoss") if loss is not None else SparseMultipleNegativesRankingLoss(model)
+        )
         self.kinds, self.in_batch_negatives = self.loss.kinds, self.loss.in_batch_negatives  # type: ignore[misc,assignment]
 
     def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:

@@ -24,12 +24,7 @@ from sbert.losses.multivector import (
     maxsim_pairwise,
 )
 from sbert.multivector.tokens import SCORED
-
-
-def _maxsim_only(similarity_fct: Any, loss: str) -> None:
-    """None or 6.2's `colbert_scores` (MaxSim) pass; any other scorer is one line."""
-    if similarity_fct is not None and getattr(similarity_fct, "__name__", "") != "colbert_scores":
-        raise SbertError(f"{loss}: sbert scores by MaxSim (colbert_scores); similarity_fct={similarity_fct!r}")
+from sbert.similarity import check_maxsim_scorer
 
 
 class MultiVectorMultipleNegativesRankingLoss(MultiVectorContrastiveLoss):
@@ -38,7 +33,7 @@ class MultiVectorMultipleNegativesRankingLoss(MultiVectorContrastiveLoss):
     def __init__(self, model: nn.Module | None = None, *, scale: float = 1.0, similarity_fct: Any = None,
                  mini_batch_size: int | None = None, score_mini_batch_size: int | None = None,
                  gather_across_devices: bool = False) -> None:  # fmt: skip
-        _maxsim_only(similarity_fct, type(self).__name__)
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         super().__init__(scale)
         self.name_model(model)
 
@@ -50,7 +45,7 @@ class CachedMultiVectorMultipleNegativesRankingLoss(CachedMultiVectorContrastive
                  mini_batch_size: int = 32, mini_batch_num_tokens: int | None = None,
                  score_mini_batch_size: int | None = None, gather_across_devices: bool = False,
                  show_progress_bar: bool = False) -> None:  # fmt: skip
-        _maxsim_only(similarity_fct, type(self).__name__)
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         if mini_batch_num_tokens is not None:
             raise SbertError("CachedMultiVectorMultipleNegativesRankingLoss: mini_batch_num_tokens is not supported "
                              "by sbert; give mini_batch_size")  # fmt: skip
@@ -67,7 +62,7 @@ class MultiVectorDistillKLDivLoss(MultiVectorDistillLoss):
     def __init__(self, model: nn.Module | None = None, *, similarity_fct: Any = None, temperature: float = 1.0,
                  student_temperature: float | None = None, teacher_temperature: float | None = None,
                  mini_batch_size: int | None = None) -> None:  # fmt: skip
-        _maxsim_only(similarity_fct, type(self).__name__)
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         super().__init__(temperature, student_temperature, teacher_temperature)
         self.name_model(model)
 
@@ -81,7 +76,7 @@ class MultiVectorMarginMSELoss(Loss):
 
     def __init__(self, model: nn.Module | None = None, *, similarity_fct: Any = None,
                  mini_batch_size: int | None = None) -> None:  # fmt: skip
-        _maxsim_only(similarity_fct, type(self).__name__)
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         super().__init__()
         self.name_model(model)
 

@@ -76,7 +76,7 @@ class SpladeLoss(Loss):
             refuse_unsupported("SpladeLoss", given, SPLADE_ONLY)
             if document_regularizer_weight is None:
                 raise SbertError("SpladeLoss(model, loss, document_regularizer_weight=...): the weight is required")
-            self.loss = _main_loss(loss)
+            self.loss = sentence_vector_loss(loss)
             # The main loss decides which tables fit and whether batches must avoid duplicate texts.
             self.kinds, self.in_batch_negatives = self.loss.kinds, self.loss.in_batch_negatives  # type: ignore[misc,assignment]
             query_weight, document_weight = query_regularizer_weight or 0.0, document_regularizer_weight
@@ -129,7 +129,7 @@ def _regularizer_name(module: nn.Module | None) -> str:
     return type(module).__name__
 
 
-def _main_loss(loss: nn.Module | None, owner: str = "SpladeLoss") -> Loss:
+def sentence_vector_loss(loss: nn.Module | None, owner: str = "SpladeLoss") -> Loss:
     """6.2's main loss inside SpladeLoss (or CSRLoss): a sentence-vector loss the engine computes from vectors."""
     if not isinstance(loss, Loss) or loss.needs_model or loss.token_level or loss.needs_features:
         raise SbertError(

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from sbert.errors import SbertError
 from sbert.evaluation.evaluators.ranking import RerankingEvaluator
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.triplet import TripletEvaluator
+from sbert.similarity import check_maxsim_scorer
 from sbert.vectors.maxsim import maxsim_matrix
 
 
@@ -47,10 +47,7 @@ class MultiVectorRerankingEvaluator(RerankingEvaluator):
     def __init__(self, samples: list[dict[str, Any]], *, at_k: int = 10, name: str = "", write_csv: bool = True,
                  similarity_fct: Callable[..., Any] | None = None, batch_size: int = 16,
                  show_progress_bar: bool = False, use_batched_encoding: bool = True) -> None:  # fmt: skip
-        if similarity_fct is not None and getattr(similarity_fct, "__name__", "") != "colbert_scores":
-            raise SbertError(
-                f"MultiVectorRerankingEvaluator: sbert scores by MaxSim; similarity_fct={similarity_fct!r}"
-            )
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         super().__init__(samples, at_k, name, write_csv, batch_size=batch_size, show_progress_bar=show_progress_bar,
                          use_batched_encoding=use_batched_encoding)  # fmt: skip
 

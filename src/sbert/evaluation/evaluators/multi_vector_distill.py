@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from sbert.errors import SbertError
 from sbert.evaluation.evaluators.base import SentenceEvaluator, embed, pair_scores
 from sbert.native import native
+from sbert.similarity import check_maxsim_scorer
 
 
 class MultiVectorDistillationEvaluator(SentenceEvaluator):
@@ -28,8 +28,7 @@ class MultiVectorDistillationEvaluator(SentenceEvaluator):
                  similarity_fct: Callable[..., Any] | None = None, name: str = "", batch_size: int = 16,
                  show_progress_bar: bool = False, write_csv: bool = True) -> None:  # fmt: skip
         super().__init__()
-        if similarity_fct is not None:
-            raise SbertError("MultiVectorDistillationEvaluator: sbert scores with the model's own MaxSim")
+        check_maxsim_scorer(similarity_fct, type(self).__name__)
         if not len(queries) == len(documents) == len(scores):
             raise ValueError(f"queries ({len(queries)}), documents ({len(documents)}), and scores ({len(scores)}) "
                              "must all have the same length.")  # fmt: skip
