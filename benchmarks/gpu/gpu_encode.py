@@ -17,7 +17,9 @@ On the lent GPU (data and weights from `bash ../shared/gpu/pack.sh`, carried as 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,13 @@ def linear_flops_per_token(config: object) -> float:
     """2 x multiply-adds of every linear layer per token: 4 h^2 (attention) + 2 h i (FFN) per layer."""
     h, i, layers = (int(getattr(config, k)) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
     return 2.0 * layers * (4 * h * h + 2 * h * i)
+
+
+def scratch() -> Path:
+    """A fresh folder removed when the process exits (the trained and random models are hundreds of MB each)."""
+    folder = tempfile.mkdtemp(prefix="sbert-gpu-bench-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder)
 
 
 def sync() -> None:

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from gpu_encode import passages, random_bert_base, sts_sentences, sync
+from gpu_encode import passages, random_bert_base, scratch, sts_sentences, sync
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from sbert import SentenceEncoder
@@ -113,7 +112,7 @@ def profile_training(model: Path, data: Any, objective: str, batch: int, precisi
                      run: str, active: int) -> dict[str, Any]:  # fmt: skip
     """A few optimizer steps under the profiler, after `warm` steps; the trainer's own loop, stepped by a hook."""
     warm = 3
-    out = Path(tempfile.mkdtemp()) / "model"
+    out = scratch() / "model"
     stage = Stage((Objective(objective, "bench"),), batch_size=batch, max_steps=warm + active + 1)
     config = TrainConfig(model=str(model), output=str(out), stages=(stage,), precision=precision, device=device,
                          log_steps=1000)  # fmt: skip
@@ -172,7 +171,7 @@ def runs(args: argparse.Namespace) -> list[Callable[[], dict[str, Any]]]:
         : 64 if args.smoke else 4000
     ]
     layers = {"num_hidden_layers": 2} if args.smoke else {}
-    bert_dir = random_bert_base(args.model, Path(tempfile.mkdtemp()) / "bert-base", **layers)
+    bert_dir = random_bert_base(args.model, scratch() / "bert-base", **layers)
     bert = SentenceEncoder.from_transformer(bert_dir, device=args.device)
     half = "fp32" if args.device == "cpu" else "bf16"
     stsb = load_dataset(f"stsb:{args.data / 'stsbenchmark' / 'sts-train.csv'}")

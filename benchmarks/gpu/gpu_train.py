@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import torch
-from gpu_encode import random_bert_base, sync
+from gpu_encode import random_bert_base, scratch, sync
 
 from sbert import SentenceEncoder
 from sbert.data import Dataset, load_dataset
@@ -63,7 +62,7 @@ def sbert_run(
     model: Path, data: Dataset, objective: str, batch: int, precision: str, args: argparse.Namespace, **options: int
 ) -> dict:
     """Train one epoch in process; steady-state pairs/s from the run log, and the trained model's folder."""
-    out = Path(tempfile.mkdtemp()) / "model"
+    out = scratch() / "model"
     stage = Stage((Objective(objective, "bench", options),), batch_size=batch, max_steps=args.max_steps)
     run = {"precision": precision, "device": args.device, "log_steps": args.log_steps}
     config = TrainConfig(model=str(model), output=str(out), stages=(stage,), **run)
@@ -118,7 +117,7 @@ def fit_run(model: Path, data: Dataset, objective: str, batch: int, amp: bool, d
     finally:
         st_trainer.SentenceTransformerTrainer = base
     (first, t0), (last, t1) = sorted(marks.items())[0], sorted(marks.items())[-1]
-    out = Path(tempfile.mkdtemp()) / "model"
+    out = scratch() / "model"
     st.save(str(out))
     return {"pairs_per_s": (last - first) * batch / max(t1 - t0, 1e-9), "seconds": seconds, "model": out}
 
@@ -226,7 +225,7 @@ def main() -> None:
     nli = nli_all.subset(list(range(min(args.nli_pairs, len(nli_all)))), "snli")
     contrastive = nli_all.subset(list(range(min(8 * args.contrastive_batch, len(nli_all)))), "snli pairs")
     layers = {"num_hidden_layers": 2} if args.smoke else {}
-    bert = random_bert_base(args.model, Path(tempfile.mkdtemp()) / "bert-base", **layers)
+    bert = random_bert_base(args.model, scratch() / "bert-base", **layers)
     rows = row_a(args, stsb) + row_b(args, nli, bert) + row_c(args, contrastive)
     if args.out:
         args.out.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2, default=str))
