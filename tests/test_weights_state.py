@@ -66,3 +66,19 @@ def test_load_state_dict_casts_and_data_writes_each_move_the_key(tiny_dirs):
     model.mark_weights_changed()  # ...so the writer says so
     keys.append(model.weights_key())
     assert len(set(keys)) == len(keys)
+
+
+def test_a_replaced_parameter_or_submodule_moves_the_kept_parameter_list(tiny_dirs):
+    # The key's parameter list is kept between encodes; a swap that registers new weights must still be seen.
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    first = model.encode(CORPUS)
+    engine, key = model.backend(), model.weights_key()
+    layer = model.transformer.auto_model.encoder.layer[0].output.dense
+    layer.weight = torch.nn.Parameter(layer.weight.detach() * 2)  # a new Parameter at a new address
+    assert model.weights_key() != key
+    assert model.backend() is not engine
+    assert np.abs(model.encode(CORPUS) - first).max() > 1e-3
+    key = model.weights_key()
+    model.transformer.auto_model.encoder.layer[0].output.dense = torch.nn.Linear(layer.in_features, layer.out_features)
+    assert model.weights_key() != key
+    assert np.abs(model.encode(CORPUS) - first).max() > 1e-3

@@ -34,10 +34,9 @@ from serve_load import load, start_server
 
 from common import sts_sentences
 
-# Thread roles by the Python thread name py-spy reports. A call's per-core batch threads end with it: they are
-# counted as the process's CPU that no live thread holds.
+# Thread roles by the Python thread name py-spy reports (the batch pool's threads live as long as the process).
 ROLES = (("MainThread", "event loop"), ("AnyIO worker", "token count (threadpool)"),
-         ("sbert-encode", "batcher thread"), ("sbert-batch", "lone-batch thread (model)"))  # fmt: skip
+         ("sbert-encode", "batcher thread"), ("sbert-batch", "per-core batch threads (model)"))  # fmt: skip
 # The event loop's stages: (stage, frame marks), matched from the innermost frame outwards.
 STAGES = (
     ("serialize", ("FastJSON", "orjson", "encode_rows", "shaped_rows", "render (")),
@@ -103,7 +102,8 @@ def main() -> None:
     sentences = list(dict.fromkeys(sts_sentences()))
     port = free_port()
     server = start_server(port, "torch")
-    raw = Path(tempfile.mkdtemp(prefix="sbert-profile-")) / "stacks.txt"
+    work = tempfile.TemporaryDirectory(prefix="sbert-profile-")
+    raw = Path(work.name) / "stacks.txt"
     try:
         asyncio.run(load(port, sentences, args.per_request, args.clients, 3.0))  # warm-up
         spy = subprocess.Popen([args.py_spy, "record", "--pid", str(server.pid), "--duration", str(int(args.seconds)),
@@ -117,13 +117,14 @@ def main() -> None:
     finally:
         server.terminate()
     names, stages = read_stacks(raw)
+    work.cleanup()
     texts = max(stats["sentences"], 1)
     by_role: collections.Counter[str] = collections.Counter()
     for tid, seconds in after.items():
         by_role[role_of(names.get(tid, "?"))] += seconds - before.get(tid, 0.0)
     total = process_after - process_before
-    # Threads that ended inside the window (a call's per-core batch threads) are in the process's time only.
-    by_role["per-core batch threads (model)"] += total - sum(by_role.values())
+    # Threads that ended inside the window are in the process's time only.
+    by_role["ended threads"] += total - sum(by_role.values())
     rate = stats["sentences"] / stats["seconds"]
     print(f"{args.clients} clients x {args.per_request} text(s)/request, {args.seconds:.0f} s: {rate:.1f} texts/s, "
           f"server CPU {1000 * total / texts:.2f} ms/text")  # fmt: skip

@@ -48,7 +48,7 @@ from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.token_stream import STREAM_MIN_TEXTS
-from sbert.weights_state import TracksWeights, WeightsKey
+from sbert.weights_state import TracksWeights, WeightsKey, structure_cached
 
 log = logging.getLogger(__name__)
 
@@ -410,7 +410,7 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
                                                                                         long_text)  # fmt: skip
         # Only the submodules in training mode are switched (and switched back): Module.train() sets every
         # submodule's flag, a cost a server's many small calls need not pay when none is training.
-        training = [m for m in self.modules() if m.training]
+        training = [m for m in structure_cached(self, "modules", lambda: tuple(self.modules())) if m.training]
         for module in training:
             module.training = False
         try:

@@ -23,7 +23,7 @@ from sbert.device import backend_dtype, precision_name
 from sbert.errors import BackendError
 from sbert.install_hint import install_hint
 from sbert.modules import InputModule, Module, Pooling, Router, Transformer, adapter_ops
-from sbert.weights_state import WeightsKey
+from sbert.weights_state import WeightsKey, structure_cached
 
 
 class DenseHost(Protocol):
@@ -98,7 +98,9 @@ class DenseRuntime:
 
         model = cast(DenseHost, self)
         first = model.input_module
-        return first.embedding_dimension if isinstance(first, Transformer) and not holds_int8(first) else None
+        if not isinstance(first, Transformer) or structure_cached(first, "int8", lambda: holds_int8(first)):
+            return None
+        return first.embedding_dimension
 
     def backend(self, name: str = "torch", precision: str = "auto") -> Backend:
         """The backend `name` on the model's device in `precision`, built once per weights state.
