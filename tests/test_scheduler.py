@@ -79,3 +79,35 @@ def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core(
     assert first.tolist() == [[1.0]] * 10 and second.tolist() == [[2.0]]
     assert seen[:2] == [("large7", 3), ("small5", 1)]
     assert [threads for _, threads in seen[2:]] == [1, 1]  # side by side, one thread each
+
+
+def test_a_request_that_waited_behind_a_group_still_gets_company_once_the_model_is_free():
+    # Measured from arrival alone, its wait was over when the model freed, so it ran alone while the answered
+    # clients came back: 16 one-text clients then settled into groups of 15 and 1 (a lone text costs ~3x).
+    import threading
+
+    release = threading.Event()
+    groups: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        groups.append(list(texts))
+        if texts[0] == "first":
+            release.wait(10)
+        return np.zeros((len(texts), 1))
+
+    async def scenario() -> None:
+        batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=300, max_queue=1000)
+        batcher.start()
+        first = asyncio.ensure_future(batcher.submit(["first"], [5]))
+        while not groups:  # the first group is on the model
+            await asyncio.sleep(0.01)
+        late = asyncio.ensure_future(batcher.submit(["late"], [5]))
+        await asyncio.sleep(0.4)  # longer than max_wait: the late request's own wait is over
+        release.set()
+        await first
+        await batcher.submit(["company"], [5])  # the answered client comes back at once
+        await late
+        await batcher.stop()
+
+    asyncio.run(scenario())
+    assert groups == [["first"], ["late", "company"]]

@@ -74,6 +74,7 @@ class DynamicBatcher:
         self._cores = _torch_threads() if self.lanes > 1 else 0  # every core: what a group alone runs on
         self._executor = ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="sbert-encode")
         self._worker: asyncio.Task[None] | None = None
+        self._freed = 0.0  # when the model last finished a group (monotonic seconds)
 
     def start(self) -> None:
         """Start the worker on the running event loop."""
@@ -136,6 +137,7 @@ class DynamicBatcher:
                 group = self._take_group()
                 if self.lanes == 1:
                     await self._encode_group(group, None)
+                    self._freed = time.monotonic()
                 else:
                     self._start_lane(group)
 
@@ -154,8 +156,9 @@ class DynamicBatcher:
         self._lane_freed.set()
 
     async def _gather_company(self) -> None:
-        # The oldest job waits at most max_wait for others to share its group.
-        deadline = self._jobs[0].enqueued + self.max_wait
+        # The oldest job waits at most max_wait for others to share its group, counted from when the model
+        # was free to take it.
+        deadline = max(self._jobs[0].enqueued, self._freed) + self.max_wait
         while sum(j.pending for j in self._jobs) < self.max_batch_tokens:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
