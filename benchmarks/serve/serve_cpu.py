@@ -4,8 +4,9 @@
     python benchmarks/serve/serve_cpu.py --infinity-python VENV/bin/python   # Infinity beside it, same run
     python benchmarks/serve/serve_cpu.py --variant "one-lane=--lanes 1"     # sbert with other flags, same run
 
-Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, per round, runs two scenarios: 16
-keep-alive clients posting one STS benchmark test sentence each, and 4 clients posting 32 each. The
+Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, after a 3 s warm-up of each, per round
+runs two scenarios: 16 keep-alive clients posting one STS benchmark test sentence each, and 4 clients
+posting 32 each. The
 server's CPU is its process tree's user+system time over the window (psutil), so the clients' own CPU
 on the same cores cannot count against it; texts/s, p50 and p99 latency and errors are printed beside
 it. Offline encode's CPU per text is this process's CPU time for one `encode` call over the same
@@ -36,6 +37,7 @@ from serve_load import MODEL, load, offline_seconds, start_server
 from common import sts_sentences
 
 SCENARIOS = ((1, 16), (32, 4))  # (texts per request, clients)
+WARM_UP_S = 3.0  # unmeasured load before the rounds: the first groups build the packed encoder and warm the caches
 
 
 def free_port() -> int:
@@ -122,6 +124,10 @@ def main() -> None:
                                              ports["infinity"])  # fmt: skip
     results: dict[tuple[str, int], list[dict]] = {}
     try:
+        for name, process in servers.items():  # a warm-up per server and scenario: rounds measure steady state
+            for per, clients in SCENARIOS:
+                if process is not None:
+                    asyncio.run(load(ports[name], sentences, per, clients, WARM_UP_S))
         for _ in range(args.rounds):  # alternating servers and scenarios, so drift hits each alike
             for per, clients in SCENARIOS:
                 for name, process in servers.items():
