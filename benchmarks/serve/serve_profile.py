@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -81,6 +82,13 @@ def read_stacks(raw: Path) -> tuple[dict[int, str], collections.Counter[str]]:
     return names, stages
 
 
+def group_counts(port: int) -> tuple[float, float]:
+    """Texts in all merged groups so far and the number of groups, from the server's /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    found = {m.group(1): float(m.group(2)) for m in re.finditer(r"^sbert_batch_texts_(sum|count) (\S+)", text, re.M)}
+    return found["sum"], found["count"]
+
+
 def process_cpu(pid: int) -> float:
     """User + system seconds of the whole process, its ended threads included."""
     times = psutil.Process(pid).cpu_times()
@@ -110,9 +118,9 @@ def main() -> None:
                                 "--rate", "100", "--threads", "--format", "raw", "-o", str(raw), "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         time.sleep(0.3)
-        before, process_before = thread_cpu(server.pid), process_cpu(server.pid)
+        before, process_before, groups_before = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
         stats = asyncio.run(load(port, sentences, args.per_request, args.clients, args.seconds))
-        after, process_after = thread_cpu(server.pid), process_cpu(server.pid)
+        after, process_after, groups_after = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
         spy.wait()
     finally:
         server.terminate()
@@ -128,6 +136,8 @@ def main() -> None:
     rate = stats["sentences"] / stats["seconds"]
     print(f"{args.clients} clients x {args.per_request} text(s)/request, {args.seconds:.0f} s: {rate:.1f} texts/s, "
           f"server CPU {1000 * total / texts:.2f} ms/text")  # fmt: skip
+    grouped, groups = (after_n - before_n for after_n, before_n in zip(groups_after, groups_before, strict=True))
+    print(f"  merged groups: {groups:.0f}, {grouped / max(groups, 1):.1f} texts each on average")
     for role, seconds in by_role.most_common():
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
     loop = sum(stages.values())
