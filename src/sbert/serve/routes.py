@@ -35,8 +35,12 @@ router = APIRouter()
 MAX_SEARCH_HITS = 20_000
 
 
-def require_key(request: Request) -> None:
-    """401 unless the request carries the server's API key (Bearer token or X-API-Key)."""
+async def require_key(request: Request) -> None:
+    """401 unless the request carries the server's API key (Bearer token or X-API-Key).
+
+    A coroutine, though it never waits: FastAPI runs a plain function dependency in its threadpool, a thread
+    hop on every request (6% of the event loop's samples under one-text requests).
+    """
     key = state(request).settings.api_key
     if key is None:
         return
