@@ -106,6 +106,13 @@ class Trainer:
 
     def run(self, resume: bool = False) -> TrainResult:
         """Train every stage; with `resume`, continue from the newest checkpoint."""
+        try:
+            return self._run(resume)
+        finally:  # a scratch run folder goes however the run ends (bad data is refused before any step)
+            if self.run_dir.name.startswith(SCRATCH_PREFIX):
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _run(self, resume: bool) -> TrainResult:
         checkpoint = self._resume_point(resume)
         start_stage = stage_of(checkpoint)
         data = preflight(self.config.stages, self.config.skip_bad, self.datasets)
@@ -126,8 +133,6 @@ class Trainer:
             self._finish(model, state, self.elapsed())
         finally:
             close(self.world)
-            if self.run_dir.name.startswith(SCRATCH_PREFIX):
-                shutil.rmtree(self.run_dir, ignore_errors=True)
         return TrainResult(self.output, self.global_step, self.elapsed(), state.progress.best_score)
 
     def elapsed(self) -> float:
