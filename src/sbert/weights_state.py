@@ -44,7 +44,7 @@ register_optimizer_step_post_hook(_count_step)
 
 # Advanced whenever any module anywhere registers a parameter or a submodule (`setattr` included: a LoRA wrap,
 # an int8 swap, a replaced Parameter), so a model's parameter list can be kept between encodes: walking
-# MiniLM's 100 parameters through `named_modules` cost ~1.5 ms an encode call, a one-text request's third.
+# MiniLM's modules for its 100 parameters on every call made `backend()` cost 0.85 ms instead of 0.29.
 _STRUCTURE = [0]
 
 
@@ -57,7 +57,10 @@ register_module_module_registration_hook(_structure_moved)
 
 
 def structure_cached(module: torch.nn.Module, slot: str, compute: Callable[[], E]) -> E:
-    """`compute()` for `module`, kept until some module registers a parameter or a submodule, or a cast moves it."""
+    """`compute()` for `module`, kept until some module registers a parameter or a submodule.
+
+    A TracksWeights model also drops what it keeps on `to()` / casts (a conversion may swap Parameters unseen).
+    """
     kept: dict[str, tuple[int, Any]] = module.__dict__.setdefault("_by_structure", {})
     found = kept.get(slot)
     if found is None or found[0] != _STRUCTURE[0]:
