@@ -114,7 +114,10 @@ def test_splade_built_from_modules_trains_as_6_2(tmp_path):
     ref_losses, ref = run(st, tmp_path / "st")
     our_losses, ours = run(sbert, tmp_path / "sbert")
     assert len(our_losses) == 2 and our_losses == pytest.approx(ref_losses, rel=1e-3)
-    np.testing.assert_allclose(dense(ours.encode(TEXTS)), dense(ref.encode(TEXTS)), atol=1e-4)
+    # Trained weights agree as closely as the losses do: AdamW moves a weight whose gradient is ~0 by a full step
+    # in its gradient's sign, which the two libraries' op orders (and the process's thread settings) can flip
+    # (one vocabulary dimension 1.4e-4 / 0.16% apart in one CI run, equal in others).
+    np.testing.assert_allclose(dense(ours.encode(TEXTS)), dense(ref.encode(TEXTS)), rtol=1e-3, atol=1e-4)
 
 
 def test_a_chain_sparse_encoder_cannot_run_gets_one_line(tmp_path):
