@@ -35,8 +35,9 @@ CPU_GROUP_TOKENS = 8192  # tokens per merged group of requests on the CPU (serve
 # With lanes, a group of at least this many tokens (two CPU batches: backends/base.py) that starts alone
 # runs on every core; smaller groups run on one thread each, one per core.
 LANE_ALONE_TOKENS = 1024
-# Below this many tokens a group costs clearly more per text than offline's batches (MiniLM on one core: 16
-# STS sentences, ~190 tokens, 1.26x; 32 sentences 1.07x), so it is worth waiting for company.
+# Below this many tokens a group costs clearly more per text than offline's batches, so it is worth waiting for
+# company (benchmarks/speed/small_calls.py, MiniLM on one core: 1 STS sentence 3.2x offline's CPU a text, 8 1.6x,
+# 16 (~190 tokens) 1.23-1.26x, 32 1.07-1.24x over two runs).
 SMALL_GROUP_TOKENS = 256
 _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client is still there
 
