@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder, device
-from sbert.device import autocast_dtype, cpu_flags, encode_dtype, resolve_device
+from sbert.device import autocast, autocast_dtype, cpu_flags, encode_dtype, resolve_device
 from sbert.errors import DeviceError
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
@@ -224,3 +224,17 @@ def test_cuda_packed_decoder_is_causal_and_matches_cpu(tmp_path):
     cosine = (bf16 * expected).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(expected, axis=1)
     assert cosine.min() >= 0.99
     assert gpu.backend("torch", "bf16").packed
+
+
+def test_the_training_autocast_keeps_cudnn_attention_off_on_cuda_only_inside_it():
+    # cuDNN's SDPA builds a graph per padded shape: bf16 training on an H200 spent 4x fp32's host CPU
+    # a step in it. The flags are process-wide, so they must come back as they were.
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with autocast(torch.bfloat16, torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with autocast(torch.bfloat16, torch.device("cpu")):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with autocast(None, torch.device("cuda")):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before

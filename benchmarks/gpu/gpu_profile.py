@@ -59,7 +59,9 @@ def summarize(prof: Any, wall_s: float, batches: int, run: str, device: str) -> 
     on_gpu = device == "cuda"
     busy = busy_seconds(events) if on_gpu else None
     key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
-    averages = sorted(prof.key_averages(), key=lambda a: -_get(a, key))
+    averages = sorted(
+        (a for a in prof.key_averages() if not a.key.startswith("ProfilerStep")), key=lambda a: -_get(a, key)
+    )
     total = sum(_get(a, key) for a in averages) or 1.0
     top = [{"name": a.key[:80], "calls": a.count, "ms": _get(a, key) / 1e3, "share": _get(a, key) / total}
            for a in averages[:TOP] if _get(a, key) > 0]  # fmt: skip
@@ -73,7 +75,10 @@ def summarize(prof: Any, wall_s: float, batches: int, run: str, device: str) -> 
 
 
 def _on_device(event: Any) -> bool:
-    return str(getattr(event, "device_type", "")).endswith("CUDA")
+    # The profiler's step marks ("ProfilerStep#3") are mirrored on the GPU's timeline as annotations
+    # that span the whole step: counted as kernels, they read as a device busy 99% of every step.
+    name = str(getattr(event, "name", getattr(event, "key", "")))
+    return str(getattr(event, "device_type", "")).endswith("CUDA") and not name.startswith("ProfilerStep")
 
 
 def _get(average: Any, key: str) -> float:

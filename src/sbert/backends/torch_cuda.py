@@ -21,6 +21,7 @@ import torch
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
 from sbert.backends.packed_chain import packed_chain_forward, position_offset, switch_to_packed
 from sbert.backends.packing import PackedBatch, pack
+from sbert.device import no_cudnn_attention
 from sbert.errors import DeviceError
 from sbert.modules import Features
 from sbert.vectors.batching import packed_batches, token_batches
@@ -85,7 +86,8 @@ class CudaBackend:
         with torch.inference_mode():
             if isinstance(host, PackedBatch):
                 return packed_chain_forward(self.modules, host.to(self.device, non_blocking=True), skip)
-            return embed_padded(self.modules, host, self.device, skip)
+            with no_cudnn_attention(self.device.type):  # a cuDNN graph per padded shape (sbert.device)
+                return embed_padded(self.modules, host, self.device, skip)
 
     def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]], skip: int = 0) -> Iterator[Rows]:
         """Embed every batch; yields (rows, vectors) once per block of rows."""

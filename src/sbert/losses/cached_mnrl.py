@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from sbert.device import no_cudnn_attention
 from sbert.errors import SbertError
 from sbert.losses.mnrl import MultipleNegativesRankingLoss
 from sbert.losses.options import Similarity, refuse_unsupported
@@ -69,8 +70,12 @@ class _Autocast:
         kind = device.type
         return cls(kind, torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind))
 
-    def context(self) -> torch.autocast:
-        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        """The forward's autocast again, with the training forward's attention kernels (sbert.device)."""
+        attention = no_cudnn_attention(self.device_type) if self.enabled else contextlib.nullcontext()
+        with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled), attention:
+            yield
 
     def paused(self) -> torch.autocast:
         """Autocast off inside `context()`: the outer region stays open, so its weight casts stay cached."""
