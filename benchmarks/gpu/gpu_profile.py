@@ -10,7 +10,7 @@ batch, reads of device memory by the host per batch (each a wait for the GPU's q
 ops and dtype casts per batch (those three counted on a separate batch or step), then the top kernels by device
 time. On the CPU (--device cpu --smoke) the same code runs;
 device shares are then blank and the top rows are CPU ops. Each change to the engine names the row
-of this table it moves (issue 55).
+of this table it moves.
 
     PYTHONPATH=src:benchmarks/gpu python3 benchmarks/gpu/gpu_profile.py --model DIR --data DIR --out OUT/profile.json
 """

@@ -190,7 +190,7 @@ def summary(out: Path) -> str:
     encode_rows = json_lines(out / "encode.log")
     train_rows = [r for r in json_lines(out / "train.log") if "row" in r and "setting" in r]
     if encode_rows or train_rows:
-        parts += ["", "### Targets (issue 55)", "", *target_lines(encode_rows, train_rows)]
+        parts += ["", "### Targets", "", *target_lines(encode_rows, train_rows)]
     encode = encode_lines(encode_rows)
     if encode:
         parts += ["", "### Encode", "", *encode]
