@@ -42,7 +42,18 @@ ROLES = (("MainThread", "event loop"), ("AnyIO worker", "token count (threadpool
 STAGES = (
     ("serialize", ("FastJSON", "orjson", "encode_rows", "shaped_rows", "render (")),
     ("send", ("RequestResponseCycle.send", "send_with_data_passthrough", "write (")),
-    ("parse", ("h11", "httptools", "Request.body", "json", "pydantic", "RequestResponseCycle.receive")),
+    (
+        "parse",
+        (
+            "sbert/serve/fast_path.py",
+            "h11",
+            "httptools",
+            "Request.body",
+            "json",
+            "pydantic",
+            "RequestResponseCycle.receive",
+        ),
+    ),
     ("validate", ("sbert/serve/routes.py", "sbert/serve/state.py", "sbert/serve/service.py", "check_")),
     ("schedule", ("scheduler.py", "anyio", "run_in_threadpool", "Future", "Task", "futures")),
     ("framework", ("starlette", "fastapi", "uvicorn", "sbert/serve/app.py")),

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.cohere import cohere_router
+from sbert.serve.fast_path import FAST_PATH, serve_embeddings
 from sbert.serve.multivector_routes import multivector_router
 from sbert.serve.ollama import ollama_router
 from sbert.serve.routes import router
@@ -153,6 +154,11 @@ def field_path(loc: Any) -> str:
     return path or "body"
 
 
+async def answer_error(request: Request, exc: Exception) -> FastJSON:
+    """What the app's handlers answer an exception from a route: ApiError's own status, anything else a 500."""
+    return await (http_error(request, exc) if isinstance(exc, HTTPException) else internal_error(request, exc))
+
+
 async def internal_error(request: Request, exc: Exception) -> FastJSON:
     """Anything unexpected: logged, answered 500; the process and the other requests carry on."""
     log.exception("unhandled error on %s", request.url.path)
@@ -199,6 +205,9 @@ class Guard:
                 if declared <= _LINGER_BYTES:
                     await linger(receive)
                 await _reply(send_tracked, 413, error_body(413, f"request body over {limit} bytes", "body_too_large"))
+                return
+            if scope["path"] == FAST_PATH and scope["method"] == "POST":
+                await serve_embeddings(self.app, scope, _limited(receive, limit), send_tracked, answer_error)
                 return
             await self.app(scope, _limited(receive, limit), send_tracked)
         finally:
