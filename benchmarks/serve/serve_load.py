@@ -40,14 +40,16 @@ from common import ROOT, sts_sentences
 MODEL = "all-MiniLM-L6-v2"
 
 
-def offline_seconds(sentences: list[str], backend: str, clock: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds by `clock` (wall, or this process's CPU) of one in-process encode of all the sentences (median of 3)."""
+def offline_seconds(
+    sentences: list[str], backend: str, clock: Callable[[], float] = time.perf_counter, repeats: int = 3
+) -> float:
+    """Seconds by `clock` (wall, or this process's CPU) of one in-process encode of all the sentences (median)."""
     from sbert import SentenceEncoder
 
     model = SentenceEncoder.load(MODEL)
     model.encode(sentences[:64], backend=backend)
     times = []
-    for _ in range(3):
+    for _ in range(repeats):
         start = clock()
         model.encode(sentences, backend=backend, show_progress=False)
         times.append(clock() - start)
