@@ -25,7 +25,9 @@ def _st_saved(encoder, path):
     import torch
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
-    model = STCrossEncoder(str(encoder), num_labels=1)
+    # fp32 whatever the stored dtype: the GPU machine's packed copy (.device/) stores fp16, which transformers 5
+    # keeps, and the reference would then score in fp16 against sbert's fp32.
+    model = STCrossEncoder(str(encoder), num_labels=1, model_kwargs={"dtype": torch.float32})
     # A fresh head's logits barely differ between pairs: a wide one (std 6) lets comparisons fail. Drawn
     # from its own generator: the global one can be advanced by other tests' threads between a seed and
     # the head's init (a full run once got a head whose four scores spanned 5e-4).
