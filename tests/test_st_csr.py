@@ -77,7 +77,9 @@ def test_csr_script_trains_as_sentence_transformers(case, tmp_path):
         our_losses, ours = run(sbert, folder, tmp_path / "sbert", table, make)
     assert len(our_losses) == len(ref_losses) == 2
     assert our_losses == pytest.approx(ref_losses, rel=1e-3)
-    np.testing.assert_allclose(dense(ours.encode(TEXTS)), dense(ref.encode(TEXTS)), atol=1e-4)
+    # rel 1e-3 as the losses: AdamW moves a weight whose gradient is ~0 by a whole step in that gradient's
+    # sign, which the two libraries' op orders can flip (test_st_sparse_modules.py met one such flip).
+    np.testing.assert_allclose(dense(ours.encode(TEXTS)), dense(ref.encode(TEXTS)), rtol=1e-3, atol=1e-4)
     ours.save(str(tmp_path / "trained"))
     reloaded = st.SparseEncoder(str(tmp_path / "trained"), device="cpu")
     np.testing.assert_allclose(dense(reloaded.encode(TEXTS)), dense(ours.encode(TEXTS)), atol=1e-5)
