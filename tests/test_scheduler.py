@@ -111,3 +111,63 @@ def test_a_request_that_waited_behind_a_group_still_gets_company_once_the_model_
 
     asyncio.run(scenario())
     assert groups == [["first"], ["late", "company"]]
+
+
+def test_an_idle_engine_without_concurrent_clients_waits_on_no_timer():
+    # max_wait is 2 s: a lone client's requests that waited on it would take 2 s each.
+    import time
+
+    groups: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        groups.append(list(texts))
+        return np.zeros((len(texts), 1))
+
+    async def scenario() -> list[float]:
+        batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=2000, max_queue=1000)
+        batcher.start()
+        took = []
+        for text in ("one", "two", "three"):  # one client, one request after another
+            start = time.monotonic()
+            await batcher.submit([text], [5])
+            took.append(time.monotonic() - start)
+        await batcher.stop()
+        return took
+
+    took = asyncio.run(scenario())
+    assert max(took) < 1.0, took
+    assert groups == [["one"], ["two"], ["three"]]
+
+
+def test_after_a_group_of_several_requests_a_new_one_still_waits_for_company():
+    # Concurrent clients shown by the last group: the next request waits max_wait for the others to come back.
+    import threading
+
+    release = threading.Event()
+    groups: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        groups.append(list(texts))
+        if texts[0] == "first":
+            release.wait(10)
+        return np.zeros((len(texts), 1))
+
+    async def scenario() -> None:
+        batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=300, max_queue=1000)
+        batcher.start()
+        first = asyncio.ensure_future(batcher.submit(["first"], [5]))
+        while not groups:
+            await asyncio.sleep(0.01)
+        two = asyncio.gather(batcher.submit(["x"], [5]), batcher.submit(["y"], [5]))  # queue behind it
+        await asyncio.sleep(0.05)
+        release.set()
+        await first
+        await two  # a group of two requests: concurrent clients
+        a = asyncio.ensure_future(batcher.submit(["a"], [5]))  # the engine is idle now
+        await asyncio.sleep(0.05)
+        await batcher.submit(["b"], [5])
+        await a
+        await batcher.stop()
+
+    asyncio.run(scenario())
+    assert groups == [["first"], ["x", "y"], ["a", "b"]]

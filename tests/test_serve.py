@@ -192,18 +192,26 @@ def wait_for_queue(url: str, texts: int, timeout: float = 60.0) -> None:
     raise AssertionError(f"the queue never held {texts} texts")
 
 
+# A request that keeps the model busy for seconds: 32 texts cut at MiniLM's 256 tokens, one 8,192-token group.
+LONG_TEXTS = ["word " * 300] * 32
+
+
 @pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_full_queue_gives_503_with_retry_after(tmp_path):
-    srv = serve_in_thread("--model", MODEL, "--max-queue", "4", "--max-wait-ms", "10000")
+    srv = serve_in_thread("--model", MODEL, "--max-queue", "32")
+
+    def post(texts: list[str]) -> httpx.Response:
+        return httpx.post(srv.url + "/v1/embeddings", json={"input": texts, "model": MODEL}, timeout=120)
+
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            first = pool.submit(
-                httpx.post, srv.url + "/v1/embeddings", json={"input": ["a"] * 4, "model": MODEL}, timeout=60
-            )
-            wait_for_queue(srv.url, 4)  # the first waits 10 s for company, holding the whole queue
-            second = httpx.post(srv.url + "/v1/embeddings", json={"input": ["b"], "model": MODEL}, timeout=60)
-            assert second.status_code == 503 and second.headers["retry-after"] == "1"
-            assert first.result().status_code == 200
+            busy = pool.submit(post, LONG_TEXTS)  # an idle engine starts it at once: the model is busy
+            time.sleep(0.3)
+            queued = pool.submit(post, ["a"] * 32)
+            wait_for_queue(srv.url, 32)  # behind the running group, the second fills the whole queue
+            refused = post(["b"])
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert busy.result().status_code == 200 and queued.result().status_code == 200
     finally:
         assert srv.stop()
 
@@ -211,15 +219,15 @@ def test_full_queue_gives_503_with_retry_after(tmp_path):
 @pytest.mark.e2e  # long (make test's 6-minute budget); CI runs it in the e2e step
 def test_sigterm_drains_in_flight_requests(tmp_path):
     # A separate process: what a supervisor sees (exit status on SIGTERM, no traceback in the log).
-    srv = start_server(tmp_path, "--model", MODEL, "--max-wait-ms", "1500")
+    srv = start_server(tmp_path, "--model", MODEL)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pending = pool.submit(
-            httpx.post, srv.url + "/v1/embeddings", json={"input": ["drain me"], "model": MODEL}, timeout=60
+            httpx.post, srv.url + "/v1/embeddings", json={"input": LONG_TEXTS, "model": MODEL}, timeout=120
         )
-        time.sleep(0.5)
+        time.sleep(0.5)  # the request is on the model (seconds of work) when the signal comes
         srv.process.send_signal(signal.SIGTERM)
         response = pending.result()
-    assert response.status_code == 200 and len(response.json()["data"]) == 1
+    assert response.status_code == 200 and len(response.json()["data"]) == len(LONG_TEXTS)
     assert srv.process.wait(timeout=60) in (0, -signal.SIGTERM)
     assert "Traceback" not in srv.log.read_text()
 

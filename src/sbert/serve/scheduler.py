@@ -79,6 +79,7 @@ class DynamicBatcher:
         self._executor = ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="sbert-encode")
         self._worker: asyncio.Task[None] | None = None
         self._freed = 0.0  # when the model (a lane of it) last finished a group, monotonic seconds
+        self._last_requests = 0  # requests in the last group taken: over one shows concurrent clients
 
     def start(self) -> None:
         """Start the worker on the running event loop."""
@@ -164,7 +165,11 @@ class DynamicBatcher:
         # The oldest job waits at most max_wait for others to share its group. Work too small to run well alone
         # that waited behind a running group gets that wait again once the model is free: answered clients come
         # back meanwhile (16 one-text clients otherwise settled into groups of 15 and 1, a lone text costing ~3x).
+        # An idle engine with no sign of concurrent clients (the job came in with nothing running, after a
+        # group of one request) starts at once: a lone client's requests never wait on the timer.
         start = self._jobs[0].enqueued
+        if start >= self._freed and self._last_requests <= 1 and not self._running:
+            return
         if self._freed > start and sum(j.pending for j in self._jobs) < SMALL_GROUP_TOKENS:
             start = self._freed
         deadline = start + self.max_wait
@@ -201,6 +206,7 @@ class DynamicBatcher:
                 self._queued -= end - start
             if tokens >= self.max_batch_tokens:
                 break
+        self._last_requests = len(group)
         for job, _, _ in group:
             if job.next == len(job.texts) and job in self._jobs:
                 self._jobs.remove(job)
