@@ -73,6 +73,16 @@ def test_bodies_fastapi_reads_otherwise_go_on_to_it(raw, content_type):
     assert plain_body(raw, content_type) is None
 
 
+def test_the_route_depends_on_the_key_check_alone_which_the_lean_path_runs_too():
+    # The lean path calls the route function after require_key: a dependency added to the route later would
+    # be skipped there, so this fails first.
+    from sbert.serve.routes import embeddings, require_key, router
+
+    route = next(r for r in router.routes if getattr(r, "path", None) == fast_path.FAST_PATH)
+    assert route.endpoint is embeddings
+    assert [d.call for d in route.dependant.dependencies] == [require_key]
+
+
 def test_no_content_type_and_its_parameters_are_read_as_json_as_fastapi_does():
     raw = b'{"input": "a", "model": "m"}'
     assert plain_body(raw, None) is not None

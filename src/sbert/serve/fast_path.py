@@ -1,7 +1,7 @@
 """POST /v1/embeddings with a plain text body, answered ahead of FastAPI's routing, dependencies and validation.
 
 Under one-text requests FastAPI's own layers (its middlewares, routing, dependency solving, pydantic
-validation, the request body's second parse) took ~40% of the event loop's Python samples
+validation, the request body's second parse) took ~40% of the event loop's samples
 (`benchmarks/serve/serve_profile.py`). A body that is a JSON object whose fields are exactly what
 EmbeddingsRequest accepts for text (`input` a string or a non-empty list of strings, `model` a string,
 the optional fields in their declared types and values) is checked here in a few dict lookups and
