@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,8 +52,6 @@ def test_a_small_request_passes_a_huge_one_after_its_first_group():
 
 
 def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core():
-    import threading
-
     import torch
 
     both_running = threading.Barrier(2, timeout=10)
@@ -81,11 +81,8 @@ def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core(
     assert [threads for _, threads in seen[2:]] == [1, 1]  # side by side, one thread each
 
 
-def test_a_request_that_waited_behind_a_group_still_gets_company_once_the_model_is_free():
-    # Measured from arrival alone, its wait was over when the model freed, so it ran alone while the answered
-    # clients came back: 16 one-text clients then settled into groups of 15 and 1 (a lone text costs ~3x).
-    import threading
-
+def held_first_group() -> tuple[list[list[str]], threading.Event, Callable[[list[str]], np.ndarray]]:
+    """An encode that records each group and holds the one starting with "first" until `release` is set."""
     release = threading.Event()
     groups: list[list[str]] = []
 
@@ -94,6 +91,14 @@ def test_a_request_that_waited_behind_a_group_still_gets_company_once_the_model_
         if texts[0] == "first":
             release.wait(10)
         return np.zeros((len(texts), 1))
+
+    return groups, release, encode
+
+
+def test_a_request_that_waited_behind_a_group_still_gets_company_once_the_model_is_free():
+    # Measured from arrival alone, its wait was over when the model freed, so it ran alone while the answered
+    # clients came back: 16 one-text clients then settled into groups of 15 and 1 (a lone text costs ~3x).
+    groups, release, encode = held_first_group()
 
     async def scenario() -> None:
         batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=300, max_queue=1000)
@@ -141,16 +146,7 @@ def test_an_idle_engine_without_concurrent_clients_waits_on_no_timer():
 
 def test_after_a_group_of_several_requests_a_new_one_still_waits_for_company():
     # Concurrent clients shown by the last group: the next request waits max_wait for the others to come back.
-    import threading
-
-    release = threading.Event()
-    groups: list[list[str]] = []
-
-    def encode(texts: list[str]) -> np.ndarray:
-        groups.append(list(texts))
-        if texts[0] == "first":
-            release.wait(10)
-        return np.zeros((len(texts), 1))
+    groups, release, encode = held_first_group()
 
     async def scenario() -> None:
         batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=300, max_queue=1000)
