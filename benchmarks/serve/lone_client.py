@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_cpu import free_port
+from serve_cpu import free_port, server_flags
 from serve_load import MODEL, start_server
 
 
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS")
     args = parser.parse_args()
-    flags = {"sbert": [], **{v.partition("=")[0]: v.partition("=")[2].split() for v in args.variant}}
+    flags = server_flags(args.variant)
     ports = {name: free_port() for name in flags}
     servers = {name: start_server(ports[name], args.backend, *extra) for name, extra in flags.items()}
     try:

@@ -49,6 +49,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def server_flags(variants: list[str]) -> dict[str, list[str]]:
+    """`sbert serve` flags per server: the default one ("sbert", no flags), then each --variant NAME=FLAGS."""
+    return {"sbert": [], **{v.partition("=")[0]: v.partition("=")[2].split() for v in variants}}
+
+
 def tree_cpu(pid: int) -> float:
     """User + system seconds of a process and its children."""
     process = psutil.Process(pid)
@@ -117,7 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     sentences = list(dict.fromkeys(sts_sentences()))
     offline_cpu(sentences[:256], args.backend)  # loads the model and warms it up before any round
-    flags = {"sbert": [], **{v.partition("=")[0]: v.partition("=")[2].split() for v in args.variant}}
+    flags = server_flags(args.variant)
     servers: dict[str, subprocess.Popen[bytes] | None] = {name: None for name in [*flags, "infinity"]}
     ports = {name: free_port() for name in servers}
     for name, extra in flags.items():
