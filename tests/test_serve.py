@@ -181,15 +181,14 @@ def test_metrics_are_prometheus_text(server):
         assert name in text
 
 
-def wait_for_queue(url: str, texts: int, timeout: float = 60.0) -> None:
-    """Until the server's queue gauge shows `texts` waiting (a fixed sleep lost the race on a loaded machine)."""
+def wait_for_metric(url: str, line: str, timeout: float = 60.0) -> None:
+    """Until the server's /metrics holds `line` (a fixed sleep lost the race on a loaded machine)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        metrics = httpx.get(url + "/metrics", timeout=10).text
-        if f"sbert_queue_texts {float(texts)}" in metrics:
+        if line in httpx.get(url + "/metrics", timeout=10).text:
             return
         time.sleep(0.05)
-    raise AssertionError(f"the queue never held {texts} texts")
+    raise AssertionError(f"/metrics never held {line!r}")
 
 
 # A request that keeps the model busy for seconds: 32 texts cut at MiniLM's 256 tokens, one 8,192-token group.
@@ -206,9 +205,9 @@ def test_full_queue_gives_503_with_retry_after(tmp_path):
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             busy = pool.submit(post, LONG_TEXTS)  # an idle engine starts it at once: the model is busy
-            time.sleep(0.3)
+            wait_for_metric(srv.url, "sbert_batch_texts_count 1.0")  # its group is on the model
             queued = pool.submit(post, ["a"] * 32)
-            wait_for_queue(srv.url, 32)  # behind the running group, the second fills the whole queue
+            wait_for_metric(srv.url, "sbert_queue_texts 32.0")  # behind the running group, the whole queue
             refused = post(["b"])
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
             assert busy.result().status_code == 200 and queued.result().status_code == 200
