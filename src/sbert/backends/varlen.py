@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional
 
+from sbert.backends.grid_buckets import bucketed_sdpa
 from sbert.backends.packing import segment_positions
 from sbert.errors import first_line
 
@@ -63,7 +64,11 @@ def grid_sdpa(
     Any device and dtype, causal or not (nested SDPA refuses is_causal). Only attention sees the
     padding; the linear layers around it still run on packed tokens. With right padding a causal
     mask alone keeps every real token off the padding after it; a bidirectional call masks the keys.
+    On the CPU sequences of like length share a grid (grid_buckets.py), sparing attention the square of
+    the padding; elsewhere one grid, which needs no host sync to plan.
     """
+    if cu.device.type == "cpu":
+        return bucketed_sdpa(q, k, v, cu, scale, causal)
     seg, pos = segment_positions(cu, q.shape[0])  # (N,), (N,)
     rows = cu.shape[0] - 1
 
