@@ -10,7 +10,9 @@ clients posting one STS benchmark sentence each) and, after a warm-up, measures 
 - py-spy's samples of the event-loop thread's Python stacks (`pip install py-spy`, the bench extra), each
   put in the stage of its innermost frame that names one; a sample whose innermost Python frame is the
   loop's own run (uvloop's C code: waiting in epoll, socket reads and writes) is counted apart.
-Per text: each thread role's CPU ms per text served, and the loop's samples by stage.
+Per text: each thread role's CPU ms per text served, and the loop's samples by stage; beside them offline
+encode's CPU a text over the same sentences (before and after the window, in this process), so the model
+threads' share of the gap (the same work, done inside a loaded server) stands apart from the loop's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import collections
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +33,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_cpu import free_port
+from serve_cpu import free_port, offline_cpu
 from serve_load import load, start_server
 
 from common import sts_sentences
@@ -123,6 +126,7 @@ def main() -> None:
     server = start_server(port, "torch")
     work = tempfile.TemporaryDirectory(prefix="sbert-profile-")
     raw = Path(work.name) / "stacks.txt"
+    offline = [offline_cpu(sentences, "torch")]
     try:
         asyncio.run(load(port, sentences, args.per_request, args.clients, 3.0))  # warm-up
         spy = subprocess.Popen([args.py_spy, "record", "--pid", str(server.pid), "--duration", str(int(args.seconds)),
@@ -133,6 +137,7 @@ def main() -> None:
         stats = asyncio.run(load(port, sentences, args.per_request, args.clients, args.seconds))
         after, process_after, groups_after = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
         spy.wait()
+        offline.append(offline_cpu(sentences, "torch"))
     finally:
         server.terminate()
     names, stages = read_stacks(raw)
@@ -151,6 +156,11 @@ def main() -> None:
     print(f"  merged groups: {groups:.0f}, {grouped / max(groups, 1):.1f} texts each on average")
     for role, seconds in by_role.most_common():
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
+    alone = statistics.mean(offline)
+    model = by_role["per-core batch threads (model)"] + by_role["batcher thread"]
+    print(f"  offline encode alone: {1000 * alone:.2f} ms/text (before {1000 * offline[0]:.2f}, after "
+          f"{1000 * offline[1]:.2f}); server {total / texts / alone:.2f}x of it, its model threads "
+          f"(batcher + batch threads) {model / texts / alone:.2f}x")  # fmt: skip
     loop = sum(stages.values())
     print(f"  event loop samples by stage ({loop}):")
     for stage, n in stages.most_common():
