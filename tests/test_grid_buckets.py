@@ -33,6 +33,8 @@ def test_bucketed_attention_equals_per_sentence_attention(lengths, causal):
     want = varlen.reference_attention(q, k, v, cu, max(lengths), min(lengths), None, causal)
     got = varlen.grid_sdpa(q, k, v, cu, max(lengths), min(lengths), None, causal)
     assert (got - want).abs().max() <= 1e-5
+    one_grid = varlen.one_grid_sdpa(q, k, v, cu, max(lengths), None, causal)  # the path off the CPU
+    assert (one_grid - want).abs().max() <= 1e-5
     buckets = plan_buckets(cu, causal)
     assert sorted(t for b in buckets for t in b.tokens.tolist()) == list(range(sum(lengths)))  # each token once
     sorted_longest_first = lengths == sorted(lengths, reverse=True)

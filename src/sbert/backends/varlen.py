@@ -65,10 +65,16 @@ def grid_sdpa(
     padding; the linear layers around it still run on packed tokens. With right padding a causal
     mask alone keeps every real token off the padding after it; a bidirectional call masks the keys.
     On the CPU sequences of like length share a grid (grid_buckets.py), sparing attention the square of
-    the padding; elsewhere one grid, which needs no host sync to plan.
+    the padding; elsewhere one grid (`one_grid_sdpa`), which needs no host sync to plan.
     """
     if cu.device.type == "cpu":
         return bucketed_sdpa(q, k, v, cu, scale, causal)
+    return one_grid_sdpa(q, k, v, cu, max_len, scale, causal)
+
+
+def one_grid_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, scale: float | None,
+                  causal: bool) -> Tensor:  # fmt: skip
+    """`grid_sdpa` on one (B, heads, max_len, d) grid of every sequence, planned on the device."""
     seg, pos = segment_positions(cu, q.shape[0])  # (N,), (N,)
     rows = cu.shape[0] - 1
 
