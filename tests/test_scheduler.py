@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sbert.serve.metrics import Metrics
-from sbert.serve.scheduler import DynamicBatcher
+from sbert.serve.scheduler import LANE_ALONE_TOKENS, LANE_SMALL_TOKENS, DynamicBatcher
 
 
 def _batcher(budget: int) -> DynamicBatcher:
@@ -51,7 +51,7 @@ def test_a_small_request_passes_a_huge_one_after_its_first_group():
     assert asyncio.run(scenario())[0] == "small0"
 
 
-def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core():
+def test_lanes_run_groups_side_by_side_and_a_lone_large_or_small_one_on_every_core():
     import torch
 
     both_running = threading.Barrier(2, timeout=10)
@@ -68,17 +68,19 @@ def test_lanes_run_small_groups_side_by_side_and_a_lone_large_one_on_every_core(
         batcher._cores = 3  # what a large group alone is given, told apart from a lane's one thread
         batcher.start()
         large = await batcher.submit(["large7"] * 2, [600, 600])  # 1200 tokens, nothing else: every core
-        small = await batcher.submit(["small5"], [10])  # alone but small: one thread
+        small = await batcher.submit(["small5"], [10])  # small, nothing running: every core, as one lane runs it
+        medium = await batcher.submit(["medium4"] * 2, [250, 250])  # a core's worth (LANE_SMALL_TOKENS): one thread
         # Two requests of which neither fits the other's group: both finish only if the two lanes run at once.
         pair = await asyncio.gather(batcher.submit(["pair1"] * 10, [150] * 10), batcher.submit(["pair2"], [900]))
         await batcher.stop()
-        return [large, small, *pair]
+        return [large, small, medium, *pair]
 
-    large, small, first, second = asyncio.run(scenario())
-    assert large.tolist() == [[7.0]] * 2 and small.tolist() == [[5.0]]
+    large, small, medium, first, second = asyncio.run(scenario())
+    assert large.tolist() == [[7.0]] * 2 and small.tolist() == [[5.0]] and medium.tolist() == [[4.0]] * 2
     assert first.tolist() == [[1.0]] * 10 and second.tolist() == [[2.0]]
-    assert seen[:2] == [("large7", 3), ("small5", 1)]
-    assert [threads for _, threads in seen[2:]] == [1, 1]  # side by side, one thread each
+    assert LANE_SMALL_TOKENS <= 500 < LANE_ALONE_TOKENS
+    assert seen[:3] == [("large7", 3), ("small5", 3), ("medium4", 1)]
+    assert [threads for _, threads in seen[3:]] == [1, 1]  # side by side, one thread each
 
 
 def held_first_group() -> tuple[list[list[str]], threading.Event, Callable[[list[str]], np.ndarray]]:
