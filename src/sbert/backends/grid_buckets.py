@@ -1,11 +1,12 @@
 """SDPA for packed batches on the CPU: the sequences laid into padded grids, one grid per length bucket.
 
 One grid as wide as the batch's longest sequence makes attention pay for every sequence as if it were
-that long, and attention grows with the square of the width: a server's merged group of random short
-texts (lengths 6 to 40) spent 7.4% of its CPU in attention against 5.8% for offline's length-sorted
-batches. Sequences of like length share a grid here, so each pays for about its own length. Where a
-bucket's tokens lie end to end in the packed row (the backends sort a batch longest first) they are
-sliced, not gathered. The plan is made once per batch on the host and kept for its layers.
+that long, and attention grows with the square of the width: batches of a server's merged groups of random
+short texts (lengths 6 to 40) spent 7.0-8.5% of their CPU in attention on one grid, 5.9-6.1% in buckets,
+offline's length-sorted batches 6.4-7.9% (benchmarks/speed/grid_attention.py). Sequences of like length
+share a grid here, so each pays for about its own length. Where a bucket's tokens lie end to end in the
+packed row (the backends sort a batch longest first) they are sliced, not gathered. The plan is made once
+per batch on the host and kept for its layers.
 """
 
 from __future__ import annotations
