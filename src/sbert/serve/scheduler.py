@@ -33,12 +33,12 @@ class ClientGone(Exception):  # noqa: N818  (a condition: nobody is left to answ
 
 CPU_GROUP_TOKENS = 8192  # tokens per merged group of requests on the CPU (serve/server.py's group_budget)
 # With lanes, a group of at least this many tokens (two CPU batches: backends/base.py) that starts alone
-# runs on every core; smaller groups run on one thread each, one per core.
+# runs on every core; other groups run on one thread each, one per core, except small ones (below).
 LANE_ALONE_TOKENS = 1024
 # With lanes, a group under this many tokens that starts with nothing running also runs on every core, as one
 # lane would run it: merged one-text requests (16 STS sentences: ~230 tokens) then form groups as large as
-# with one lane, where two lanes split them into two small groups (158 against 202 texts/s, 1.26x against
-# 1.14x offline's CPU a text); a group of a 32-text request (~460 tokens) keeps a core to itself.
+# with one lane. Before this rule two lanes split them into two small groups (158 against one lane's 202
+# texts/s, 8.14 against 7.91 ms of CPU a text; docs/serving.md); a 32-text request (~460 tokens) keeps a core.
 LANE_SMALL_TOKENS = 384
 # Below this many tokens a group costs clearly more per text than offline's batches, so it is worth waiting for
 # company (benchmarks/speed/small_calls.py, MiniLM on one core: 1 STS sentence 3.2x offline's CPU a text, 8 1.6x,
@@ -152,7 +152,7 @@ class DynamicBatcher:
                     self._start_lane(group)
 
     def _start_lane(self, group: list[tuple[_Job, int, int]]) -> None:
-        """Run the group on one lane (one thread), or on every lane when it is large and alone."""
+        """Run the group on one lane (one thread), or on every lane when it is large and alone or small and first."""
         tokens = sum(sum(job.lengths[a:b]) for job, a, b in group)
         # A large group with nothing beside it and nothing waiting takes every core (the next group waits for
         # it): a lone large request is then as fast as with one lane. So does a small group that starts with
