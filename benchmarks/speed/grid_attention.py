@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
@@ -33,8 +34,10 @@ AROUND = ("aten::_index_put_impl_", "aten::index", "aten::index_copy_", "aten::i
           "aten::copy_")  # fmt: skip
 
 
-def one_grid(q, k, v, cu, max_len, min_len, scale, causal=False):  # noqa: ANN001, ANN201 (a varlen.Kernel)
-    """The grid kernel as it runs off the CPU: one grid for the whole batch."""
+def one_grid(
+    q: Tensor, k: Tensor, v: Tensor, cu: Tensor, max_len: int, min_len: int, scale: float | None, causal: bool = False
+) -> Tensor:
+    """The grid kernel as it runs off the CPU (a varlen.Kernel): one grid for the whole batch."""
     return varlen.one_grid_sdpa(q, k, v, cu, max_len, scale, causal)
 
 
