@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    cores = torch.get_num_threads()  # the server's batch workers: one batch per core
     torch.set_num_threads(1)
     sentences = list(dict.fromkeys(sts_sentences()))
     model = SentenceEncoder.load("all-MiniLM-L6-v2")
@@ -67,7 +68,7 @@ def main() -> None:
     for start in range(0, 640, args.group):
         group = ids[start : start + args.group]
         lengths = [len(r) for r in group]
-        served += [[group[i] for i in b] for b in per_core(plan_batches(backend, lengths, None, None), lengths, 2)]
+        served += [[group[i] for i in b] for b in per_core(plan_batches(backend, lengths, None, None), lengths, cores)]
     offline = [[ids[i] for i in b] for b in plan_batches(backend, [len(r) for r in ids[:640]], None, None)]
     backend.embed(served[0])  # switches the packed copy to varlen attention
     from transformers import AttentionInterface

@@ -19,6 +19,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional
 
+from sbert.backends.packing import restart_positions
+
 # A sequence shorter than this share of its bucket's longest starts a new bucket: attention in a bucket then
 # wastes at most 1 - 0.75^2 = 44% of a row's area, against up to 97% in one grid (lengths 6 against 40).
 BUCKET_RATIO = 0.75
@@ -58,7 +60,7 @@ def make_bucket(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray, maske
     lens = lengths[rows]
     width = int(lens[0])
     row_of = np.repeat(np.arange(len(rows)), lens)  # each token's row in the grid
-    position = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    position = restart_positions(lens)
     tokens = np.repeat(starts[rows], lens) + position
     first = int(tokens[0])
     contiguous = bool(np.array_equal(tokens, np.arange(first, first + len(tokens))))

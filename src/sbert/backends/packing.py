@@ -39,6 +39,11 @@ class PackedBatch:
         return PackedBatch(ids, positions, cu, self.max_len, self.min_len)
 
 
+def restart_positions(lengths: np.ndarray) -> np.ndarray:
+    """Each token's position in its own sequence, for sequences of `lengths` laid end to end: (B,) -> (N,)."""
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = False) -> PackedBatch:
     """Lay `rows` of token ids end to end (pinned host memory when `pin`, for async copies)."""
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
@@ -46,8 +51,7 @@ def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = Fa
     np.cumsum(lengths, out=cu[1:])
     total = int(cu[-1])
     ids = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=total)
-    # position of token j of sentence b = j: a global arange minus each sentence's start
-    positions = np.arange(total, dtype=np.int64) - np.repeat(cu[:-1], lengths) + position_offset
+    positions = restart_positions(lengths) + position_offset
     tensors = [torch.from_numpy(ids), torch.from_numpy(positions), torch.from_numpy(cu.astype(np.int32))]
     if pin:
         tensors = [t.pin_memory() for t in tensors]
