@@ -27,10 +27,18 @@ def scores(model, task) -> dict[str, float]:
     return {k: v for k, v in split.items() if isinstance(v, float)}
 
 
+# A random tiny model reads most SNLI words as [UNK]: many documents get near-equal vectors, so float
+# rounding that differs between engines and CPUs (~1e-7) can swap two near-tied documents of one query.
+# Such a swap moves that query's ndcg@10 by at most 1 - 1/log2(3) and its average precision by at most
+# 0.5, so the tiny-model tests allow one swap over the task's 60 queries; the prompt mistakes they
+# guard against move the score by 0.02-0.08. Vectors themselves are compared within 1e-5 below.
+ONE_SWAP = 0.5 / 60
+
+
 def assert_same_scores(ours: dict[str, float], theirs: dict[str, float], main: str, every: bool = True) -> None:
-    """The main score within 1e-4; with `every`, each metric mteb reports too (a random tiny model's near-ties
-    make the rank-correlation metrics move with float rounding, so its tests compare the main score)."""
-    assert ours[main] == pytest.approx(theirs[main], abs=1e-4)
+    """With `every` (a real model) each metric mteb reports within 1e-4; without (a random tiny model, whose
+    near-ties make rank metrics move with float rounding) the main score within one near-tie swap."""
+    assert ours[main] == pytest.approx(theirs[main], abs=1e-4 if every else ONE_SWAP)
     assert ours.keys() == theirs.keys()
     for name, value in theirs.items() if every else ():
         assert ours[name] == pytest.approx(value, abs=1e-4, nan_ok=True), name
@@ -83,6 +91,7 @@ def test_prompts_follow_mtebs_rule_through_the_prompt_policy(tiny_dirs, tasks, t
     call = {"task_metadata": tasks["retrieval"].metadata, "hf_split": "test", "hf_subset": "default"}
     queries = ours.encode(batches, prompt_type=PromptType.query, **call)
     assert np.array_equal(queries, ours.encode(texts, prompt_name="Retrieval-query"))
+    assert np.abs(queries - reference.encode(texts, prompt="the cat ")).max() <= 1e-5  # the vectors mteb scores
     assert not np.allclose(queries, ours.encode_query(texts), atol=1e-4)
     assert np.array_equal(ours.encode(batches, prompt_type=PromptType.document, **call), ours.encode_document(texts))
 
