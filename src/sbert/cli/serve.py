@@ -38,6 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-request-tokens", type=int, default=131_072, help="tokens of one request (413 beyond)")
     p.add_argument("--max-header-bytes", type=int, default=16_384, help="request line + headers size (400 beyond)")
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
+    p.add_argument("--http", choices=("httptools", "h11"), default="httptools",
+                   help="HTTP/1.1 parser: httptools (C) or h11 (pure Python); both with the limits above")  # fmt: skip
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
     p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
@@ -100,7 +102,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
         lanes=args.lanes, max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
-        max_request_tokens=args.max_request_tokens,
+        max_request_tokens=args.max_request_tokens, http=args.http,
         read_timeout=args.read_timeout, max_connections=args.max_connections, calibration=args.calibration,
         token_ids=args.token_ids, max_images=args.max_images, max_image_bytes=args.max_image_bytes,
         max_image_pixels=args.max_image_pixels, allow_image_urls=args.allow_image_urls,
@@ -179,7 +181,8 @@ def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:
 
     return dict(
         host=settings.host, port=settings.port, log_level="warning", timeout_graceful_shutdown=30,
-        http=guarded_protocol(settings.read_timeout), h11_max_incomplete_event_size=settings.max_header_bytes,
+        http=guarded_protocol(settings.read_timeout, settings.max_header_bytes, settings.http),
+        h11_max_incomplete_event_size=settings.max_header_bytes,
         limit_concurrency=settings.max_connections,
     )  # fmt: skip
 

@@ -1,11 +1,14 @@
-"""The HTTP/1.1 protocol the server runs: uvicorn's h11 one, with bounded headers and a read deadline.
+"""The HTTP/1.1 protocols the server runs: uvicorn's, with bounded request heads and a read deadline.
 
-uvicorn's default httptools parser buffers a header of any size (eight sockets sending a
-never-finished 50 MB header added ~366 MB of RSS), and neither parser times out a client that
-sends a request line and then nothing. Here h11 caps the unparsed bytes of a request head
-(`--max-header-bytes`), and every request must arrive whole, head and body, within
+uvicorn's httptools protocol buffers a header of any size (eight sockets sending a never-finished
+50 MB header added ~366 MB of RSS), and neither of its protocols times out a client that sends a
+request line and then nothing. Here the head of a request (request line and headers) is cut at
+`--max-header-bytes` with a 400, and every request must arrive whole, head and body, within
 `--read-timeout` seconds of its first byte, or of the connection opening; the answer may take as
 long as it takes.
+
+Two parsers carry these guards (`--http`): httptools (C, the default: under one-text requests h11's
+Python parsing was the event loop's largest share, docs/serving.md) and h11 (pure Python).
 """
 
 from __future__ import annotations
@@ -17,42 +20,124 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
+PARSERS = ("httptools", "h11")
 
 
-def guarded_protocol(read_timeout: float) -> type[H11Protocol]:
-    """An h11 protocol class closing connections whose request is not fully read in `read_timeout` s."""
+class _Deadline:
+    """One connection's read deadline: armed while a request arrives, closing the transport when it passes."""
 
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self.loop, self.seconds = loop, seconds
+        self.handle: asyncio.TimerHandle | None = None
+
+    def arm(self, transport: asyncio.BaseTransport) -> None:
+        self.disarm()
+        self.handle = self.loop.call_later(self.seconds, self._expired, transport)
+
+    def disarm(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    @property
+    def armed(self) -> bool:
+        return self.handle is not None
+
+    def _expired(self, transport: asyncio.BaseTransport) -> None:
+        self.handle = None
+        if not transport.is_closing():
+            log.info("closing a connection whose request took over %.0f s to arrive", self.seconds)
+            transport.close()
+
+
+def guarded_protocol(read_timeout: float, max_header_bytes: int, parser: str = "httptools") -> type[asyncio.Protocol]:
+    """The protocol class for `parser`: heads over `max_header_bytes` refused, requests cut after `read_timeout` s.
+
+    h11 caps the head through uvicorn's h11_max_incomplete_event_size, which uvicorn_options passes.
+    """
+    if parser == "h11":
+        return _guarded_h11(read_timeout)
+    if parser == "httptools":
+        return _guarded_httptools(read_timeout, max_header_bytes)
+    raise ValueError(f"--http must be one of {', '.join(PARSERS)}, got {parser!r}")
+
+
+def _guarded_h11(read_timeout: float) -> type[asyncio.Protocol]:
     class GuardedH11Protocol(H11Protocol):
-        _deadline: asyncio.TimerHandle | None = None
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._deadline = _Deadline(self.loop, read_timeout)
+            self._deadline.arm(transport)
+
+        def data_received(self, data: bytes) -> None:
+            if not self._deadline.armed and self.conn.their_state is not h11.DONE:
+                self._deadline.arm(self.transport)  # the first bytes of the next request on a kept-alive connection
+            super().data_received(data)
+            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+                self._deadline.disarm()  # the whole request is in; the answer has no deadline
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._deadline.disarm()
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
+def _guarded_httptools(read_timeout: float, max_header_bytes: int) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        # Two counts bound a head: the bytes read while it is incomplete (a never-finished header is refused
+        # after at most one more read: uvloop reads up to 256 KiB at a time), and its parsed request target,
+        # names and values (a whole oversized head that came in one read is refused before the app sees it).
+        _in_head = True
+        _head_bytes = 0
+        _head_size = 0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._arm()
+            self._deadline = _Deadline(self.loop, read_timeout)
+            self._deadline.arm(transport)
 
         def data_received(self, data: bytes) -> None:
-            if self._deadline is None and self.conn.their_state is not h11.DONE:
-                self._arm()  # the first bytes of the next request on a kept-alive connection
+            if self._in_head:
+                self._head_bytes += len(data)
             super().data_received(data)
-            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
-                self._disarm()  # the whole request is in; the answer has no deadline
+            if self._in_head and self._head_bytes > max_header_bytes and not self.transport.is_closing():
+                log.info("refusing a request whose head is over %d bytes", max_header_bytes)
+                self.send_400_response("Request head over the server's size limit.")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._head_size = 0
+            if not self._deadline.armed:
+                self._deadline.arm(self.transport)  # the first byte of the next request on a kept-alive connection
+
+        def on_url(self, url: bytes) -> None:
+            self._parsed(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._parsed(len(name) + len(value))
+            super().on_header(name, value)
+
+        def _parsed(self, size: int) -> None:
+            self._head_size += size
+            if self._head_size > max_header_bytes:
+                # raised inside the parser's callback: httptools stops and uvicorn answers its 400
+                raise ValueError(f"request head over {max_header_bytes} bytes")
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._deadline.disarm()  # the whole request is in; the answer has no deadline
+            self._in_head, self._head_bytes = True, 0
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
+            self._deadline.disarm()
             super().connection_lost(exc)
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._deadline = self.loop.call_later(read_timeout, self._expired)
-
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _expired(self) -> None:
-            self._deadline = None
-            if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
-                log.info("closing a connection whose request took over %.0f s to arrive", read_timeout)
-                self.transport.close()
-
-    return GuardedH11Protocol
+    return GuardedHttpToolsProtocol
