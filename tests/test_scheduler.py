@@ -83,6 +83,34 @@ def test_lanes_run_groups_side_by_side_and_a_lone_large_or_small_one_on_every_co
     assert [threads for _, threads in seen[3:]] == [1, 1]  # side by side, one thread each
 
 
+def test_groups_under_single_thread_tokens_run_on_one_thread_and_larger_ones_across_cores():
+    from sbert.backends.base import _LANE
+
+    seen: list[tuple[str, int | None]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        seen.append((texts[0], getattr(_LANE, "threads", None)))  # None: the backend cuts it across its cores
+        return np.zeros((len(texts), 1))
+
+    async def scenario(lanes: int, single_thread_tokens: int) -> None:
+        batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=0, max_queue=1000, lanes=lanes,
+                                 single_thread_tokens=single_thread_tokens)  # fmt: skip
+        batcher._cores = 3
+        batcher.start()
+        await batcher.submit(["small"] * 4, [25] * 4)  # 100 tokens
+        await batcher.submit(["large"] * 2, [300, 300])  # 600 tokens
+        await batcher.stop()
+
+    for lanes, limit in ((1, 0), (1, 300), (2, 0), (2, 300)):
+        seen.clear()
+        asyncio.run(scenario(lanes, limit))
+        small, large = dict(seen)["small"], dict(seen)["large"]
+        if lanes == 1:
+            assert (small, large) == ((1 if limit else None), None), (lanes, limit)
+        else:  # a small group alone gets every core (LANE_SMALL_TOKENS) unless single_thread_tokens keeps it on one
+            assert (small, large) == ((1 if limit else 3), 1), (lanes, limit)
+
+
 def held_first_group() -> tuple[list[list[str]], threading.Event, Callable[[list[str]], np.ndarray]]:
     """An encode that records each group and holds the one starting with "first" until `release` is set."""
     release = threading.Event()

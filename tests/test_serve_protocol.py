@@ -110,10 +110,12 @@ def test_slow_but_steady_and_kept_alive_clients_are_not_cut(server):
         assert 0.8 * DEADLINE < time.monotonic() - start < 5 * DEADLINE
 
 
-def test_an_unknown_parser_is_named():
+def test_an_unknown_parser_and_a_negative_single_thread_limit_are_named():
     from sbert.serve.protocol import guarded_protocol
 
     with pytest.raises(ValueError, match="--http must be one of httptools, h11"):
         guarded_protocol(1.0, CAP, "picohttp")
     with pytest.raises(ValueError, match="--http must be httptools or h11"):
         ServeSettings(model="none", http="picohttp").validate()
+    with pytest.raises(ValueError, match="--single-thread-tokens must be >= 0, got -1"):
+        ServeSettings(model="none", single_thread_tokens=-1).validate()

@@ -59,6 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lanes", type=int, default=1,
                    help="groups of requests on the CPU model at once, each on one thread (try one per core when many "
                         "clients send several texts each: docs/serving.md)")  # fmt: skip
+    p.add_argument("--single-thread-tokens", type=int, default=0, metavar="N",
+                   help="on the CPU, run merged groups under N tokens on one thread, not cut across every core: "
+                        "less CPU per text, longer waits (default 0: off; docs/serving.md)")  # fmt: skip
     p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
                    help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
                    "sends them (default), or the served model's tokenizer's")  # fmt: skip
@@ -99,7 +102,8 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
     settings = ServeSettings(
         model=args.model, backend=args.backend, index=args.index, host=args.host, port=args.port,
         api_key=_api_key(args), max_batch_tokens=args.max_batch_tokens, max_wait_ms=args.max_wait_ms,
-        lanes=args.lanes, max_inputs=args.max_inputs, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
+        lanes=args.lanes, single_thread_tokens=args.single_thread_tokens, max_inputs=args.max_inputs,
+        max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
         max_queue=args.max_queue, device=args.device, precision=args.precision,
         allowed_hosts=tuple(args.allowed_host), max_header_bytes=args.max_header_bytes,
         max_request_tokens=args.max_request_tokens, http=args.http,

@@ -70,6 +70,7 @@ class DynamicBatcher:
     def __init__(
         self, encode: Callable[[list[Any]], Any], metrics: Metrics, max_batch_tokens: int, max_wait_ms: float,
         max_queue: int, join: Callable[[list[Any]], Any] = np.concatenate, lanes: int = 1,
+        single_thread_tokens: int = 0,
     ) -> None:  # fmt: skip
         # `encode` returns row-sliceable vectors (a numpy array, a scipy CSR matrix); `join` stacks a job's slices.
         self.encode, self.metrics, self.join = encode, metrics, join
@@ -78,6 +79,9 @@ class DynamicBatcher:
         self._queued = 0
         self._wakeup = asyncio.Event()
         self.lanes = max(1, lanes)
+        # Groups under this many tokens run on one thread, never cut across cores (0: off). A cut group runs one
+        # forward per core, and on small groups each forward's fixed cost (every weight read once) is much of it.
+        self.single_thread_tokens = single_thread_tokens
         self._running: dict[asyncio.Task[None], int] = {}  # groups on the model now, and the lanes each holds
         self._lane_freed = asyncio.Event()
         self._cores = _torch_threads() if self.lanes > 1 else 0  # every core: what a group alone runs on
@@ -146,19 +150,21 @@ class DynamicBatcher:
                     break
                 group = self._take_group()
                 if self.lanes == 1:
-                    await self._encode_group(group, None)
+                    await self._encode_group(group, 1 if _tokens(group) < self.single_thread_tokens else None)
                     self._freed = time.monotonic()  # a lane's end is marked in _lane_done
                 else:
                     self._start_lane(group)
 
     def _start_lane(self, group: list[tuple[_Job, int, int]]) -> None:
         """Run the group on one lane (one thread), or on every lane when it is large and alone or small and first."""
-        tokens = sum(sum(job.lengths[a:b]) for job, a, b in group)
+        tokens = _tokens(group)
         # A large group with nothing beside it and nothing waiting takes every core (the next group waits for
         # it): a lone large request is then as fast as with one lane. So does a small group that starts with
-        # nothing running (LANE_SMALL_TOKENS). Other groups run one per core.
+        # nothing running (LANE_SMALL_TOKENS), unless single_thread_tokens keeps it on one. Other groups run one
+        # per core.
         idle = not self._running
-        whole = idle and (tokens < LANE_SMALL_TOKENS or (tokens >= LANE_ALONE_TOKENS and not self._jobs))
+        small = self.single_thread_tokens <= tokens < LANE_SMALL_TOKENS
+        whole = idle and (small or (tokens >= LANE_ALONE_TOKENS and not self._jobs))
         task = asyncio.get_running_loop().create_task(self._encode_group(group, self._cores if whole else 1))
         self._running[task] = self.lanes if whole else 1
         task.add_done_callback(self._lane_done)
@@ -270,6 +276,11 @@ class DynamicBatcher:
             self.metrics.queue_texts.set(self._queued)
         if not job.future.done():
             job.future.set_exception(error)
+
+
+def _tokens(group: list[tuple[_Job, int, int]]) -> int:
+    """The tokens of a group: each job's texts from a to b."""
+    return sum(sum(job.lengths[a:b]) for job, a, b in group)
 
 
 def _torch_threads() -> int:

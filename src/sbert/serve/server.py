@@ -112,8 +112,10 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
     model.encode(["warm-up"], backend=settings.backend, precision=settings.precision, show_progress=False)
     gpu_tokens = model.gpu_batch_tokens(settings.backend, settings.precision)  # None on the CPU
     budget = settings.max_batch_tokens or group_budget(gpu_tokens)
+    cpu = gpu_tokens is None
     batcher = DynamicBatcher(encode, metrics, budget, settings.max_wait_ms, settings.max_queue,
-                             lanes=serving_lanes(settings, gpu_tokens is None))  # fmt: skip
+                             lanes=serving_lanes(settings, cpu),
+                             single_thread_tokens=settings.single_thread_tokens if cpu else 0)  # fmt: skip
     return batcher
 
 

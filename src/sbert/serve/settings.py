@@ -24,6 +24,9 @@ class ServeSettings:
     # Groups on the model at once on the CPU (serve/scheduler.py: each lane's group runs on one thread);
     # a GPU runs one.
     lanes: int = 1
+    # On the CPU, merged groups under this many tokens run on one thread instead of cut across every core:
+    # less CPU per text, longer waits under concurrent clients (0: off; docs/serving.md).
+    single_thread_tokens: int = 0
     max_inputs: int = 2048  # texts per request (OpenAI's limit)
     max_chars: int = 200_000  # characters per request, all texts together
     max_body_bytes: int = 2_000_000
@@ -81,6 +84,8 @@ class ServeSettings:
             raise ValueError(f"--http must be httptools or h11, got {self.http!r}")
         if self.token_ids not in ("tiktoken", "model"):
             raise ValueError(f"--token-ids must be tiktoken or model, got {self.token_ids!r}")
+        if self.single_thread_tokens < 0:
+            raise ValueError(f"--single-thread-tokens must be >= 0, got {self.single_thread_tokens}")
         if self.max_wait_ms < 0:
             raise ValueError(f"--max-wait-ms must be >= 0, got {self.max_wait_ms}")
         if not 0 <= self.port <= 65535:
