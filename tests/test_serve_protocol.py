@@ -115,7 +115,7 @@ def test_an_unknown_parser_and_a_negative_single_thread_limit_are_named():
 
     with pytest.raises(ValueError, match="--http must be one of httptools, h11"):
         guarded_protocol(1.0, CAP, "picohttp")
-    with pytest.raises(ValueError, match="--http must be httptools or h11"):
+    with pytest.raises(ValueError, match="--http must be one of httptools, h11"):
         ServeSettings(model="none", http="picohttp").validate()
     with pytest.raises(ValueError, match="--single-thread-tokens must be >= 0, got -1"):
         ServeSettings(model="none", single_thread_tokens=-1).validate()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_dtype_arg, add_model_args, add_precision_arg, load_encoder, load_m3
 from sbert.errors import SbertError
+from sbert.serve.settings import HTTP_PARSERS
 
 if TYPE_CHECKING:
     from sbert.serve.settings import ServeSettings
@@ -38,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-request-tokens", type=int, default=131_072, help="tokens of one request (413 beyond)")
     p.add_argument("--max-header-bytes", type=int, default=16_384, help="request line + headers size (400 beyond)")
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
-    p.add_argument("--http", choices=("httptools", "h11"), default="httptools",
+    p.add_argument("--http", choices=HTTP_PARSERS, default=HTTP_PARSERS[0],
                    help="HTTP/1.1 parser: httptools (C) or h11 (pure Python); both with the limits above")  # fmt: skip
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
     p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")

@@ -19,8 +19,9 @@ import logging
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from sbert.serve.settings import HTTP_PARSERS
+
 log = logging.getLogger(__name__)
-PARSERS = ("httptools", "h11")
 
 
 class _Deadline:
@@ -59,7 +60,7 @@ def guarded_protocol(read_timeout: float, max_header_bytes: int, parser: str = "
         return _guarded_h11(read_timeout)
     if parser == "httptools":
         return _guarded_httptools(read_timeout, max_header_bytes)
-    raise ValueError(f"--http must be one of {', '.join(PARSERS)}, got {parser!r}")
+    raise ValueError(f"--http must be one of {', '.join(HTTP_PARSERS)}, got {parser!r}")
 
 
 def _guarded_h11(read_timeout: float) -> type[asyncio.Protocol]:

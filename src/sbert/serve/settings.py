@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+HTTP_PARSERS = ("httptools", "h11")  # serve/protocol.py guards each; the first is the default
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class ServeSettings:
     max_request_tokens: int = 131_072  # tokens of one request, all texts together (413 beyond)
     max_header_bytes: int = 16_384  # unparsed bytes of a request head (request line + headers)
     read_timeout: float = 30.0  # seconds for a whole request (head and body) to arrive
-    http: str = "httptools"  # the HTTP/1.1 parser (serve/protocol.py): httptools (C) or h11 (pure Python)
+    http: str = HTTP_PARSERS[0]  # the HTTP/1.1 parser (serve/protocol.py): httptools (C) or h11 (pure Python)
     max_connections: int = 1024  # open connections (or running requests) before 503
     calibration: str | None = None  # ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's)
     max_images: int = 64  # images per request (413 beyond)
@@ -80,8 +81,8 @@ class ServeSettings:
         for flag, value in positive.items():
             if value < 1:
                 raise ValueError(f"{flag} must be positive, got {value}")
-        if self.http not in ("httptools", "h11"):
-            raise ValueError(f"--http must be httptools or h11, got {self.http!r}")
+        if self.http not in HTTP_PARSERS:
+            raise ValueError(f"--http must be one of {', '.join(HTTP_PARSERS)}, got {self.http!r}")
         if self.token_ids not in ("tiktoken", "model"):
             raise ValueError(f"--token-ids must be tiktoken or model, got {self.token_ids!r}")
         if self.single_thread_tokens < 0:
