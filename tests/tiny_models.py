@@ -39,13 +39,20 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def wordpiece(corpus: list[str] = CORPUS, vocab_size: int = 200) -> Tokenizer:
-    """A lower-casing WordPiece tokenizer trained on `corpus`, with BERT's special tokens and template."""
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
+    """A lower-casing WordPiece tokenizer over `corpus`'s words, with BERT's special tokens and template.
+
+    The vocabulary is built here, not trained: tokenizers' WordPiece trainer breaks ties between equal
+    counts in hash order, so each build gave other pieces and other ids, and every test on the tiny BERT
+    saw another model. Specials, then every character alone and as a continuation (`##c`), then the
+    corpus's words, each group sorted; any word of known characters is then spelled, never [UNK].
+    """
+    normalizer, splitter = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    words = sorted({w for line in corpus for w, _ in splitter.pre_tokenize_str(normalizer.normalize_str(line))})
+    chars = sorted({c for w in words for c in w})
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(corpus * 4, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    pieces = list(dict.fromkeys([*specials, *chars, *(f"##{c}" for c in chars), *words]))[:vocab_size]
+    tok = Tokenizer(models.WordPiece(vocab={p: i for i, p in enumerate(pieces)}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, splitter, decoders.WordPiece()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -72,14 +79,17 @@ def _byte_bpe() -> Tokenizer:
 
 
 def _unigram() -> Tokenizer:
-    tok = Tokenizer(models.Unigram())
+    # Built, not trained, for the reason wordpiece() gives (the trainer's scores moved by up to 1e-4 between
+    # builds, and its ids with them): whole corpus words score above the characters that spell other words.
+    words = sorted({w for line in CORPUS for w in line.lower().split()})
+    chars = sorted({c for w in words for c in w})
+    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = [(p, 0.0) for p in specials] + [("\u2581", -3.0)] + [(c, -4.0) for c in chars]
+    vocab += [("\u2581" + w, -2.0) for w in words]
+    tok = Tokenizer(models.Unigram(vocab, unk_id=1, byte_fallback=False))
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(
-        CORPUS * 4, trainers.UnigramTrainer(vocab_size=120, special_tokens=specials, unk_token="<unk>")
-    )
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
