@@ -27,7 +27,7 @@ def scores(model, task) -> dict[str, float]:
     return {k: v for k, v in split.items() if isinstance(v, float)}
 
 
-# A random tiny model reads most SNLI words as [UNK]: many documents get near-equal vectors, so float
+# A random 32-wide model gives many SNLI documents near-equal vectors (it knows few of their words), so float
 # rounding that differs between engines and CPUs (~1e-7) can swap two near-tied documents of one query.
 # Such a swap moves that query's ndcg@10 by at most 1 - 1/log2(3) and its average precision by at most
 # 0.5, so the tiny-model tests allow one swap over the task's 60 queries; the prompt mistakes they
