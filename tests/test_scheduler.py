@@ -99,16 +99,18 @@ def test_groups_under_single_thread_tokens_run_on_one_thread_and_larger_ones_acr
         batcher.start()
         await batcher.submit(["small"] * 4, [25] * 4)  # 100 tokens
         await batcher.submit(["large"] * 2, [300, 300])  # 600 tokens
+        await batcher.submit(["alone"] * 2, [600, 600])  # 1200 tokens, nothing else (LANE_ALONE_TOKENS)
         await batcher.stop()
 
-    for lanes, limit in ((1, 0), (1, 300), (2, 0), (2, 300)):
+    for lanes, limit in ((1, 0), (1, 300), (2, 0), (2, 300), (2, 2000)):
         seen.clear()
         asyncio.run(scenario(lanes, limit))
-        small, large = dict(seen)["small"], dict(seen)["large"]
+        small, large, alone = dict(seen)["small"], dict(seen)["large"], dict(seen)["alone"]
         if lanes == 1:
             assert (small, large) == ((1 if limit else None), None), (lanes, limit)
-        else:  # a small group alone gets every core (LANE_SMALL_TOKENS) unless single_thread_tokens keeps it on one
+        else:  # a small or a large group alone gets every core unless single_thread_tokens keeps it on one
             assert (small, large) == ((1 if limit else 3), 1), (lanes, limit)
+            assert alone == (1 if limit > 1200 else 3), (lanes, limit)
 
 
 def held_first_group() -> tuple[list[list[str]], threading.Event, Callable[[list[str]], np.ndarray]]:

@@ -51,7 +51,9 @@ class _Deadline:
             transport.close()
 
 
-def guarded_protocol(read_timeout: float, max_header_bytes: int, parser: str = "httptools") -> type[asyncio.Protocol]:
+def guarded_protocol(
+    read_timeout: float, max_header_bytes: int, parser: str = HTTP_PARSERS[0]
+) -> type[asyncio.Protocol]:
     """The protocol class for `parser`: heads over `max_header_bytes` refused, requests cut after `read_timeout` s.
 
     h11 caps the head through uvicorn's h11_max_incomplete_event_size, which uvicorn_options passes.

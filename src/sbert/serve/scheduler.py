@@ -160,11 +160,9 @@ class DynamicBatcher:
         tokens = _tokens(group)
         # A large group with nothing beside it and nothing waiting takes every core (the next group waits for
         # it): a lone large request is then as fast as with one lane. So does a small group that starts with
-        # nothing running (LANE_SMALL_TOKENS), unless single_thread_tokens keeps it on one. Other groups run one
-        # per core.
-        idle = not self._running
-        small = self.single_thread_tokens <= tokens < LANE_SMALL_TOKENS
-        whole = idle and (small or (tokens >= LANE_ALONE_TOKENS and not self._jobs))
+        # nothing running (LANE_SMALL_TOKENS). Other groups, and any under single_thread_tokens, run one per core.
+        alone = not self._running and tokens >= self.single_thread_tokens
+        whole = alone and (tokens < LANE_SMALL_TOKENS or (tokens >= LANE_ALONE_TOKENS and not self._jobs))
         task = asyncio.get_running_loop().create_task(self._encode_group(group, self._cores if whole else 1))
         self._running[task] = self.lanes if whole else 1
         task.add_done_callback(self._lane_done)
