@@ -10,6 +10,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.backends.torch_cpu import PACK_MIN_PADDING, TorchCpuBackend, padding_share, per_core
+from sbert.encoding.engine import plan_batches
 from tests.tiny_models import CORPUS
 
 SENTENCES = [*CORPUS, "", "a", "the cat sat on the mat " * 6, "dogs " * 40]
@@ -44,6 +45,21 @@ def test_length_sorted_batches_stay_padded(tiny_dirs):
     assert padding_share(same) <= PACK_MIN_PADDING
     engine.embed(same)
     assert engine._packed_modules is None  # nothing was switched: the batch had no padding to save
+
+
+def test_a_packing_engine_plans_mixed_lengths_by_real_tokens(tiny_dirs):
+    # A server's merged group: one long text among short ones. Counted padded (rows x longest) it needs
+    # several batches, each a forward; counted by real tokens it is one, and that batch then runs packed.
+    lengths = [40] + [6] * 15
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = TorchCpuBackend(model.as_chain(), CPU)
+    assert engine.packed
+    assert plan_batches(engine, lengths, None, 200) == [list(range(16))]
+    model.transformer.auto_model.config.model_type = "mpnet"  # an encoder that cannot pack plans padded
+    padded = TorchCpuBackend(model.as_chain(), CPU)
+    assert not padded.packed
+    batches = plan_batches(padded, lengths, None, 200)
+    assert len(batches) > 1 and all(max(lengths[i] for i in b) * len(b) <= 200 for b in batches if len(b) > 1)
 
 
 def test_a_pooling_change_after_the_first_encode_counts(tiny_dirs):
