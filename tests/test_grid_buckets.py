@@ -24,12 +24,16 @@ def test_sequences_are_cut_into_buckets_where_a_length_falls_under_the_ratio():
     assert len(capped) == MAX_BUCKETS and capped[-1].tolist() == [3, 4, 5, 6]
 
 
+@pytest.mark.parametrize("heads_first", [False, True])
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("lengths", [[40, 38, 30, 12, 11, 6, 5, 1], [6, 40, 1, 12, 38, 5, 30, 11], [7, 7, 7]])
-def test_bucketed_attention_equals_per_sentence_attention(lengths, causal):
+def test_bucketed_attention_equals_per_sentence_attention(lengths, causal, heads_first):
     gen = torch.Generator().manual_seed(3)
     cu = cumulative(lengths)
-    q, k, v = (torch.randn(sum(lengths), 2, 8, generator=gen) for _ in range(3))
+    if heads_first:  # a decoder's q and k after rotary positions: (heads, N, d) in memory, seen as (N, heads, d)
+        q, k, v = (torch.randn(2, sum(lengths), 8, generator=gen).transpose(0, 1) for _ in range(3))
+    else:  # an encoder's: the linear layer's (N, heads * d) output split into heads
+        q, k, v = (torch.randn(sum(lengths), 2, 8, generator=gen) for _ in range(3))
     want = varlen.reference_attention(q, k, v, cu, max(lengths), min(lengths), None, causal)
     got = varlen.grid_sdpa(q, k, v, cu, max(lengths), min(lengths), None, causal)
     assert (got - want).abs().max() <= 1e-5
@@ -40,6 +44,9 @@ def test_bucketed_attention_equals_per_sentence_attention(lengths, causal):
     sorted_longest_first = lengths == sorted(lengths, reverse=True)
     assert all((b.start is not None) == sorted_longest_first for b in buckets if b.rows > 1)  # sliced, not gathered
     assert all(b.mask is None for b in buckets) == (causal or len(set(lengths)) == 1)  # keys masked only where needed
+    # a bucket of rows end to end with no padding is a view of the packed rows; any other is one gather
+    assert all((b.fill is None) == (b.start is not None and b.rows * b.width == len(b.tokens)) for b in buckets)
+    assert all(b.fill is None for b in buckets) == (lengths == [7, 7, 7])  # equal lengths: no gather at all
 
 
 def test_a_batch_is_planned_once_for_all_its_layers(tiny_dirs, monkeypatch):

@@ -222,9 +222,13 @@ class Backend(Protocol):
     """What the engine calls; one implementation per file in this folder."""
 
     name: str
-    packed: bool  # batches count real tokens (True) or padded rows x longest row (False)
     default_batch_tokens: int
     max_rows: int
+
+    @property
+    def packed(self) -> bool:
+        """Whether batches count real tokens (True) or padded rows x longest row (False)."""
+        ...
 
     def run(self, ids: Sequence[Sequence[int]], batches: list[list[int]], skip: int = 0) -> Iterator[Rows]:
         """Embed the rows of every batch; yields (rows, float32 vectors) until all are done.

@@ -4,9 +4,11 @@ One grid as wide as the batch's longest sequence makes attention pay for every s
 that long, and attention grows with the square of the width: batches of a server's merged groups of random
 short texts (lengths 6 to 40) spent 7.0-8.5% of their CPU in attention on one grid, 5.9-6.1% in buckets,
 offline's length-sorted batches 6.4-7.9% (benchmarks/speed/grid_attention.py). Sequences of like length
-share a grid here, so each pays for about its own length. Where a bucket's tokens lie end to end in the
-packed row (the backends sort a batch longest first) they are sliced, not gathered. The plan is made once
-per batch on the host and kept for its layers.
+share a grid here, so each pays for about its own length. A grid is one gather from the packed rows (a pad
+cell repeats a real token of its row, which the key mask or causal order keeps out of every real token's
+attention), and the output one gather back: no zero-filled grid, no scatter. Where a bucket's tokens lie end
+to end in the packed row (the backends sort a batch longest first) and no row is padded, its grid is a view.
+The plan is made once per batch on the host and kept for its layers.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from sbert.backends.packing import restart_positions
 # A sequence shorter than this share of its bucket's longest starts a new bucket: attention in a bucket then
 # wastes at most 1 - 0.75^2 = 44% of a row's area, against up to 97% in one grid (lengths 6 against 40).
 BUCKET_RATIO = 0.75
-# Each bucket costs a few small ops per layer (grids for q, k and v, the scatter back): a bound on them.
+# Each bucket costs a few small ops per layer (gathers for q, k and v, the gather back): a bound on them.
 MAX_BUCKETS = 4
 
 
 @dataclass(frozen=True)
 class Bucket:
-    """Sequences laid into one (rows, width) grid: where their tokens are and which grid cells they fill."""
+    """Sequences laid into one (rows, width) grid: which packed token fills each cell, and each token's cell."""
 
     tokens: Tensor  # (n,) int64: the bucket's tokens' places in the packed row, in grid order
     cells: Tensor  # (n,) int64: each of those tokens' cell in the flattened (rows * width) grid
@@ -38,6 +40,16 @@ class Bucket:
     width: int
     mask: Tensor | None  # (rows, 1, 1, width) bool: the keys each row attends to; None when every row fills it
     start: int | None  # the first token when the bucket's tokens lie end to end in the packed row, else None
+    fill: Tensor | None  # (rows * width,) int64: the packed token each cell reads; None when the grid is a view
+
+    def grid(self, x: Tensor) -> Tensor:
+        """Packed (N, heads, d) rows as this bucket's (rows, heads, width, d) grid: a gather, or a view."""
+        if self.fill is None:
+            assert self.start is not None
+            cells = x.narrow(0, self.start, self.tokens.shape[0])
+        else:
+            cells = x.index_select(0, self.fill)
+        return cells.view(self.rows, self.width, *x.shape[1:]).transpose(1, 2)
 
 
 def length_groups(lengths: np.ndarray) -> list[np.ndarray]:
@@ -67,8 +79,14 @@ def make_bucket(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray, maske
     mask = None
     if masked and bool((lens != width).any()):
         mask = torch.from_numpy(np.arange(width)[None, :] < lens[:, None])[:, None, None, :]
-    cells = torch.from_numpy(row_of * width + position)
-    return Bucket(torch.from_numpy(tokens), cells, len(rows), width, mask, first if contiguous else None)
+    cells = row_of * width + position
+    fill = None
+    if not contiguous or len(tokens) != len(rows) * width:
+        # each cell reads its own token, a pad cell its row's first (a real token: no NaN, masked out or unseen)
+        fill = np.repeat(starts[rows], width)
+        fill[cells] = tokens
+    return Bucket(torch.from_numpy(tokens), torch.from_numpy(cells), len(rows), width, mask,
+                  first if contiguous else None, None if fill is None else torch.from_numpy(fill))  # fmt: skip
 
 
 def plan_buckets(cu: Tensor, causal: bool) -> list[Bucket]:
@@ -98,22 +116,15 @@ def held_plan(cu: Tensor, causal: bool) -> list[Bucket]:
 
 def bucketed_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, scale: float | None, causal: bool) -> Tensor:
     """Attention of packed (N, heads, d) rows, each bucket of like-length sequences on its own grid."""
-    out = torch.empty_like(q)
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
     for bucket in held_plan(cu, causal):
-        count = bucket.tokens.shape[0]
-
-        def grid(x: Tensor, b: Bucket = bucket, n: int = count) -> Tensor:  # (N, h, d) -> (rows, h, width, d)
-            part = x.narrow(0, b.start, n) if b.start is not None else x.index_select(0, b.tokens)
-            cells = x.new_zeros((b.rows * b.width, *x.shape[1:]))
-            cells.index_copy_(0, b.cells, part)
-            return cells.view(b.rows, b.width, *x.shape[1:]).transpose(1, 2)
-
-        attended = functional.scaled_dot_product_attention(grid(q), grid(k), grid(v), attn_mask=bucket.mask,
-                                                           scale=scale, is_causal=causal)  # fmt: skip
+        attended = functional.scaled_dot_product_attention(
+            bucket.grid(q), bucket.grid(k), bucket.grid(v), attn_mask=bucket.mask, scale=scale, is_causal=causal
+        )
+        # SDPA lays its output out as its query grid, (rows, width, heads, d): this is a view, not a copy
         flat = attended.transpose(1, 2).reshape(bucket.rows * bucket.width, *q.shape[1:])
-        rows = flat.index_select(0, bucket.cells)
         if bucket.start is not None:
-            out.narrow(0, bucket.start, count).copy_(rows)
+            torch.index_select(flat, 0, bucket.cells, out=out.narrow(0, bucket.start, bucket.tokens.shape[0]))
         else:
-            out.index_copy_(0, bucket.tokens, rows)
+            out.index_copy_(0, bucket.tokens, flat.index_select(0, bucket.cells))
     return out
