@@ -117,14 +117,17 @@ def held_plan(cu: Tensor, causal: bool) -> list[Bucket]:
 def bucketed_sdpa(q: Tensor, k: Tensor, v: Tensor, cu: Tensor, scale: float | None, causal: bool) -> Tensor:
     """Attention of packed (N, heads, d) rows, each bucket of like-length sequences on its own grid."""
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    track = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
     for bucket in held_plan(cu, causal):
         attended = functional.scaled_dot_product_attention(
             bucket.grid(q), bucket.grid(k), bucket.grid(v), attn_mask=bucket.mask, scale=scale, is_causal=causal
         )
         # SDPA lays its output out as its query grid, (rows, width, heads, d): this is a view, not a copy
         flat = attended.transpose(1, 2).reshape(bucket.rows * bucket.width, *q.shape[1:])
-        if bucket.start is not None:
+        if bucket.start is not None and not track:
             torch.index_select(flat, 0, bucket.cells, out=out.narrow(0, bucket.start, bucket.tokens.shape[0]))
+        elif bucket.start is not None:  # autograd refuses out= arguments
+            out.narrow(0, bucket.start, bucket.tokens.shape[0]).copy_(flat.index_select(0, bucket.cells))
         else:
             out.index_copy_(0, bucket.tokens, flat.index_select(0, bucket.cells))
     return out
