@@ -139,9 +139,9 @@ class TorchCpuBackend:
 
         Where the encoder packs, a batch mostly padding runs packed and costs its real tokens, so a
         server's merged group of random short requests fits one batch instead of two or three padded
-        ones, each paying a forward's fixed cost (MiniLM, 16 random STS sentences, one thread: 2.69-2.80
-        against 3.01 ms a sentence; benchmarks/speed/small_calls.py). A length-sorted batch (offline
-        encode) has little padding either way and still runs padded.
+        ones, each paying a forward's fixed cost (MiniLM, calls of 16 random STS sentences on one thread:
+        1.12x offline's CPU a sentence against 1.19x; benchmarks/speed/small_calls.py --threads 1). A
+        length-sorted batch (offline encode) has little padding either way and still runs padded.
         """
         return self.packable and self.packed_modules() is not None
 
