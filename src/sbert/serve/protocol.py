@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -56,21 +58,23 @@ def guarded_protocol(
 ) -> type[asyncio.Protocol]:
     """The protocol class for `parser`: heads over `max_header_bytes` refused, requests cut after `read_timeout` s.
 
-    h11 caps the head through uvicorn's h11_max_incomplete_event_size, which uvicorn_options passes.
+    h11 caps a head still incomplete through uvicorn's h11_max_incomplete_event_size, which uvicorn_options
+    passes; a whole one is measured here once parsed, as httptools' is.
     """
     if parser == "h11":
-        return _guarded_h11(read_timeout)
+        return _guarded_h11(read_timeout, max_header_bytes)
     if parser == "httptools":
         return _guarded_httptools(read_timeout, max_header_bytes)
     raise ValueError(f"--http must be one of {', '.join(HTTP_PARSERS)}, got {parser!r}")
 
 
-def _guarded_h11(read_timeout: float) -> type[asyncio.Protocol]:
+def _guarded_h11(read_timeout: float, max_header_bytes: int) -> type[asyncio.Protocol]:
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._deadline = _Deadline(self.loop, read_timeout)
             self._deadline.arm(transport)
+            self.conn.next_event = _capped_events(self.conn.next_event, max_header_bytes)  # type: ignore[method-assign]
 
         def data_received(self, data: bytes) -> None:
             if not self._deadline.armed and self.conn.their_state is not h11.DONE:
@@ -84,6 +88,25 @@ def _guarded_h11(read_timeout: float) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
     return GuardedH11Protocol
+
+
+def _capped_events(next_event: Callable[[], Any], max_header_bytes: int) -> Callable[[], Any]:
+    """h11's next_event, refusing a request whose target, header names and values come to over the cap.
+
+    h11 bounds only the bytes it holds while a head is incomplete: a whole oversized head that came in
+    one read would reach the app. The protocol error is uvicorn's cue to answer 400 and close.
+    """
+
+    def capped() -> Any:
+        event = next_event()
+        if isinstance(event, h11.Request):
+            size = len(event.target) + sum(len(name) + len(value) for name, value in event.headers)
+            if size > max_header_bytes:
+                log.info("refusing a request whose head is over %d bytes", max_header_bytes)
+                raise h11.RemoteProtocolError(f"request head over {max_header_bytes} bytes", error_status_hint=400)
+        return event
+
+    return capped
 
 
 def _guarded_httptools(read_timeout: float, max_header_bytes: int) -> type[asyncio.Protocol]:
