@@ -104,3 +104,17 @@ def test_the_task_picks_the_prompt_and_an_unknown_task_is_refused(excluding):
     assert excluding.prompt_plan().text == ""
     with pytest.raises(ValueError, match="unknown task 'answer'; known: query, document"):
         excluding.encode("hi", task="answer")
+
+
+@pytest.mark.parametrize("task", [None, "query", "document"])
+def test_counted_token_rows_embed_as_encode_embeds_the_texts(excluding, task):
+    # A server counts each request's tokens once (token_rows) and embeds those ids later (encode_token_rows).
+    excluding.max_seq_length, excluding.settings.truncate_dim = 32, 16
+    texts = ["a short query", LONG, "another one, a bit longer"]
+    rows, cut = excluding.token_rows(texts, task)
+    assert cut == [1] and max(map(len, rows)) == 32
+    want = excluding.encode(texts, task=task, on_truncation="ignore")
+    got = excluding.encode_token_rows(rows, task)
+    assert got.shape == want.shape == (3, 16) and np.array_equal(got, want)
+    if task is not None:  # the prompt's tokens stay out of pooling: the task's plan, not the rows, says how many
+        assert np.abs(excluding.encode_token_rows(rows) - got).max() > 1e-4

@@ -57,6 +57,17 @@ def test_router_loads_both_ways_with_each_routes_vectors(tiny_dirs, tmp_path):
     np.testing.assert_allclose(again.encode_query(TEXTS), queries, **TOL)
 
 
+def test_a_router_embeds_counted_token_rows_with_each_tasks_route(tiny_dirs, tmp_path):
+    st_asymmetric(tiny_dirs).save(str(tmp_path / "st"))
+    ours = SentenceEncoder.load(tmp_path / "st", device="cpu")
+    for task in (None, "query", "document"):
+        rows, _ = ours.token_rows(TEXTS, task)
+        assert ours.token_lengths(TEXTS, task)[0] == [len(row) for row in rows]
+        assert np.array_equal(ours.encode_token_rows(rows, task), ours.encode(TEXTS, task=task))
+    # the static query route counts no special tokens, the transformer's document route does
+    assert ours.token_rows(["ok"], "query")[0] != ours.token_rows(["ok"], "document")[0]
+
+
 def test_route_mappings_and_a_shared_module(tiny_dirs, tmp_path):
     transformer = st_modules.Transformer(str(tiny_dirs["bert"]))
     width = transformer.get_embedding_dimension()

@@ -88,6 +88,18 @@ def test_prompts_truncate_dim_and_the_similarity_are_kept_and_honoured_both_ways
         back.encode(CORPUS, promptname="query")
 
 
+def test_counted_token_rows_embed_as_encode_embeds_the_texts(tiny_static):
+    model = StaticEncoder.load(tiny_static)
+    model.settings.prompts, model.settings.truncate_dim = {"query": "query: "}, 8
+    model.unit = True
+    texts = [*CORPUS, LONG, ""]
+    rows, cut = model.token_rows(texts, "query")
+    assert cut == [] and model.token_lengths(texts, "query")[0] == [len(row) for row in rows]
+    got = model.encode_token_rows(rows, "query")
+    assert got.shape == (len(texts), 8) and np.array_equal(got, model.encode(texts, task="query"))
+    assert not np.array_equal(got, model.encode(texts))  # the prompt's tokens are in the rows
+
+
 def test_options_a_static_model_cannot_honour_are_one_line_errors(tiny_static):
     model = StaticEncoder.load(tiny_static)
     with pytest.raises(BackendError, match=r"backend 'onnx'.*static model"):

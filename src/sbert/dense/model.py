@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -15,14 +14,14 @@ import torch
 from torch import nn
 
 from sbert.dense.adapters import AdapterMethods
+from sbert.dense.embedding import DenseEmbedding
 from sbert.dense.loading import load_held, new_chain
 from sbert.dense.runtime import DenseRuntime
 from sbert.device import resolve_device
-from sbert.encoding import long_text as long_text_policy
-from sbert.encoding.engine import check_batch_sizes, embed_rows, embed_streamed
+from sbert.encoding.engine import check_batch_sizes
 from sbert.encoding.images import embed_images
 from sbert.encoding.late_chunking import chunked_documents
-from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
+from sbert.encoding.long_text import LongText, OnTruncation
 from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import ModelFormatError, SbertError
 from sbert.formats import layout
@@ -34,7 +33,6 @@ from sbert.modules import (
     Features,
     InputModule,
     Module,
-    Normalize,
     Router,
     StaticEmbedding,
     Transformer,
@@ -47,13 +45,10 @@ from sbert.modules.normalize import l2_normalize
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import check_similarity, similarity_matrix
 from sbert.vectors.batching import check_sentences
-from sbert.vectors.token_stream import STREAM_MIN_TEXTS
-from sbert.weights_state import TracksWeights, WeightsKey, structure_cached
-
-log = logging.getLogger(__name__)
+from sbert.weights_state import TracksWeights, WeightsKey
 
 
-class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, nn.Sequential):
+class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods, TracksWeights, nn.Sequential):
     """A Transformer followed by pooling (and optional heads) producing one vector per sentence."""
 
     def __init__(self, modules: Sequence[Module], device: str | torch.device | None = None) -> None:
@@ -126,17 +121,6 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
         """The Router the chain starts with, if any."""
         first = self[0]
         return first if isinstance(first, Router) else None
-
-    def token_lengths(
-        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
-    ) -> tuple[list[int], list[int]]:
-        """Tokens per text as encode(task=, prompt_name=) feeds them, and the indices of the texts cut.
-
-        The prompt and special tokens count, rows are truncated, and a Router model counts with its route for `task`.
-        """
-        prompted = self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
-        ids, cut = self.routed(task).input_module.token_ids(prompted)
-        return [len(row) for row in ids], cut
 
     def routed(self, task: str | None = None) -> SentenceEncoder:
         """The model `task` runs: itself, or for a Router model its route for `task` (None: the default route).
@@ -394,62 +378,6 @@ class SentenceEncoder(MtebEncoder, DenseRuntime, AdapterMethods, TracksWeights, 
     ) -> PromptPlan:
         """The prompt text a call puts in front of each input and the leading tokens pooling skips."""
         return plan_prompt(self.settings, self.chain(), task=task, prompt_name=prompt_name, prompt=prompt)
-
-    def _embed(
-        self, texts: list[str], plan: PromptPlan, batch_size: int | None, batch_tokens: int | None,
-        show_progress: bool | None, on_truncation: OnTruncation, long_text: LongText, backend: str, precision: str,
-    ) -> torch.Tensor:  # fmt: skip
-        """The chain's vectors (n, chain_dimension) for `texts` under the prompt plan, in input order.
-
-        A large call whose rows are the inputs themselves (truncated, not split; truncation not an error)
-        streams: tokenizer threads work ahead while the engine embeds the windows already tokenized.
-        """
-        engine = self.backend(backend, precision)
-        streamed = long_text == "truncate" and on_truncation != "error" and len(texts) >= STREAM_MIN_TEXTS
-        ids, owners = ([], list(range(len(texts)))) if streamed else self._token_rows(texts, plan, on_truncation,
-                                                                                        long_text)  # fmt: skip
-        # Only the submodules in training mode are switched (and switched back): Module.train() sets every
-        # submodule's flag, a cost a server's many small calls need not pay when none is training.
-        training = [m for m in structure_cached(self, "modules", lambda: tuple(self.modules())) if m.training]
-        for module in training:
-            module.training = False
-        try:
-            if streamed:
-                buffer, cut = embed_streamed(
-                    engine,
-                    self.input_module.token_ids,
-                    plan.apply(texts),
-                    self.chain_dimension,
-                    batch_size,
-                    batch_tokens,
-                    show_progress,
-                    plan.skip,
-                )
-                report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
-            else:
-                buffer = embed_rows(engine, ids, self.chain_dimension, batch_size, batch_tokens, show_progress,
-                                    plan.skip)  # fmt: skip
-        finally:
-            for module in training:
-                module.training = True
-        return long_text_policy.merge(torch.from_numpy(buffer), owners, len(texts), renormalize=self._ends_normalized())
-
-    def _token_rows(
-        self, texts: list[str], plan: PromptPlan, on_truncation: OnTruncation, long_text: LongText
-    ) -> tuple[list[list[int]], list[int]]:
-        """Token ids per row, prompt in front, and the input each row belongs to (long inputs may span rows)."""
-        ids, cut = self.input_module.token_ids(plan.apply(texts))
-        if long_text not in long_text_policy.LONG_TEXT_POLICIES:
-            raise ValueError(f"long_text must be one of {long_text_policy.LONG_TEXT_POLICIES}, got {long_text!r}")
-        if long_text == "truncate" or not cut:
-            report_truncation(cut, len(texts), self.max_seq_length, on_truncation)
-            return ids, list(range(len(ids)))
-        rows, owners = long_text_policy.expand(self.transformer, texts, ids, cut, plan.text)
-        log.info("%d of %d inputs exceeded %d tokens: split into windows", len(cut), len(texts), self.max_seq_length)
-        return rows, owners
-
-    def _ends_normalized(self) -> bool:
-        return any(isinstance(m, Normalize) for m in self.chain())
 
     def mark_weights_changed(self) -> None:
         """Say that the weights changed in a way torch does not track (writes through `.data`); routes too."""

@@ -6,7 +6,7 @@ import ctypes
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import FastAPI
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from sbert.search.sparse_side import SparseSearch
     from sbert.sparse import SparseEncoder
     from sbert.static import StaticEncoder
+
+Row = TypeVar("Row")  # one input of a group: a text, or its token ids
 
 
 def build_server(
@@ -99,12 +101,11 @@ def dense_batcher(settings: ServeSettings, model: SentenceEncoder | StaticEncode
     def budget_now() -> int:
         return group_budget(model.gpu_batch_tokens(settings.backend, settings.precision))
 
-    def encode(items: list[tuple[str | None, str]]) -> np.ndarray:
-        # Over-long inputs are truncated to the model's limit, as embedding servers do by default.
-        vectors = encode_by_task(items, lambda texts, task: model.encode(
-            texts, backend=settings.backend, precision=settings.precision, show_progress=False, on_truncation="ignore",
-            task=prompt_call(task)[0], prompt_name=prompt_call(task)[1],
-        ))  # fmt: skip
+    def encode(items: list[tuple[str | None, list[int]]]) -> np.ndarray:
+        # The token rows the request was counted with (ServerState.embed: prompted and truncated to the
+        # model's limit, as embedding servers do by default): its texts are not tokenized a second time.
+        vectors = encode_by_task(items, lambda rows, task: model.encode_token_rows(
+            rows, *prompt_call(task), backend=settings.backend, precision=settings.precision))  # fmt: skip
         if settings.max_batch_tokens is None:  # follow the engine's budget down after a GPU out-of-memory
             batcher.max_batch_tokens = budget_now()
         return vectors
@@ -148,9 +149,9 @@ def colbert_side(index: SearchIndex | None, model: MultiVectorEncoder) -> MultiV
 
 
 def encode_by_task(
-    items: list[tuple[str | None, str]], encode: Callable[[list[str], str | None], np.ndarray]
+    items: list[tuple[str | None, Row]], encode: Callable[[list[Row], str | None], np.ndarray]
 ) -> np.ndarray:
-    """Vectors for (task, text) items in order: one encode call per task, so each gets its own prompt."""
+    """Vectors for (task, input) items in order: one encode call per task, so each gets its own prompt."""
     import numpy as np
 
     tasks = list(dict.fromkeys(task for task, _ in items))

@@ -118,8 +118,12 @@ class ServerState:
 
     def count_tokens(self, texts: Sequence[str], task: str | None = None) -> tuple[list[int], list[int]]:
         """Tokens per text as the model sees them (prompt and special tokens included, truncated), and the cut texts."""
-        task, prompt_name = prompt_call(task)
-        return self.dense.token_lengths(texts, task, prompt_name)
+        rows, cut = self.token_rows(texts, task)
+        return [len(row) for row in rows], cut
+
+    def token_rows(self, texts: Sequence[str], task: str | None = None) -> tuple[list[list[int]], list[int]]:
+        """Token ids per text as the model embeds them for prompt key `task`, and the cut texts."""
+        return self.dense.token_rows(texts, *prompt_call(task))
 
     def check_limits(self, texts: Sequence[str]) -> None:
         """413 when a request carries more texts or characters than the server accepts."""
@@ -144,11 +148,14 @@ class ServerState:
         assert self.batcher is not None  # built with the dense model
         self.check_limits(texts)
         check_texts(texts, field)
-        lengths, cut = await counted(self.count_tokens, texts, kind)
+        rows, cut = await counted(self.token_rows, texts, kind)
         if cut and not truncate:
             raise too_long(field, cut, model.max_seq_length or 0)
+        lengths = [len(row) for row in rows]
         tokens = self.check_request_tokens(lengths, "split the request")
-        items = [(kind, t) for t in texts]  # groups may mix tasks: the encoder sorts them back by task
+        # The counted rows go to the model, not the texts (tokenized once). Groups may mix tasks: the
+        # encoder sorts them back by task, each with its prompt's pooling.
+        items = [(kind, row) for row in rows]
         return await queued(self.batcher, items, lengths, request), tokens, cut
 
     def check_request_tokens(self, lengths: Sequence[int], advice: str) -> int:
@@ -165,8 +172,8 @@ class ServerState:
 INLINE_TOKEN_CHARS = 2048
 
 
-async def counted(count: Callable[..., tuple[list[int], list[int]]], texts: Sequence[str], *key: Any) -> Any:
-    """`count(texts, *key)`: tokens per text and the cut texts; in a worker thread unless the texts are short."""
+async def counted(count: Callable[..., tuple[list[Any], list[int]]], texts: Sequence[str], *key: Any) -> Any:
+    """`count(texts, *key)`: per text its tokens (a count or the ids) and the cut; off the loop unless short."""
     if sum(len(t) for t in texts) <= INLINE_TOKEN_CHARS:
         return count(texts, *key)
     return await run_in_threadpool(count, texts, *key)

@@ -185,12 +185,25 @@ class StaticEncoder(MtebEncoder):
             raise BackendError(f"processes={processes}: a static model needs one (about 50,000 sentences/s on 2 cores)")
         return "static", "fp32"
 
+    def token_rows(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[list[int]], list[int]]:
+        """Token ids per text as encode(task=, prompt_name=) averages them, and the cut: none (no limit)."""
+        return self.token_ids(self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))), []
+
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[int], list[int]]:
         """Tokens per text as encode(task=, prompt_name=) averages them; none is ever cut (no limit)."""
-        prompted = self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
-        return [len(row) for row in self.token_ids(prompted)], []
+        return [len(row) for row in self.token_rows(texts, task, prompt_name)[0]], []
+
+    def encode_token_rows(
+        self, rows: Sequence[Sequence[int]], task: str | None = None, prompt_name: str | None = None,
+        backend: str | None = None, precision: str = "auto",
+    ) -> np.ndarray:  # fmt: skip
+        """float32 (n, dim): the vectors of rows from `token_rows` (as `encode` gives them for the same texts)."""
+        check_static_options(backend, precision)
+        return self._finish(average_matrix(rows, len(self.table)) @ self.table, None)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids without special tokens (what the table is averaged over), threads for large inputs."""
@@ -238,12 +251,17 @@ class StaticEncoder(MtebEncoder):
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
             out[start : start + len(chunk)] = average_matrix(self.token_ids(chunk), len(self.table)) @ self.table
-        if self.unit:  # the chain's Normalize sees the whole vector, before any cut (as in sentence-transformers)
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        out = np.ascontiguousarray(out[:, :width]) if width else out
+        out = self._finish(out, width)
         if normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out[0] if single else out
+
+    def _finish(self, out: np.ndarray, width: int | None) -> np.ndarray:
+        """The averaged rows as the chain ends them: unit length for a normalized model, cut to `width` (or its own)."""
+        if self.unit:  # the chain's Normalize sees the whole vector, before any cut (as in sentence-transformers)
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        width = width or self.settings.truncate_dim
+        return np.ascontiguousarray(out[:, :width]) if width else out
 
     def encode_query(self, sentences: str | Iterable[str], **options: Any) -> np.ndarray:
         """`encode` with the model's query prompt, when it has one (else its default prompt)."""
