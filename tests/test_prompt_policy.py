@@ -118,3 +118,32 @@ def test_counted_token_rows_embed_as_encode_embeds_the_texts(excluding, task):
     assert got.shape == want.shape == (3, 16) and np.array_equal(got, want)
     if task is not None:  # the prompt's tokens stay out of pooling: the task's plan, not the rows, says how many
         assert np.abs(excluding.encode_token_rows(rows) - got).max() > 1e-4
+
+
+def test_a_served_group_mixing_tasks_pools_each_rows_prompt_as_encode_does(excluding):
+    # The server's batcher embeds the token rows each request was counted with; one merged group holds
+    # query, document and plain rows, each pooled under its own task's prompt plan.
+    import asyncio
+
+    from sbert.serve.metrics import Metrics
+    from sbert.serve.server import dense_batcher
+    from sbert.serve.settings import ServeSettings
+
+    texts = {"query": ["how do cats sleep", "rain tomorrow?"], "document": ["cats sleep curled up"], None: ["plain"]}
+
+    async def served() -> tuple[list[np.ndarray], int]:
+        batcher = dense_batcher(ServeSettings(model="m", max_wait_ms=50), excluding, Metrics())
+        batcher.start()
+        jobs = []
+        for task, group in texts.items():
+            rows = excluding.token_rows(group, task)[0]
+            jobs.append(batcher.submit([(task, row) for row in rows], [len(row) for row in rows]))
+        vectors = await asyncio.gather(*jobs)  # queued together: one group
+        await batcher.stop()
+        counts = [s.value for s in batcher.metrics.batch_texts.collect()[0].samples if s.name.endswith("_count")]
+        return vectors, int(sum(counts))
+
+    vectors, groups = asyncio.run(served())
+    assert groups == 1
+    for got, (task, group) in zip(vectors, texts.items(), strict=True):
+        np.testing.assert_allclose(got, excluding.encode(group, task=task), atol=1e-6)
