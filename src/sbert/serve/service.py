@@ -88,9 +88,8 @@ async def embed_items(st: ServerState, request: Request, ask: EmbedAsk, items: l
 
 def check_dimensions(st: ServerState, dimensions: int | None) -> None:
     """A 422 before any work when `dimensions` asks for more than the model's width."""
-    dim = st.dense.embedding_dimension
-    if dimensions is not None and dimensions > dim:
-        raise ApiError(422, f"dimensions={dimensions} exceeds the model's {dim}", "invalid_dimensions")
+    if dimensions is not None and dimensions > st.dense_width:
+        raise ApiError(422, f"dimensions={dimensions} exceeds the model's {st.dense_width}", "invalid_dimensions")
 
 
 def shaped_rows(st: ServerState, vectors: np.ndarray, ask: EmbedAsk) -> dict[str, list[object]]:
@@ -103,8 +102,7 @@ def shaped_rows(st: ServerState, vectors: np.ndarray, ask: EmbedAsk) -> dict[str
     if ask.normalize or (ask.normalize is None and ask.dimensions is not None):  # shortened as OpenAI does
         vectors = unit_rows(vectors)
     similarity = similarity_of(st.dense)
-    dim = st.dense.embedding_dimension
-    return {f: encode_rows(vectors, f, st.ranges, dim, similarity) for f in dict.fromkeys(ask.formats)}
+    return {f: encode_rows(vectors, f, st.ranges, st.dense_width, similarity) for f in dict.fromkeys(ask.formats)}
 
 
 def encode_rows(

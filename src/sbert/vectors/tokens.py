@@ -23,6 +23,8 @@ def fast_ids(tokenizer: Any, texts: list[str], add_special_tokens: bool = True) 
     def ids(chunk: list[str]) -> list[list[int]]:
         return [e.ids for e in tokenizer.encode_batch_fast(chunk, add_special_tokens=add_special_tokens)]
 
+    if len(texts) < 2 * MIN_CHUNK:  # before asking the core count: a syscall, on a server's every request
+        return ids(texts)
     workers = min(os.cpu_count() or 1, len(texts) // MIN_CHUNK)
     if workers < 2:
         return ids(texts)
