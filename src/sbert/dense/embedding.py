@@ -5,9 +5,8 @@
 (`encode_token_rows`), so no text is tokenized twice. Both ask the prompt plan (encoding/prompted.py)
 for the prompt text and the leading tokens pooling skips, and the input module for truncation.
 
-A mixin of SentenceEncoder (dense/model.py), kept apart so that file reads as the model; it asks the
-model for `prompt_plan`, `routed`, `router`, `input_module`, `backend`, `chain`, `chain_dimension`,
-`settings` and `max_seq_length`.
+A mixin of SentenceEncoder (dense/model.py), kept apart so that file reads as the model; what it asks of
+the model is typed as `EmbeddingHost`.
 """
 
 from __future__ import annotations
@@ -15,23 +14,42 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import numpy as np
 import torch
+from torch import nn
 
+from sbert.dense.runtime import DenseHost
 from sbert.encoding import long_text as long_text_policy
 from sbert.encoding.engine import embed_rows, embed_streamed
 from sbert.encoding.long_text import LongText, OnTruncation, report_truncation
 from sbert.encoding.prompted import PromptPlan
-from sbert.modules import Normalize
+from sbert.formats.model_config import EncoderSettings
+from sbert.modules import Normalize, Transformer
 from sbert.vectors.token_stream import STREAM_MIN_TEXTS
 from sbert.weights_state import structure_cached
 
-if TYPE_CHECKING:
-    from sbert.dense.model import SentenceEncoder
-
 log = logging.getLogger(__name__)
+
+
+class EmbeddingHost(DenseHost, Protocol):
+    """What the mixin asks of the SentenceEncoder it is mixed into (typed here, so no import of dense/model.py)."""
+
+    settings: EncoderSettings
+
+    @property
+    def max_seq_length(self) -> int: ...  # noqa: D102
+    @property
+    def transformer(self) -> Transformer: ...  # noqa: D102
+    def routed(self, task: str | None = None) -> EmbeddingHost: ...  # noqa: D102
+    def prompt_plan(  # noqa: D102
+        self, *, task: str | None = None, prompt_name: str | None = None, prompt: str | None = None
+    ) -> PromptPlan: ...
+    def encode_token_rows(  # noqa: D102
+        self, rows: Sequence[Sequence[int]], task: str | None = None, prompt_name: str | None = None,
+        backend: str = "torch", precision: str = "auto",
+    ) -> np.ndarray: ...  # fmt: skip
 
 
 class DenseEmbedding:
@@ -44,7 +62,7 @@ class DenseEmbedding:
 
         A Router model tokenizes with its route for `task`. `encode_token_rows` embeds these rows.
         """
-        model = cast("SentenceEncoder", self)
+        model = cast(EmbeddingHost, self)
         prompted = model.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
         return model.routed(task).input_module.token_ids(prompted)
 
@@ -67,7 +85,7 @@ class DenseEmbedding:
         Equal to `encode(texts, task=, prompt_name=, backend=, precision=, on_truncation="ignore")`: the same
         batches, pooling (the prompt's tokens skipped as the plan says) and the model's truncate_dim.
         """
-        model = cast("SentenceEncoder", self)
+        model = cast(EmbeddingHost, self)
         if model.router is not None:
             return model.routed(task).encode_token_rows(rows, task, prompt_name, backend, precision)
         skip = model.prompt_plan(task=task, prompt_name=prompt_name).skip
@@ -86,7 +104,7 @@ class DenseEmbedding:
         A large call whose rows are the inputs themselves (truncated, not split; truncation not an error)
         streams: tokenizer threads work ahead while the engine embeds the windows already tokenized.
         """
-        model = cast("SentenceEncoder", self)
+        model = cast(EmbeddingHost, self)
         engine = model.backend(backend, precision)
         if long_text == "truncate" and on_truncation != "error" and len(texts) >= STREAM_MIN_TEXTS:
             with self._inference_flags():
@@ -105,7 +123,7 @@ class DenseEmbedding:
         self, texts: list[str], plan: PromptPlan, on_truncation: OnTruncation, long_text: LongText
     ) -> tuple[list[list[int]], list[int]]:
         """Token ids per row, prompt in front, and the input each row belongs to (long inputs may span rows)."""
-        model = cast("SentenceEncoder", self)
+        model = cast(EmbeddingHost, self)
         ids, cut = model.input_module.token_ids(plan.apply(texts))
         if long_text not in long_text_policy.LONG_TEXT_POLICIES:
             raise ValueError(f"long_text must be one of {long_text_policy.LONG_TEXT_POLICIES}, got {long_text!r}")
@@ -123,7 +141,7 @@ class DenseEmbedding:
         Only those are switched: Module.train() sets every submodule's flag, a cost a server's many small
         calls need not pay when none is training.
         """
-        model = cast("SentenceEncoder", self)
+        model = cast(nn.Module, self)
         training = [m for m in structure_cached(model, "modules", lambda: tuple(model.modules())) if m.training]
         for module in training:
             module.training = False
