@@ -140,6 +140,18 @@ def test_packed_output_and_single_text(folder: Path) -> None:
         np.testing.assert_allclose(model.encode_document([text], batch_size=1)[0], mats[i], atol=1e-5)
 
 
+def test_counted_token_rows_embed_as_encode_embeds_the_texts(folder: Path) -> None:
+    # A server counts each request's tokens once (token_rows) and embeds those ids later (encode_token_rows).
+    model = MultiVectorEncoder.load(folder, device="cpu")
+    for task, texts in (("query", QUERIES), ("document", DOCUMENTS), (None, DOCUMENTS)):
+        rows, cut = model.token_rows(texts, task)
+        assert model.token_lengths(texts, task) == ([len(row) for row in rows], cut)
+        want = model.encode(texts, task=task)
+        got = model.encode_token_rows(rows, task)
+        assert [m.shape for m in got] == [m.shape for m in want]  # expansion and skiplist applied as in encode
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
 def test_sbert_load_picks_the_kind_for_both_layouts(bert: Path, tmp_path: Path) -> None:
     import sbert
     from sbert.model_kind import kind_of

@@ -172,12 +172,28 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         """maxsim, or meanmaxsim (MaxSim over the query's token count)."""
         return self.settings.similarity_fn_name
 
+    def token_rows(
+        self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
+    ) -> tuple[list[list[int]], list[int]]:
+        """Token ids per text as encode(task=, prompt_name=) feeds them (prompt and prefix in, cut), and the cut."""
+        return self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
+
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[int], list[int]]:
         """Tokens per text as the encoder sees them for `task` (prompt and prefix counted), and the indices cut."""
-        ids, cut = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
-        return [len(r) for r in ids], cut
+        rows, cut = self.token_rows(texts, task, prompt_name)
+        return [len(r) for r in rows], cut
+
+    def encode_token_rows(
+        self, rows: Sequence[Sequence[int]], task: str | None = None, prompt_name: str | None = None,
+        backend: str = "torch", precision: str = "auto",
+    ) -> list[np.ndarray]:  # fmt: skip
+        """Token matrices of rows from `token_rows(texts, task, prompt_name)`, as `encode(texts, ...)` gives them.
+
+        The task's rules (query expansion, the document skiplist) apply here as in `encode`; the prompt is in the rows.
+        """
+        return self.engine(precision, backend).run(rows, task, show_progress=False)
 
     @mteb_entry
     def encode(

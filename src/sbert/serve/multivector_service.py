@@ -35,14 +35,17 @@ if TYPE_CHECKING:
 Key = tuple[str, str | None]  # (task, prompt name)
 
 
-def encode_keyed(model: MultiVectorEncoder, items: Sequence[tuple[Key, str]]) -> list[np.ndarray]:
-    """Token matrices of (key, text) items in input order: one encode call per (task, prompt name)."""
+def encode_keyed(model: MultiVectorEncoder, items: Sequence[tuple[Key, list[int]]]) -> list[np.ndarray]:
+    """Token matrices of (key, token ids) items in input order: one call per (task, prompt name).
+
+    The ids are those each request was counted with (`token_rows`): no text is tokenized twice.
+    """
     out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(items)
     for key in dict.fromkeys(k for k, _ in items):
         rows = [i for i, (k, _) in enumerate(items) if k == key]
         task, prompt_name = key
-        for i, matrix in zip(rows, model.encode([items[i][1] for i in rows], task=task, prompt_name=prompt_name),
-                             strict=True):  # fmt: skip
+        matrices = model.encode_token_rows([items[i][1] for i in rows], task, prompt_name)
+        for i, matrix in zip(rows, matrices, strict=True):
             out[i] = matrix
     return out
 
@@ -64,11 +67,12 @@ async def embed_tokens(st: ServerState, texts: list[str], request: Request, fiel
     prompt_key(model.settings.prompts, prompt_name=key[1])  # 422 for a prompt name the model lacks
     st.check_limits(texts)
     check_texts(texts, field)
-    lengths, cut = await counted(model.token_lengths, texts, key[0], key[1])
+    rows, cut = await counted(model.token_rows, texts, key[0], key[1])
     if cut and not truncate:
         raise too_long(field, cut, model._rules.limit(key[0], model.transformer))
+    lengths = [len(row) for row in rows]
     st.check_request_tokens(lengths, "split the request")
-    return await queued(batcher, [(key, t) for t in texts], lengths, request), sum(lengths)
+    return await queued(batcher, [(key, row) for row in rows], lengths, request), sum(lengths)
 
 
 async def openai_embeddings(body: EmbeddingsRequest, request: Request) -> FastJSON:

@@ -17,7 +17,6 @@ these. Thin translations onto the embed code the other dialects use (serve/servi
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
@@ -58,8 +57,8 @@ async def embed_ollama(body: OllamaEmbedRequest, request: Request) -> FastJSON:
     texts = ([body.input] if body.input else []) if isinstance(body.input, str) else body.input
     if not texts:  # Ollama answers an empty input with no embeddings, not an error
         return FastJSON({"model": body.model, "embeddings": []})
-    ask = EmbedAsk(texts, "input", truncate=body.truncate, dimensions=ollama_dimensions(body.dimensions, st.dense),
-                   normalize=True)  # fmt: skip
+    dimensions = ollama_dimensions(body.dimensions, st.dense_width)
+    ask = EmbedAsk(texts, "input", truncate=body.truncate, dimensions=dimensions, normalize=True)
     try:
         done = await embed(st, request, ask)
     except ApiError as error:
@@ -70,9 +69,8 @@ async def embed_ollama(body: OllamaEmbedRequest, request: Request) -> FastJSON:
                      - started, "load_duration": 0, "prompt_eval_count": done.tokens})  # fmt: skip
 
 
-def ollama_dimensions(value: int | None, model: Any) -> int | None:
-    """Ollama's rule: cut only when 0 < dimensions < the model's width; otherwise the whole vector."""
-    width = int(model.embedding_dimension)
+def ollama_dimensions(value: int | None, width: int) -> int | None:
+    """Ollama's rule: cut only when 0 < dimensions < the model's `width`; otherwise the whole vector."""
     return value if value is not None and 0 < value < width else None
 
 
