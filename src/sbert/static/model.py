@@ -203,7 +203,7 @@ class StaticEncoder(MtebEncoder):
     ) -> np.ndarray:  # fmt: skip
         """float32 (n, dim): the vectors of rows from `token_rows` (as `encode` gives them for the same texts)."""
         check_static_options(backend, precision)
-        return self._finish(average_matrix(rows, len(self.table)) @ self.table, None)
+        return self._finish(average_matrix(rows, len(self.table)) @ self.table, self.settings.truncate_dim)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids without special tokens (what the table is averaged over), threads for large inputs."""
@@ -257,10 +257,9 @@ class StaticEncoder(MtebEncoder):
         return out[0] if single else out
 
     def _finish(self, out: np.ndarray, width: int | None) -> np.ndarray:
-        """The averaged rows as the chain ends them: unit length for a normalized model, cut to `width` (or its own)."""
+        """The averaged rows as the chain ends them: unit length for a normalized model, cut to `width` (if any)."""
         if self.unit:  # the chain's Normalize sees the whole vector, before any cut (as in sentence-transformers)
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        width = width or self.settings.truncate_dim
         return np.ascontiguousarray(out[:, :width]) if width else out
 
     def encode_query(self, sentences: str | Iterable[str], **options: Any) -> np.ndarray:
