@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 import numpy as np
+import torch
 
 from sbert.serve.metrics import Metrics
 from sbert.serve.scheduler import LANE_ALONE_TOKENS, LANE_SMALL_TOKENS, DynamicBatcher
@@ -52,8 +53,6 @@ def test_a_small_request_passes_a_huge_one_after_its_first_group():
 
 
 def test_lanes_run_groups_side_by_side_and_a_lone_large_or_small_one_on_every_core():
-    import torch
-
     both_running = threading.Barrier(2, timeout=10)
     seen: list[tuple[str, int]] = []
 
@@ -83,34 +82,42 @@ def test_lanes_run_groups_side_by_side_and_a_lone_large_or_small_one_on_every_co
     assert [threads for _, threads in seen[3:]] == [1, 1]  # side by side, one thread each
 
 
-def test_groups_under_single_thread_tokens_run_on_one_thread_and_larger_ones_across_cores():
+def test_merged_groups_under_single_thread_tokens_run_on_one_thread_and_a_lone_request_on_every_core():
     from sbert.backends.base import _LANE
 
-    seen: list[tuple[str, int | None]] = []
+    seen: dict[str, tuple[int | None, str, int]] = {}  # first text -> (lane threads, thread name, texts)
 
     def encode(texts: list[str]) -> np.ndarray:
-        seen.append((texts[0], getattr(_LANE, "threads", None)))  # None: the backend cuts it across its cores
+        seen[texts[0]] = (getattr(_LANE, "threads", None), threading.current_thread().name, len(texts))
         return np.zeros((len(texts), 1))
 
     async def scenario(lanes: int, single_thread_tokens: int) -> None:
         batcher = DynamicBatcher(encode, Metrics(), 2000, max_wait_ms=0, max_queue=1000, lanes=lanes,
                                  single_thread_tokens=single_thread_tokens)  # fmt: skip
-        batcher._cores = 3
+        batcher._cores = 3  # every core, told apart from a lane's one thread
         batcher.start()
-        await batcher.submit(["small"] * 4, [25] * 4)  # 100 tokens
+        await asyncio.gather(batcher.submit(["merged"] * 2, [25] * 2), batcher.submit(["merged"] * 2, [25] * 2))
+        await batcher.submit(["lone"] * 4, [25] * 4)  # 100 tokens, as small, but one client's
         await batcher.submit(["large"] * 2, [300, 300])  # 600 tokens
         await batcher.submit(["alone"] * 2, [600, 600])  # 1200 tokens, nothing else (LANE_ALONE_TOKENS)
         await batcher.stop()
 
-    for lanes, limit in ((1, 0), (1, 300), (2, 0), (2, 300), (2, 2000)):
-        seen.clear()
-        asyncio.run(scenario(lanes, limit))
-        small, large, alone = dict(seen)["small"], dict(seen)["large"], dict(seen)["alone"]
-        if lanes == 1:
-            assert (small, large) == ((1 if limit else None), None), (lanes, limit)
-        else:  # a small or a large group alone gets every core unless single_thread_tokens keeps it on one
-            assert (small, large) == ((1 if limit else 3), 1), (lanes, limit)
-            assert alone == (1 if limit > 1200 else 3), (lanes, limit)
+    threads_before = torch.get_num_threads()
+    try:
+        for lanes, limit in ((1, 0), (1, 300), (2, 0), (2, 300), (2, 2000)):
+            seen.clear()
+            asyncio.run(scenario(lanes, limit))
+            assert seen["merged"][2] == 4, "the two concurrent requests share one group"
+            threads = {name: lane for name, (lane, _, _) in seen.items()}
+            # Two merged requests under the limit keep to one thread; one client's request never does.
+            assert threads == {"merged": 1 if limit else 3, "lone": 3, "large": 1 if lanes == 2 else 3, "alone": 3}
+            # Groups on every core run on the process's one model thread, others on the batcher's lane threads.
+            for lane, name, _ in seen.values():
+                assert name.startswith("sbert-model" if lane == 3 else "sbert-encode"), (lanes, limit, seen)
+    finally:  # the model thread ran torch on 3 threads: threads new to torch start with the count set last
+        keeper = threading.Thread(target=torch.set_num_threads, args=(threads_before,))
+        keeper.start()
+        keeper.join()
 
 
 def held_first_group() -> tuple[list[list[str]], threading.Event, Callable[[list[str]], np.ndarray]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -159,16 +161,65 @@ def _cast(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tor
 _LANE = threading.local()
 
 
+def own_threads(threads: int, default: int) -> None:
+    """Torch's intra-op threads for the calling thread alone; a thread new to torch later still starts with `default`.
+
+    `torch.set_num_threads` also stores the count that every thread torch meets afterwards starts with
+    (ATen sets a new thread up with the count any thread set last). Pool and lane threads setting their own
+    count of 1 so made each thread started after them run on one core: a server's encode thread (a lone
+    query took 1.5x as long), a web app's request threads calling `encode`. A short-lived thread puts the
+    default back (about 0.1 ms, once per change of the calling thread's count).
+    """
+    # A thread's first op sets it up with the count set last by any thread, over its own: asked first, the
+    # set-up is done before this thread's count is set (else the pool's threads ran on `default` threads).
+    torch.get_num_threads()
+    torch.set_num_threads(threads)
+    if threads != default:
+        keeper = threading.Thread(target=torch.set_num_threads, args=(default,), name="sbert-threads")
+        keeper.start()
+        keeper.join()
+
+
+def release_openmp_workers() -> bool:
+    """Let the calling thread's OpenMP worker threads go (True when the runtime took the request).
+
+    GNU OpenMP keeps a team of workers for each thread that ran a torch op on several threads, for that
+    thread's life, and once the teams together outnumber the cores every worker sleeps between ops instead
+    of spinning (serve/scheduler.py `model_thread`). A server loads and warms its models on one thread and
+    runs them on another: the loading thread's team goes before the first request. Found among the
+    process's mapped libraries (the runtime torch itself loaded); a no-op where there is none (macOS,
+    a torch without OpenMP).
+    """
+    runtime = _openmp_runtime()
+    return runtime is not None and runtime.omp_pause_resource_all(2) == 0  # 2: omp_pause_hard
+
+
+@functools.cache
+def _openmp_runtime() -> ctypes.CDLL | None:
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/lib" in line and "omp" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if os.path.basename(path).startswith(("libgomp", "libiomp", "libomp")):
+            runtime = ctypes.CDLL(path)  # already loaded by torch: the same library, not a second copy
+            if hasattr(runtime, "omp_pause_resource_all"):
+                return runtime
+    return None
+
+
 @contextlib.contextmanager
-def lane_threads(threads: int) -> Iterator[None]:
+def lane_threads(threads: int, default: int) -> Iterator[None]:
     """Run the block as a lane of `threads` cores: torch's intra-op threads and the backends' workers.
 
-    Said explicitly, not read back from torch: a thread that torch first sees after another thread's
-    `set_num_threads(1)` (run_threaded's pool) starts with 1, whatever the process was given.
+    `default` is the process's count (every core), which threads new to torch keep starting with. Said
+    explicitly, not read back from torch: a thread new to torch starts with whatever count was set last.
     """
     before = getattr(_LANE, "threads", None)
     _LANE.threads = threads
-    torch.set_num_threads(threads)
+    if torch.get_num_threads() != threads:
+        own_threads(threads, default)
     try:
         yield
     finally:
@@ -212,8 +263,10 @@ def batch_pool(workers: int) -> ThreadPoolExecutor:
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
+            # Each worker on one thread; the creating thread's count stays the one every new thread starts with.
+            setup = (1, torch.get_num_threads())
             pool = _POOLS[key] = ThreadPoolExecutor(
-                workers, thread_name_prefix="sbert-batch", initializer=torch.set_num_threads, initargs=(1,)
+                workers, thread_name_prefix="sbert-batch", initializer=own_threads, initargs=setup
             )
         return pool
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from fastapi.concurrency import run_in_threadpool
 
+from sbert.serve.scheduler import on_model_thread
 from sbert.serve.state import ApiError, ServerState
 
 DATA_URL = "data:image/"
@@ -113,8 +114,8 @@ async def embed_items(st: ServerState, items: list[tuple[str, Any]], embed_texts
     # Decoding is CPU work: off the event loop, as the encode is, so other requests keep being served.
     pictures = await run_in_threadpool(lambda: [read_image(v, f"{field}[{i}]", st) for i, v in images])
     precision = st.settings.precision
-    image_rows = await run_in_threadpool(lambda: np.asarray(st.dense.encode(pictures, precision=precision),
-                                                            dtype=np.float32))  # fmt: skip
+    image_rows = await on_model_thread(lambda: np.asarray(st.dense.encode(pictures, precision=precision),
+                                                          dtype=np.float32))  # fmt: skip
     texts = [(i, v) for i, (kind, v) in enumerate(items) if kind == "text"]
     rows = np.empty((len(items), image_rows.shape[1]), dtype=np.float32)
     rows[[i for i, _ in images]] = image_rows

@@ -16,6 +16,7 @@ from sbert.formats.image_inputs import is_image_string
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
 from sbert.serve.images import request_items
+from sbert.serve.scheduler import on_model_thread
 from sbert.serve.schemas import (
     EmbeddingsRequest,
     MineRequest,
@@ -115,7 +116,7 @@ async def late_chunked(body: EmbeddingsRequest, request: Request) -> FastJSON:
     task = body.input_type or "document"
     service.check_dimensions(st, body.dimensions)
     try:
-        vectors = await run_in_threadpool(lambda: st.dense.encode_document(texts, chunks=spans, task=task))
+        vectors = await on_model_thread(lambda: st.dense.encode_document(texts, chunks=spans, task=task))
     except SbertError as why:
         raise ApiError(400, str(why), "invalid_chunks") from why
     # The chunks' vectors shaped as any route's rows (dimensions, encoding_format: service.shaped_rows).

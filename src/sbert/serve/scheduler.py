@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,26 @@ LANE_SMALL_TOKENS = 384
 # 16 (~190 tokens) 1.23-1.26x, 32 1.07-1.24x over two runs).
 SMALL_GROUP_TOKENS = 256
 _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client is still there
+T = TypeVar("T")
+
+
+@functools.cache
+def model_thread() -> ThreadPoolExecutor:
+    """The process's one thread for model calls spread over every core, one call after another.
+
+    GNU OpenMP (torch's CPU ops) keeps a team of worker threads for each thread that ran an op on several
+    threads, for that thread's life; once the teams together hold more threads than the machine has cores,
+    the workers sleep between ops instead of spinning, and every op of a small forward waits for its workers
+    to wake (a one-text encode took 18-20 ms against 9-10 ms on 2 cores). So every batcher (dense, sparse,
+    multi-vector, rerank) and the routes that encode apart run such calls here, and the server's loading
+    thread lets its own team go once the models are warm (backends/base.py `release_openmp_workers`).
+    """
+    return ThreadPoolExecutor(1, thread_name_prefix="sbert-model")
+
+
+async def on_model_thread(call: Callable[[], T]) -> T:
+    """`call()` on the model thread, awaited from the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(model_thread(), call)
 
 
 @dataclass
@@ -79,12 +99,17 @@ class DynamicBatcher:
         self._queued = 0
         self._wakeup = asyncio.Event()
         self.lanes = max(1, lanes)
-        # Groups under this many tokens run on one thread, never cut across cores (0: off). A cut group runs one
-        # forward per core, and on small groups each forward's fixed cost (every weight read once) is much of it.
+        # Groups merging several requests under this many tokens run on one thread, never cut across cores (0:
+        # off). A cut group runs one forward per core, and on small groups each forward's fixed cost (every weight
+        # read once) is much of it. A lone request's group keeps every core: its latency is all its client sees.
         self.single_thread_tokens = single_thread_tokens
         self._running: dict[asyncio.Task[None], int] = {}  # groups on the model now, and the lanes each holds
         self._lane_freed = asyncio.Event()
-        self._cores = _torch_threads() if self.lanes > 1 else 0  # every core: what a group alone runs on
+        # Every core: what a group that is not kept to one runs on, said explicitly on each group. The encode
+        # thread is new to torch, and torch starts a new thread with the count some other thread set last
+        # (backends/base.py lane_threads): left to that, a lone query ran on one core of the server's two.
+        self._cores = _torch_threads()
+        # Groups kept to one thread run here, a lane a thread; groups on every core run on model_thread().
         self._executor = ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="sbert-encode")
         self._worker: asyncio.Task[None] | None = None
         self._freed = 0.0  # when the model (a lane of it) last finished a group, monotonic seconds
@@ -150,7 +175,7 @@ class DynamicBatcher:
                     break
                 group = self._take_group()
                 if self.lanes == 1:
-                    await self._encode_group(group, 1 if _tokens(group) < self.single_thread_tokens else None)
+                    await self._encode_group(group, 1 if self._one_thread(group) else self._cores)
                     self._freed = time.monotonic()  # a lane's end is marked in _lane_done
                 else:
                     self._start_lane(group)
@@ -160,12 +185,16 @@ class DynamicBatcher:
         tokens = _tokens(group)
         # A large group with nothing beside it and nothing waiting takes every core (the next group waits for
         # it): a lone large request is then as fast as with one lane. So does a small group that starts with
-        # nothing running (LANE_SMALL_TOKENS). Other groups, and any under single_thread_tokens, run one per core.
-        alone = not self._running and tokens >= self.single_thread_tokens
+        # nothing running (LANE_SMALL_TOKENS). Other groups, and those _one_thread keeps, run one per core.
+        alone = not self._running and not self._one_thread(group)
         whole = alone and (tokens < LANE_SMALL_TOKENS or (tokens >= LANE_ALONE_TOKENS and not self._jobs))
         task = asyncio.get_running_loop().create_task(self._encode_group(group, self._cores if whole else 1))
         self._running[task] = self.lanes if whole else 1
         task.add_done_callback(self._lane_done)
+
+    def _one_thread(self, group: list[tuple[_Job, int, int]]) -> bool:
+        """Whether the group merges several requests into fewer than single_thread_tokens tokens."""
+        return len(group) > 1 and _tokens(group) < self.single_thread_tokens
 
     def _lane_done(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
@@ -248,13 +277,14 @@ class DynamicBatcher:
             return min(self.max_batch_tokens, tokens + self.max_batch_tokens // 4)
         return self.max_batch_tokens
 
-    async def _encode_group(self, group: list[tuple[_Job, int, int]], threads: int | None) -> None:
+    async def _encode_group(self, group: list[tuple[_Job, int, int]], threads: int) -> None:
         texts = [t for job, a, b in group for t in job.texts[a:b]]
         self.metrics.batch_texts.observe(len(texts))
         self.metrics.batch_tokens.observe(sum(sum(job.lengths[a:b]) for job, a, b in group))
-        call = self.encode if threads is None else functools.partial(_on_threads, self.encode, threads)
+        call = functools.partial(_on_threads, self.encode, threads, self._cores)
+        executor = model_thread() if threads > 1 else self._executor
         try:
-            vectors = await asyncio.get_running_loop().run_in_executor(self._executor, call, texts)
+            vectors = await asyncio.get_running_loop().run_in_executor(executor, call, texts)
         except Exception as e:  # the error goes to the requests of this group; the worker lives on
             for job, _, _ in group:
                 self._fail(job, e)
@@ -287,9 +317,9 @@ def _torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
-def _on_threads(encode: Callable[[list[Any]], Any], threads: int, texts: list[Any]) -> Any:
-    """`encode(texts)` as a lane of `threads` cores (backends/base.py `lane_threads`)."""
+def _on_threads(encode: Callable[[list[Any]], Any], threads: int, cores: int, texts: list[Any]) -> Any:
+    """`encode(texts)` as a lane of `threads` of the process's `cores` (backends/base.py `lane_threads`)."""
     from sbert.backends.base import lane_threads
 
-    with lane_threads(threads):
+    with lane_threads(threads, cores):
         return encode(texts)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import FastAPI
 
+from sbert.backends.base import release_openmp_workers
 from sbert.errors import SbertError
 from sbert.native import native
 from sbert.serve.app import create_app
@@ -80,6 +81,9 @@ def build_server(
         multivector.encode(["warm-up"])
         state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)
         state.colbert_side = colbert_side(index, multivector)
+    # Every model is loaded and warm: from here they run on the model thread (serve/scheduler.py), and this
+    # thread's OpenMP workers would only make that thread's sleep between ops.
+    release_openmp_workers()
     return create_app(state)
 
 
