@@ -61,8 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="groups of requests on the CPU model at once, each on one thread (try one per core when many "
                         "clients send several texts each: docs/serving.md)")  # fmt: skip
     p.add_argument("--single-thread-tokens", type=int, default=0, metavar="N",
-                   help="on the CPU, run merged groups under N tokens on one thread, not cut across every core: "
-                        "less CPU per text, longer waits (default 0: off; docs/serving.md)")  # fmt: skip
+                   help="on the CPU, run groups merging several requests into under N tokens on one thread, "
+                        "not cut across every core: less CPU per text, longer waits (default 0: off; "
+                        "docs/serving.md)")  # fmt: skip
     p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
                    help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
                    "sends them (default), or the served model's tokenizer's")  # fmt: skip

@@ -25,8 +25,8 @@ class ServeSettings:
     # Groups on the model at once on the CPU (serve/scheduler.py: each lane's group runs on one thread);
     # a GPU runs one.
     lanes: int = 1
-    # On the CPU, merged groups under this many tokens run on one thread instead of cut across every core:
-    # less CPU per text, longer waits under concurrent clients (0: off; docs/serving.md).
+    # On the CPU, groups merging several requests into under this many tokens run on one thread instead of cut
+    # across every core: less CPU per text, longer waits under concurrent clients (0: off; docs/serving.md).
     single_thread_tokens: int = 0
     max_inputs: int = 2048  # texts per request (OpenAI's limit)
     max_chars: int = 200_000  # characters per request, all texts together
