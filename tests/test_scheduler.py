@@ -206,3 +206,19 @@ def test_after_a_group_of_several_requests_a_new_one_still_waits_for_company():
 
     asyncio.run(scenario())
     assert groups == [["first"], ["x", "y"], ["a", "b"]]
+
+
+def _seven_on_the_model_thread() -> int:
+    from sbert.serve.scheduler import model_thread
+
+    return int(model_thread().submit(lambda: 7).result(timeout=20))  # an inherited, threadless one never answers
+
+
+def test_a_forked_child_runs_calls_on_a_model_thread_of_its_own():
+    import multiprocessing
+
+    from sbert.serve.scheduler import model_thread
+
+    assert model_thread().submit(lambda: 1).result() == 1  # the parent's thread is running
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_seven_on_the_model_thread) == 7

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -48,7 +50,10 @@ _DISCONNECT_POLL_S = 0.2  # how often a waiting request checks that its client i
 T = TypeVar("T")
 
 
-@functools.cache
+_MODEL_THREADS: dict[int, ThreadPoolExecutor] = {}  # by process id: a forked child inherits none of its threads
+_MODEL_THREADS_LOCK = threading.Lock()
+
+
 def model_thread() -> ThreadPoolExecutor:
     """The process's one thread for model calls spread over every core, one call after another.
 
@@ -59,7 +64,11 @@ def model_thread() -> ThreadPoolExecutor:
     multi-vector, rerank) and the routes that encode apart run such calls here, and the server's loading
     thread lets its own team go once the models are warm (backends/base.py `release_openmp_workers`).
     """
-    return ThreadPoolExecutor(1, thread_name_prefix="sbert-model")
+    with _MODEL_THREADS_LOCK:
+        executor = _MODEL_THREADS.get(os.getpid())
+        if executor is None:
+            executor = _MODEL_THREADS[os.getpid()] = ThreadPoolExecutor(1, thread_name_prefix="sbert-model")
+        return executor
 
 
 async def on_model_thread(call: Callable[[], T]) -> T:
