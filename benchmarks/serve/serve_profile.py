@@ -6,7 +6,8 @@ Starts `sbert serve` (the default model, CPU) on 127.0.0.1, puts serve_cpu.py's 
 clients posting one STS benchmark sentence each) and, after a warm-up, measures one window two ways:
 - each server thread's CPU time over the window (psutil, per OS thread), grouped by role: the event loop
   (HTTP parsing, validation, scheduling, serializing, sending), the threadpool that counts a request's
-  tokens, the batcher's thread (tokenizing a group, planning it, the model) and the per-core batch threads;
+  tokens, the model thread (groups run across the cores: planning them, the model), the lane threads
+  (groups kept to one thread) and the per-core batch threads;
 - py-spy's samples of the event-loop thread's Python stacks (`pip install py-spy`, the bench extra), each
   put in the stage of its innermost frame that names one; a sample whose innermost Python frame is the
   loop's own run (uvloop's C code: waiting in epoll, socket reads and writes) is counted apart.
@@ -40,7 +41,9 @@ from common import sts_sentences
 
 # Thread roles by the Python thread name py-spy reports (the batch pool's threads live as long as the process).
 ROLES = (("MainThread", "event loop"), ("AnyIO worker", "token count (threadpool)"),
-         ("sbert-encode", "batcher thread"), ("sbert-batch", "per-core batch threads (model)"))  # fmt: skip
+         ("sbert-model", "model thread"), ("sbert-encode", "lane threads"),
+         ("sbert-batch", "per-core batch threads (model)"))  # fmt: skip
+MODEL_ROLES = ("model thread", "lane threads", "per-core batch threads (model)")
 # The event loop's stages: (stage, frame marks), matched from the innermost frame outwards.
 STAGES = (
     ("serialize", ("FastJSON", "orjson", "encode_rows", "shaped_rows", "render (")),
@@ -157,10 +160,10 @@ def main() -> None:
     for role, seconds in by_role.most_common():
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
     alone = statistics.mean(offline)
-    model = by_role["per-core batch threads (model)"] + by_role["batcher thread"]
+    model = sum(by_role[role] for role in MODEL_ROLES)
     print(f"  offline encode alone: {1000 * alone:.2f} ms/text (before {1000 * offline[0]:.2f}, after "
           f"{1000 * offline[1]:.2f}); server {total / texts / alone:.2f}x of it, its model threads "
-          f"(batcher + batch threads) {model / texts / alone:.2f}x")  # fmt: skip
+          f"(model, lane and batch threads) {model / texts / alone:.2f}x")  # fmt: skip
     loop = sum(stages.values())
     print(f"  event loop samples by stage ({loop}):")
     for stage, n in stages.most_common():
