@@ -166,8 +166,8 @@ def own_threads(threads: int, default: int) -> None:
 
     `torch.set_num_threads` also stores the count that every thread torch meets afterwards starts with
     (ATen sets a new thread up with the count any thread set last). Pool and lane threads setting their own
-    count of 1 so made each thread started after them run on one core: a server's encode thread (a lone
-    query took 1.5x as long), a web app's request threads calling `encode`. A short-lived thread puts the
+    count of 1 so made each thread started after them run on one core: a server's encode thread (a one-text
+    encode takes 1.5x as long on one core as on two), a web app's request threads. A short-lived thread puts the
     default back (about 0.1 ms, once per change of the calling thread's count).
     """
     # A thread's first op sets it up with the count set last by any thread, over its own: asked first, the

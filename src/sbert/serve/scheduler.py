@@ -60,9 +60,10 @@ def model_thread() -> ThreadPoolExecutor:
     GNU OpenMP (torch's CPU ops) keeps a team of worker threads for each thread that ran an op on several
     threads, for that thread's life; once the teams together hold more threads than the machine has cores,
     the workers sleep between ops instead of spinning, and every op of a small forward waits for its workers
-    to wake (a one-text encode took 18-20 ms against 9-10 ms on 2 cores). So every batcher (dense, sparse,
-    multi-vector, rerank) and the routes that encode apart run such calls here, and the server's loading
-    thread lets its own team go once the models are warm (backends/base.py `release_openmp_workers`).
+    to wake (a one-text encode took twice as long on 2 cores: benchmarks/speed/openmp_teams.py). So every
+    batcher (dense, sparse, multi-vector, rerank) and the routes that encode apart run such calls here, and
+    the server's loading thread lets its own team go once the models are warm (backends/base.py
+    `release_openmp_workers`).
     """
     with _MODEL_THREADS_LOCK:
         executor = _MODEL_THREADS.get(os.getpid())
