@@ -62,6 +62,19 @@ def test_a_packing_engine_plans_mixed_lengths_by_real_tokens(tiny_dirs):
     assert len(batches) > 1 and all(max(lengths[i] for i in b) * len(b) <= 200 for b in batches if len(b) > 1)
 
 
+def test_a_packing_engine_gives_its_cores_equal_tokens_and_a_lane_its_filled_batches(tiny_dirs):
+    from sbert.backends.base import lane_threads
+
+    lengths = [40, 30, 25, 20] + [10] * 30 + [6] * 20  # a budget of 512 fills 511 + 24 tokens
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    engine = TorchCpuBackend(model.as_chain(), CPU)
+    engine.workers = 2
+    tokens = [sum(lengths[i] for i in b) for b in plan_batches(engine, lengths, None, 512)]
+    assert len(tokens) == 2 and max(tokens) - min(tokens) <= 40
+    with lane_threads(1, torch.get_num_threads()):  # a serving lane runs its batches one after another
+        assert [sum(lengths[i] for i in b) for b in plan_batches(engine, lengths, None, 512)] == [511, 24]
+
+
 def test_a_pooling_change_after_the_first_encode_counts(tiny_dirs):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     before = model.encode(CORPUS[:3], prompt="query: ")

@@ -67,6 +67,26 @@ def test_packed_batches_count_real_tokens():
     assert packed_batches([0], [50], 20, 8) == [[0]]  # a row over the budget still runs
 
 
+def test_packed_batches_side_by_side_get_equal_tokens_within_the_limits():
+    # A server's group of 64 random STS sentences filled 510 + 422 tokens: one core waited for the other.
+    lengths = [40, 30, 25, 20] + [10] * 30 + [6] * 20  # longest first, 535 tokens
+    order = list(range(len(lengths)))
+    filled = packed_batches(order, lengths, max_tokens=512, max_size=512)
+    assert [sum(lengths[i] for i in b) for b in filled] == [511, 24]
+    even = packed_batches(order, lengths, max_tokens=512, max_size=512, parts=2)
+    tokens = [sum(lengths[i] for i in b) for b in even]
+    assert len(even) == 2 and [i for b in even for i in b] == order  # order kept, nothing lost
+    assert max(tokens) - min(tokens) <= max(lengths)
+    # Three filled batches on two cores become four of equal tokens, each within the budget.
+    longer, rows = sorted(lengths * 3, reverse=True), list(range(3 * len(lengths)))
+    three = packed_batches(rows, longer, max_tokens=600, max_size=512, parts=2)
+    assert len(packed_batches(rows, longer, 600, 512)) == 3 and len(three) == 4
+    assert all(sum(longer[i] for i in b) <= 600 for b in three)
+    # The row cap holds too: where equal shares would pass it, the filled batches stay.
+    assert packed_batches(order, lengths, 512, 30, parts=2) == packed_batches(order, lengths, 512, 30)
+    assert packed_batches(order, lengths, 512, 512, parts=1) == filled
+
+
 @pytest.mark.parametrize("pooling", ["mean", "max", "cls", "cnn", "ngram-cnn"])
 def test_packed_equals_padded_for_each_encoder_and_head(tiny_dir, pooling):
     model = SentenceEncoder.from_transformer(tiny_dir, pooling=pooling, normalize=pooling == "mean", device="cpu")

@@ -256,3 +256,33 @@ def test_malloc_arenas_are_capped_unless_the_user_set_them():
     assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == "True"
     env["MALLOC_ARENA_MAX"] = "4"  # the user's own setting wins
     assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+@pytest.mark.e2e  # three interpreters importing the server (~30 s on 2 cores): CI runs it in the e2e step
+def test_freed_activations_stay_in_the_heap_unless_the_user_set_the_thresholds():
+    import os
+    import subprocess
+    import sys
+
+    # Blocks of growing size, each freed before the next (a forward's activations over groups of random
+    # sizes): glibc's own threshold maps each new larger one afresh, every page faulted in again.
+    code = (
+        "import resource, sys\n"
+        "from sbert.serve.server import keep_freed_memory\n"
+        "kept = keep_freed_memory() if sys.argv[1] == 'keep' else None\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for mb in range(1, 25):\n"
+        "    block = b'x' * (mb * 2**20); del block\n"  # every page written
+        "print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def faults(how: str, **extra: str) -> tuple[str, int]:
+        run = [sys.executable, "-c", code, how]
+        kept, count = subprocess.run(run, env=env | extra, capture_output=True, text=True, check=True).stdout.split()
+        return kept, int(count)
+
+    kept, few = faults("keep")
+    _, many = faults("glibc")
+    assert kept == "True" and many > 5 * few  # 300 MB faulted in under glibc's rule (76,818 pages), 24 MB kept (6,139)
+    assert faults("keep", MALLOC_TRIM_THRESHOLD_="1000000")[0] == "False"  # the user's own setting wins

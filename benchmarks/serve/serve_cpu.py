@@ -3,6 +3,7 @@
     python benchmarks/serve/serve_cpu.py [--seconds 15] [--rounds 2] [--backend torch]
     python benchmarks/serve/serve_cpu.py --infinity-python VENV/bin/python   # Infinity beside it, same run
     python benchmarks/serve/serve_cpu.py --variant "one-lane=--lanes 1"     # sbert with other flags, same run
+    python benchmarks/serve/serve_cpu.py --baseline ../before/src           # another checkout's sbert, same run
 
 Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, after a 3 s warm-up of each, per round
 runs two scenarios: 16 keep-alive clients posting one STS benchmark test sentence each, and 4 clients
@@ -119,6 +120,8 @@ def main() -> None:
         metavar="NAME=FLAGS",
         help="another sbert server with these `sbert serve` flags, measured alike (repeatable)",
     )
+    parser.add_argument("--baseline", metavar="SRC", help="src/ of another checkout (a worktree of an earlier "
+                        "commit): its sbert serves too, as 'baseline', with no flags, measured alike")  # fmt: skip
     args = parser.parse_args()
     sentences = list(dict.fromkeys(sts_sentences()))
     offline_cpu(sentences[:256], args.backend)  # loads the model and warms it up before any round
@@ -127,6 +130,9 @@ def main() -> None:
     ports = {name: free_port() for name in servers}
     for name, extra in flags.items():
         servers[name] = start_server(ports[name], args.backend, *extra)
+    if args.baseline:
+        ports["baseline"] = free_port()
+        servers["baseline"] = start_server(ports["baseline"], args.backend, src=str(Path(args.baseline).resolve()))
     if args.infinity_python:
         from sbert import SentenceEncoder
 

@@ -88,10 +88,12 @@ def rerank_bodies(sentences: list[str], per_request: int) -> list[bytes]:
             for i in range(0, len(sentences) - step, step)]  # fmt: skip
 
 
-def start_server(port: int, backend: str, *extra: str) -> subprocess.Popen[bytes]:
+def start_server(port: int, backend: str, *extra: str, src: str | None = None) -> subprocess.Popen[bytes]:
+    """`sbert serve` on 127.0.0.1:`port`, once it answers; `src`: the sbert of another checkout's src/ folder."""
     cmd = [sys.executable, "-m", "sbert.cli.main", "serve", "--model", MODEL, "--backend", backend, "--port", str(port),
            *extra]  # fmt: skip
-    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = os.environ | ({"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])} if src else {})
+    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
             asyncio.run(request_once(port, b'{"input": "up?", "model": "%s"}' % MODEL.encode()))

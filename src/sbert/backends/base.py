@@ -277,6 +277,7 @@ class Backend(Protocol):
     name: str
     default_batch_tokens: int
     max_rows: int
+    workers: int  # batches run at a time: one per core on the CPU, 1 on a GPU
 
     @property
     def packed(self) -> bool:

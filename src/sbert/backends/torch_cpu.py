@@ -21,6 +21,7 @@ from sbert.backends.packed_chain import packed_chain_forward, position_offset, s
 from sbert.backends.packing import pack
 from sbert.backends.pages import trim_heap
 from sbert.modules import Module, Transformer
+from sbert.vectors.batching import even_runs
 
 # Padded tokens per batch at MiniLM's width (384), measured on 2 cores with one batch per core at
 # a time (benchmarks/speed/encode_speed.py --sweep; docs/speed.md). Wider models get fewer tokens,
@@ -81,15 +82,7 @@ def per_core(batches: list[list[int]], lengths: Sequence[int], workers: int) -> 
     total = sum(lengths[i] for i in rows)
     if total < SPLIT_MIN_TOKENS * parts:
         return batches
-    share = total / parts
-    cuts: list[list[int]] = [[]]
-    seen = 0
-    for i in rows:
-        if cuts[-1] and seen >= share * len(cuts) and len(cuts) < parts:
-            cuts.append([])
-        cuts[-1].append(i)
-        seen += lengths[i]
-    return cuts
+    return even_runs(rows, lengths, parts)
 
 
 def packs_on_cpu(chain: Chain) -> bool:

@@ -56,6 +56,7 @@ class CudaBackend:
 
     name = "torch"
     max_rows = MAX_ROWS
+    workers = 1  # one batch on the device at a time
 
     def __init__(self, chain: Chain, device: torch.device, dtype: torch.dtype) -> None:
         self.chain, self.device, self.dtype = chain, device, dtype

@@ -88,9 +88,10 @@ def run(args: argparse.Namespace) -> int:
     require_serve_extra()
     import uvicorn
 
-    from sbert.serve.server import limit_malloc_arenas
+    from sbert.serve.server import keep_freed_memory, limit_malloc_arenas
 
     limit_malloc_arenas()  # before the model load and uvicorn start their threads
+    keep_freed_memory()
     app, settings = build_app(args)
     uvicorn.run(app, **uvicorn_options(settings))
     return 0

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.backends.base import Backend
+from sbert.backends.base import Backend, lane_workers
 from sbert.vectors.batching import fixed_batches, length_order, packed_batches, token_batches
 from sbert.vectors.token_stream import Tokenize, Window, token_windows
 
@@ -29,14 +29,17 @@ def plan_batches(
 
     `batch_size` alone gives fixed-size batches; otherwise batches fill a token budget
     (`batch_tokens` or the backend's default), counted as padded rows x longest row, or as
-    real tokens for a packed backend, with `batch_size` capping the rows.
+    real tokens for a packed backend, with `batch_size` capping the rows; a packed backend's batches
+    that run side by side on its workers are cut to about equal tokens.
     """
     order = length_order(lengths)
     if batch_size is not None and batch_tokens is None:
         return fixed_batches(order, batch_size)
     budget = batch_tokens or backend.default_batch_tokens
-    cut = packed_batches if backend.packed else token_batches
-    return cut(order, lengths, budget, batch_size or backend.max_rows)
+    rows = batch_size or backend.max_rows
+    if backend.packed:  # batches that run side by side get equal tokens (vectors/batching.py packed_batches)
+        return packed_batches(order, lengths, budget, rows, lane_workers(backend.workers))
+    return token_batches(order, lengths, budget, rows)
 
 
 def embed_rows(

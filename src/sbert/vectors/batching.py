@@ -58,13 +58,46 @@ def token_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int,
     return _fill(order, lengths, max_tokens, max_size, padded=True)
 
 
-def packed_batches(order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int) -> list[list[int]]:
+def packed_batches(
+    order: Sequence[int], lengths: Sequence[int], max_tokens: int, max_size: int, parts: int = 1
+) -> list[list[int]]:
     """Cut an ordering into runs whose real token count (no padding) stays within `max_tokens`.
 
     For padding-free backends: a batch costs the sum of its lengths, not rows x longest row.
     A single row longer than the budget still gets its own batch; `max_size` caps the rows.
+    With `parts` > 1 (batches that run `parts` at a time, one per core), several batches are cut
+    again into a multiple of `parts` runs of about equal tokens within the same limits: a budget
+    fills its batches in turn and leaves the last one short, and its core then waits for the others
+    (a server's group of 64 random STS sentences, 510 + 422 tokens: one core idle a sixth of the group).
     """
-    return _fill(order, lengths, max_tokens, max_size, padded=False)
+    batches = _fill(order, lengths, max_tokens, max_size, padded=False)
+    if parts <= 1 or len(batches) <= 1:
+        return batches
+    count = -(-len(batches) // parts) * parts
+    runs = even_runs(order, lengths, count, max_tokens, max_size)
+    return runs if len(runs) <= count else batches  # a row over the budget broke the shares: keep the fill
+
+
+def even_runs(
+    order: Sequence[int], lengths: Sequence[int], parts: int, max_tokens: int | None = None,
+    max_size: int | None = None,
+) -> list[list[int]]:  # fmt: skip
+    """`order` cut in turn into `parts` runs of about equal tokens, each within `max_tokens` and `max_size`.
+
+    A row that would pass a limit starts a run of its own, so there may be more than `parts` runs.
+    """
+    share = sum(lengths[i] for i in order) / parts
+    runs: list[list[int]] = [[]]
+    seen = held = 0  # tokens before this row; tokens in the current run
+    for i in order:
+        full = (max_tokens is not None and held + lengths[i] > max_tokens) or (
+            max_size is not None and len(runs[-1]) >= max_size)  # fmt: skip
+        if runs[-1] and (full or (seen >= share * len(runs) and len(runs) < parts)):
+            runs.append([])
+            held = 0
+        runs[-1].append(i)
+        seen, held = seen + lengths[i], held + lengths[i]
+    return runs
 
 
 def _fill(
