@@ -213,21 +213,22 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     return not os.environ.get("MALLOC_ARENA_MAX") and _mallopt(_M_ARENA_MAX, arenas)
 
 
-# glibc's mallopt parameters (malloc.h) and the sizes set here: the most glibc lets a block stay on the heap
-# on a 64-bit machine (HEAP_MAX_SIZE / 2), and twice that kept free at the top before memory goes back.
+# glibc's mallopt parameters (malloc.h), and the sizes set: the most glibc lets a block stay on the heap on a
+# 64-bit machine (HEAP_MAX_SIZE / 2), and the free top a heap keeps before memory goes back to the kernel.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 HEAP_BLOCK_BYTES = 32 * 2**20
-KEPT_FREE_BYTES = 64 * 2**20
+KEPT_FREE_BYTES = 8 * 2**20
 
 
 def keep_freed_memory() -> bool:
     """Keep a forward's freed activations in the heap for the next one, unless MALLOC_*_THRESHOLD_ is set.
 
-    glibc hands the free top of a heap back to the kernel once it passes a threshold it raises only as
-    large blocks come and go; under merged groups of random sizes the two batch threads kept handing back
-    and faulting in again some 3 MB a forward: 42-69 page faults a text and 0.21-0.30 ms of system CPU a text
-    under 32-text requests, against 1 fault and 0.05-0.06 ms with these fixed thresholds, RSS unchanged
-    (680-690 MB; 2-core AMD EPYC). Returns whether they were set (only on glibc, before threads start).
+    glibc maps a block over its mmap threshold afresh and unmaps it when freed, raising the threshold only
+    as such blocks come and go; under merged groups of random sizes the batch threads kept faulting their
+    activations in again: 42-69 page faults and 0.21-0.30 ms of system CPU a text under 32-text requests,
+    against 2.4 and 0.05 ms with these fixed thresholds. The memory kept: RSS 769 MB against 748 after eight
+    20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). Both on a 2-core AMD EPYC.
+    Returns whether they were set (only on glibc, before threads start).
     """
     if os.environ.get("MALLOC_MMAP_THRESHOLD_") or os.environ.get("MALLOC_TRIM_THRESHOLD_"):
         return False
