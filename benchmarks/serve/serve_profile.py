@@ -11,9 +11,10 @@ clients posting one STS benchmark sentence each) and, after a warm-up, measures 
 - py-spy's samples of the event-loop thread's Python stacks (`pip install py-spy`, the bench extra), each
   put in the stage of its innermost frame that names one; a sample whose innermost Python frame is the
   loop's own run (uvloop's C code: waiting in epoll, socket reads and writes) is counted apart.
-Per text: each thread role's CPU ms per text served, and the loop's samples by stage; beside them offline
-encode's CPU a text over the same sentences (before and after the window, in this process), so the model
-threads' share of the gap (the same work, done inside a loaded server) stands apart from the loop's.
+Per text: each thread role's CPU ms per text served, the system CPU and minor page faults, and the loop's
+samples by stage; beside them offline encode's CPU a text over the same sentences (before and after the
+window, in this process), so the model threads' share of the gap (the same work, done inside a loaded
+server) stands apart from the loop's. With PYTHONPATH=OTHER/src the server is another checkout's sbert.
 """
 
 from __future__ import annotations
@@ -112,6 +113,19 @@ def process_cpu(pid: int) -> float:
     return times.user + times.system
 
 
+def system_and_faults(pid: int) -> tuple[float, int]:
+    """System seconds of the whole process and its minor page faults (Linux's /proc; 0 faults elsewhere).
+
+    A fault is a page the kernel hands the process again: under merged groups of random sizes, glibc's own
+    mmap threshold had the batch threads fault their activations in afresh (serve/server.py keep_freed_memory).
+    """
+    try:
+        faults = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[7])
+    except OSError:
+        faults = 0
+    return psutil.Process(pid).cpu_times().system, faults
+
+
 def thread_cpu(pid: int) -> dict[int, float]:
     """User + system seconds of each thread of the process."""
     return {t.id: t.user_time + t.system_time for t in psutil.Process(pid).threads()}
@@ -137,8 +151,10 @@ def main() -> None:
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         time.sleep(0.3)
         before, process_before, groups_before = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
+        kernel_before = system_and_faults(server.pid)
         stats = asyncio.run(load(port, sentences, args.per_request, args.clients, args.seconds))
         after, process_after, groups_after = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
+        kernel_after = system_and_faults(server.pid)
         spy.wait()
         offline.append(offline_cpu(sentences, "torch"))
     finally:
@@ -157,6 +173,8 @@ def main() -> None:
           f"server CPU {1000 * total / texts:.2f} ms/text")  # fmt: skip
     grouped, groups = (after_n - before_n for after_n, before_n in zip(groups_after, groups_before, strict=True))
     print(f"  merged groups: {groups:.0f}, {grouped / max(groups, 1):.1f} texts each on average")
+    system, faults = (after_k - before_k for after_k, before_k in zip(kernel_after, kernel_before, strict=True))
+    print(f"  system CPU {1000 * system / texts:.2f} ms/text, minor page faults {faults / texts:.1f} a text")
     for role, seconds in by_role.most_common():
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
     alone = statistics.mean(offline)

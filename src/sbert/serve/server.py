@@ -225,10 +225,11 @@ def keep_freed_memory() -> bool:
 
     glibc maps a block over its mmap threshold afresh and unmaps it when freed, raising the threshold only
     as such blocks come and go; under merged groups of random sizes the batch threads kept faulting their
-    activations in again: 42-69 page faults and 0.21-0.30 ms of system CPU a text under 32-text requests,
-    against 2.4 and 0.05 ms with these fixed thresholds. The memory kept: RSS 769 MB against 748 after eight
-    20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). Both on a 2-core AMD EPYC.
-    Returns whether they were set (only on glibc, before threads start).
+    activations in again. Under 32-text requests (benchmarks/serve/serve_profile.py --clients 4
+    --per-request 32 prints both) 10.2 page faults and 0.07 ms of system CPU a text against 3.9 and 0.05 on a
+    loaded machine, 42-69 and 0.21-0.30 against 1-2.4 and 0.05 on a quiet one. The memory kept: RSS 769 MB
+    against 748 after eight 20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). All on a
+    2-core AMD EPYC. Returns whether they were set (only on glibc, before threads start).
     """
     if os.environ.get("MALLOC_MMAP_THRESHOLD_") or os.environ.get("MALLOC_TRIM_THRESHOLD_"):
         return False
