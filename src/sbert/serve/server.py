@@ -227,7 +227,7 @@ def keep_freed_memory() -> bool:
     as such blocks come and go; under merged groups of random sizes the batch threads kept faulting their
     activations in again. Under 32-text requests (benchmarks/serve/serve_profile.py --clients 4
     --per-request 32 prints both) 10.2 page faults and 0.07 ms of system CPU a text against 3.9 and 0.05 on a
-    loaded machine, 42-69 and 0.21-0.30 against 1-2.4 and 0.05 on a quiet one. The memory kept: RSS 769 MB
+    loaded machine, 23-72 and 0.13-0.30 against 1-2.4 and 0.05 on a quiet one. The memory kept: RSS 769 MB
     against 748 after eight 20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). All on a
     2-core AMD EPYC. Returns whether they were set (only on glibc, before threads start).
     """
