@@ -225,10 +225,11 @@ def keep_freed_memory() -> bool:
 
     glibc maps a block over its mmap threshold afresh and unmaps it when freed, raising the threshold only
     as such blocks come and go; under merged groups of random sizes the batch threads kept faulting their
-    activations in again. Under 32-text requests (benchmarks/serve/serve_profile.py --clients 4
-    --per-request 32 prints both) 10.2 page faults and 0.07 ms of system CPU a text against 3.9 and 0.05 on a
-    loaded machine, 23-72 and 0.13-0.30 against 1-2.4 and 0.05 on a quiet one. The memory kept: RSS 769 MB
-    against 748 after eight 20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). All on a
+    activations in again in some runs. Under 32-text requests (benchmarks/serve/serve_profile.py --clients 4
+    --per-request 32 prints both), three pairs of runs against the commit before: 3.9 / 6.3 / 5.3 page faults
+    and 0.05 / 0.06 / 0.07 ms of system CPU a text, against 10.2 / 0.8 / 9.0 and 0.07 / 0.08 / 0.09: a few
+    hundredths of a ms a text, the baseline's faults coming and going from run to run. The memory kept: RSS
+    769 MB against 748 after eight 20 s rounds of benchmarks/serve/serve_load.py (64 MB kept free: 813). All on a
     2-core AMD EPYC. Returns whether they were set (only on glibc, before threads start).
     """
     if os.environ.get("MALLOC_MMAP_THRESHOLD_") or os.environ.get("MALLOC_TRIM_THRESHOLD_"):
