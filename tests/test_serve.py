@@ -174,6 +174,9 @@ def test_similarity_search_and_mine(server, model, corpus):
 
 
 def test_metrics_are_prometheus_text(server):
+    # its own 200 and 422 first: the test must not lean on the others' order (xdist may split the file)
+    assert post(server, "/v1/embeddings", {"input": "a cat", "model": MODEL}).status_code == 200
+    assert post(server, "/v1/embeddings", {"input": [], "model": MODEL}).status_code == 422
     text = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
     assert 'sbert_requests_total{route="/v1/embeddings",status="200"}' in text
     assert 'sbert_requests_total{route="/v1/embeddings",status="422"}' in text

@@ -3,6 +3,7 @@
     python benchmarks/serve/serve_cpu.py [--seconds 15] [--rounds 2] [--backend torch]
     python benchmarks/serve/serve_cpu.py --infinity-python VENV/bin/python   # Infinity beside it, same run
     python benchmarks/serve/serve_cpu.py --variant "one-lane=--lanes 1"     # sbert with other flags, same run
+    python benchmarks/serve/serve_cpu.py --variant "arenas8=MALLOC_ARENA_MAX=8"   # or another environment
     python benchmarks/serve/serve_cpu.py --baseline ../before/src           # another checkout's sbert, same run
 
 Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, after a 3 s warm-up of each, per round
@@ -11,8 +12,9 @@ posting 32 each. The
 server's CPU is its process tree's user+system time over the window (psutil), so the clients' own CPU
 on the same cores cannot count against it; texts/s, p50 and p99 latency and errors are printed beside
 it. Offline encode's CPU per text is this process's CPU time for one `encode` call over the same
-sentences, once per round (the server's goal: concurrent requests merged into full batches); each
-server row's ratio is to its round's offline figure, and the printed ratio is the rounds' median.
+sentences, before and after each scenario's windows (the server's goal: concurrent requests merged into
+full batches); each server row's ratio is to the mean of the offline figures just before and just after
+its scenario, and the printed ratio is the rounds' median.
 With --infinity-python (a venv holding infinity-emb), Infinity serves the same model folder with its
 default engine and gets the same load.
 """
@@ -72,9 +74,9 @@ def offline_cpu(sentences: list[str], backend: str) -> float:
     """CPU seconds per text of one in-process encode of all the sentences in one call.
 
     The server's goal: concurrent requests merge into full batches, so a text costs what it costs offline.
-    Measured once per round, between the servers' windows: this machine's speed drifts by 20% over minutes
-    (offline 4.9 against 6.0 ms a text in two runs of one commit), and each round's server rows are
-    compared with that round's offline figure.
+    Measured before and after each scenario's windows: this machine's speed drifts by 20% over minutes
+    (offline 4.9 against 6.0 ms a text in two runs of one commit; 6.5 against 7.2 before and after one
+    12 s window), and a server row is compared with the offline figures that bracket its scenario.
     """
     return offline_seconds(sentences, backend, time.process_time, repeats=1) / len(sentences)
 
@@ -118,7 +120,8 @@ def main() -> None:
         action="append",
         default=[],
         metavar="NAME=FLAGS",
-        help="another sbert server with these `sbert serve` flags, measured alike (repeatable)",
+        help="another sbert server with these `sbert serve` flags (and NAME=VALUE environment words), measured alike "
+        "(repeatable)",
     )
     parser.add_argument("--baseline", metavar="SRC", help="src/ of another checkout (a worktree of an earlier "
                         "commit): its sbert serves too, as 'baseline', with no flags, measured alike")  # fmt: skip
@@ -144,15 +147,17 @@ def main() -> None:
             for per, clients in SCENARIOS:
                 if process is not None:
                     asyncio.run(load(ports[name], sentences, per, clients, WARM_UP_S))
-        offline: list[float] = []
+        offline = [offline_cpu(sentences, args.backend)]
         for _ in range(args.rounds):  # alternating servers and scenarios, so drift hits each alike
-            offline.append(offline_cpu(sentences, args.backend))
             for per, clients in SCENARIOS:
+                rows = []
                 for name, process in servers.items():
                     if process is not None:
-                        row = measure(process.pid, ports[name], sentences, per, clients, args.seconds)
-                        row["ratio"] = row["cpu_ms"] / (1000 * offline[-1])
+                        rows.append(row := measure(process.pid, ports[name], sentences, per, clients, args.seconds))
                         results.setdefault((name, per), []).append(row)
+                offline.append(offline_cpu(sentences, args.backend))
+                for row in rows:  # against offline encode just before and just after the scenario's windows
+                    row["ratio"] = row["cpu_ms"] / (500 * (offline[-2] + offline[-1]))
     finally:
         for process in servers.values():
             if process is not None:
@@ -165,7 +170,8 @@ def main() -> None:
         print(f"{name:>12} {per:>2} text(s)/request: {med['rate']:7.1f} texts/s, server CPU {med['cpu_ms']:.2f} ms/text"
               f" ({med['ratio']:.2f}x offline, median of the rounds' ratios), p50 {med['p50']:.0f} ms, "
               f"p99 {med['p99']:.0f} ms, errors {sum(r['errors'] for r in rows)}")  # fmt: skip
-    print(f"offline encode, CPU a text per round: {', '.join(f'{1000 * o:.2f}' for o in offline)} ms")
+    print(f"offline encode, CPU a text before and after each scenario: {', '.join(f'{1000 * o:.2f}' for o in offline)}"
+          " ms")  # fmt: skip
 
 
 if __name__ == "__main__":

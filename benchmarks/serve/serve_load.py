@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -88,11 +89,19 @@ def rerank_bodies(sentences: list[str], per_request: int) -> list[bytes]:
             for i in range(0, len(sentences) - step, step)]  # fmt: skip
 
 
+# A server's extra word that sets an environment variable rather than a flag ("MALLOC_ARENA_MAX=4").
+ENV_WORD = re.compile(r"[A-Z][A-Z0-9_]*=")
+
+
 def start_server(port: int, backend: str, *extra: str, src: str | None = None) -> subprocess.Popen[bytes]:
-    """`sbert serve` on 127.0.0.1:`port`, once it answers; `src`: the sbert of another checkout's src/ folder."""
+    """`sbert serve` on 127.0.0.1:`port`, once it answers; `src`: the sbert of another checkout's src/ folder.
+
+    `extra`: more `sbert serve` flags, and NAME=VALUE words for the server's environment.
+    """
     cmd = [sys.executable, "-m", "sbert.cli.main", "serve", "--model", MODEL, "--backend", backend, "--port", str(port),
-           *extra]  # fmt: skip
-    env = os.environ | ({"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])} if src else {})
+           *(word for word in extra if not ENV_WORD.match(word))]  # fmt: skip
+    env = os.environ | dict(word.split("=", 1) for word in extra if ENV_WORD.match(word))
+    env |= {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])} if src else {}
     process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
