@@ -75,8 +75,8 @@ def offline_cpu(sentences: list[str], backend: str) -> float:
 
     The server's goal: concurrent requests merge into full batches, so a text costs what it costs offline.
     Measured before and after each scenario's windows: this machine's speed drifts by 20% over minutes
-    (offline 4.9 against 6.0 ms a text in two runs of one commit; 6.5 against 7.2 before and after one
-    12 s window), and a server row is compared with the offline figures that bracket its scenario.
+    (offline 4.9 against 6.0 ms a text in two runs of one commit; 7.2 against 6.5 before and after one
+    12 s window of serve_profile.py), and a server row is compared with the offline figures around its scenario.
     """
     return offline_seconds(sentences, backend, time.process_time, repeats=1) / len(sentences)
 
