@@ -11,10 +11,10 @@ runs two scenarios: 16 keep-alive clients posting one STS benchmark test sentenc
 posting 32 each. The
 server's CPU is its process tree's user+system time over the window (psutil), so the clients' own CPU
 on the same cores cannot count against it; texts/s, p50 and p99 latency and errors are printed beside
-it. Offline encode's CPU per text is this process's CPU time for one `encode` call over the same
-sentences, before and after each scenario's windows (the server's goal: concurrent requests merged into
-full batches); each server row's ratio is to the mean of the offline figures just before and just after
-its scenario, and the printed ratio is the rounds' median.
+it. The requests take the sentences in one fixed random order, the clients starting spread over it. Offline
+encode's CPU per text is this process's CPU time for one `encode` call over exactly the texts the window
+served, right after it (the server's goal: concurrent requests merged into full batches); each window's
+ratio is to that figure, and the printed ratio is the rounds' median.
 With --infinity-python (a venv holding infinity-emb), Infinity serves the same model folder with its
 default engine and gets the same load.
 """
@@ -74,22 +74,29 @@ def offline_cpu(sentences: list[str], backend: str) -> float:
     """CPU seconds per text of one in-process encode of all the sentences in one call.
 
     The server's goal: concurrent requests merge into full batches, so a text costs what it costs offline.
-    Measured before and after each scenario's windows: this machine's speed drifts by 20% over minutes
-    (offline 4.9 against 6.0 ms a text in two runs of one commit; 7.2 against 6.5 before and after one
-    12 s window of serve_profile.py), and a server row is compared with the offline figures around its scenario.
+    Measured right after each window over the texts that window served: this machine's speed drifts by 20%
+    over minutes (offline 4.9 against 6.0 ms a text in two runs of one commit; 7.2 against 6.5 before and
+    after one 12 s window of serve_profile.py), and a text's cost depends on its length.
     """
     return offline_seconds(sentences, backend, time.process_time, repeats=1) / len(sentences)
 
 
-def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float) -> dict:
-    """One scenario's texts/s, server CPU ms per text, p50 / p99 ms and errors."""
+def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float,
+            backend: str) -> dict:  # fmt: skip
+    """One window's texts/s, server CPU ms per text, p50 / p99 ms and errors, and its ratio to offline encode.
+
+    Offline is one in-process `encode` over exactly the texts the window served (each as often as served),
+    right after it.
+    """
     before = tree_cpu(pid)
     stats = asyncio.run(load(port, sentences, per_request, clients, seconds))
     cpu = tree_cpu(pid) - before
     latency = sorted(stats["latency"])
     served = max(stats["sentences"], 1)
+    offline_ms = 1000 * offline_cpu(stats["texts"], backend) if stats["texts"] else float("nan")
     return {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": 1000 * cpu / served, "errors": stats["errors"],
-            "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)]}  # fmt: skip
+            "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)],
+            "offline_ms": offline_ms, "ratio": 1000 * cpu / served / offline_ms}  # fmt: skip
 
 
 def start_infinity(python: str, folder: str, port: int) -> subprocess.Popen[bytes]:
@@ -147,17 +154,12 @@ def main() -> None:
             for per, clients in SCENARIOS:
                 if process is not None:
                     asyncio.run(load(ports[name], sentences, per, clients, WARM_UP_S))
-        offline = [offline_cpu(sentences, args.backend)]
         for _ in range(args.rounds):  # alternating servers and scenarios, so drift hits each alike
             for per, clients in SCENARIOS:
-                rows = []
                 for name, process in servers.items():
                     if process is not None:
-                        rows.append(row := measure(process.pid, ports[name], sentences, per, clients, args.seconds))
+                        row = measure(process.pid, ports[name], sentences, per, clients, args.seconds, args.backend)
                         results.setdefault((name, per), []).append(row)
-                offline.append(offline_cpu(sentences, args.backend))
-                for row in rows:  # against offline encode just before and just after the scenario's windows
-                    row["ratio"] = row["cpu_ms"] / (500 * (offline[-2] + offline[-1]))
     finally:
         for process in servers.values():
             if process is not None:
@@ -167,11 +169,11 @@ def main() -> None:
           f"{args.seconds:.0f} s (medians)")  # fmt: skip
     for (name, per), rows in sorted(results.items()):
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        ratios = ", ".join(f"{r['ratio']:.2f}" for r in rows)
         print(f"{name:>12} {per:>2} text(s)/request: {med['rate']:7.1f} texts/s, server CPU {med['cpu_ms']:.2f} ms/text"
-              f" ({med['ratio']:.2f}x offline, median of the rounds' ratios), p50 {med['p50']:.0f} ms, "
+              f" ({med['ratio']:.2f}x offline's {med['offline_ms']:.2f} over the same texts; rounds {ratios}), "
+              f"p50 {med['p50']:.0f} ms, "
               f"p99 {med['p99']:.0f} ms, errors {sum(r['errors'] for r in rows)}")  # fmt: skip
-    print(f"offline encode, CPU a text before and after each scenario: {', '.join(f'{1000 * o:.2f}' for o in offline)}"
-          " ms")  # fmt: skip
 
 
 if __name__ == "__main__":

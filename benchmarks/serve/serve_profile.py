@@ -12,8 +12,8 @@ clients posting one STS benchmark sentence each) and, after a warm-up, measures 
   put in the stage of its innermost frame that names one; a sample whose innermost Python frame is the
   loop's own run (uvloop's C code: waiting in epoll, socket reads and writes) is counted apart.
 Per text: each thread role's CPU ms per text served, the system CPU and minor page faults, and the loop's
-samples by stage; beside them offline encode's CPU a text over the same sentences (before and after the
-window, in this process), so the model threads' share of the gap (the same work, done inside a loaded
+samples by stage; beside them offline encode's CPU a text over exactly the texts the window served (after
+it, in this process, the server stopped), so the model threads' share of the gap (the same work, done inside a loaded
 server) stands apart from the loop's. With PYTHONPATH=OTHER/src the server is another checkout's sbert.
 """
 
@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import collections
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,7 +142,6 @@ def main() -> None:
     server = start_server(port, "torch")
     work = tempfile.TemporaryDirectory(prefix="sbert-profile-")
     raw = Path(work.name) / "stacks.txt"
-    offline = [offline_cpu(sentences, "torch")]
     try:
         asyncio.run(load(port, sentences, args.per_request, args.clients, 3.0))  # warm-up
         spy = subprocess.Popen([args.py_spy, "record", "--pid", str(server.pid), "--duration", str(int(args.seconds)),
@@ -156,9 +154,9 @@ def main() -> None:
         after, process_after, groups_after = thread_cpu(server.pid), process_cpu(server.pid), group_counts(port)
         kernel_after = system_and_faults(server.pid)
         spy.wait()
-        offline.append(offline_cpu(sentences, "torch"))
     finally:
         server.terminate()
+        server.wait(timeout=60)
     names, stages = read_stacks(raw)
     work.cleanup()
     texts = max(stats["sentences"], 1)
@@ -177,11 +175,10 @@ def main() -> None:
     print(f"  system CPU {1000 * system / texts:.2f} ms/text, minor page faults {faults / texts:.1f} a text")
     for role, seconds in by_role.most_common():
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
-    alone = statistics.mean(offline)
+    alone = offline_cpu(stats["texts"], "torch")  # the window's own texts, right after it (the server is gone)
     model = sum(by_role[role] for role in MODEL_ROLES)
-    print(f"  offline encode alone: {1000 * alone:.2f} ms/text (before {1000 * offline[0]:.2f}, after "
-          f"{1000 * offline[1]:.2f}); server {total / texts / alone:.2f}x of it, its model threads "
-          f"(model, lane and batch threads) {model / texts / alone:.2f}x")  # fmt: skip
+    print(f"  offline encode of the same texts: {1000 * alone:.2f} ms/text; server {total / texts / alone:.2f}x of it, "
+          f"its model threads (model, lane and batch threads) {model / texts / alone:.2f}x")  # fmt: skip
     loop = sum(stages.values())
     print(f"  event loop samples by stage ({loop}):")
     for stage, n in stages.most_common():
