@@ -37,7 +37,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # serve_load.py's client
-from serve_load import MODEL, load, offline_seconds, start_server
+from serve_load import MODEL, load, offline_model, offline_seconds, start_server
 
 from common import sts_sentences
 
@@ -92,11 +92,11 @@ def measure(pid: int, port: int, sentences: list[str], per_request: int, clients
     stats = asyncio.run(load(port, sentences, per_request, clients, seconds))
     cpu = tree_cpu(pid) - before
     latency = sorted(stats["latency"])
-    served = max(stats["sentences"], 1)
+    cpu_ms = 1000 * cpu / max(stats["sentences"], 1)
     offline_ms = 1000 * offline_cpu(stats["texts"], backend) if stats["texts"] else float("nan")
-    return {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": 1000 * cpu / served, "errors": stats["errors"],
+    return {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": cpu_ms, "errors": stats["errors"],
             "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)],
-            "offline_ms": offline_ms, "ratio": 1000 * cpu / served / offline_ms}  # fmt: skip
+            "offline_ms": offline_ms, "ratio": cpu_ms / offline_ms}  # fmt: skip
 
 
 def start_infinity(python: str, folder: str, port: int) -> subprocess.Popen[bytes]:
@@ -144,9 +144,7 @@ def main() -> None:
         ports["baseline"] = free_port()
         servers["baseline"] = start_server(ports["baseline"], args.backend, src=str(Path(args.baseline).resolve()))
     if args.infinity_python:
-        from sbert import SentenceEncoder
-
-        servers["infinity"] = start_infinity(args.infinity_python, str(SentenceEncoder.load(MODEL).source_dir),
+        servers["infinity"] = start_infinity(args.infinity_python, str(offline_model().source_dir),
                                              ports["infinity"])  # fmt: skip
     results: dict[tuple[str, int], list[dict]] = {}
     try:
