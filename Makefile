@@ -75,7 +75,7 @@ $(INFINITY_VENV)/.installed:
 	touch $@
 
 bench-serve: $(VENV)/.installed-dev $(INFINITY_VENV)/.installed
-	$(PY) benchmarks/serve/serve_cpu.py --infinity-python $(INFINITY_VENV)/bin/python $(SERVE_ARGS)
+	$(PY) benchmarks/serve/serve_cpu.py --infinity-python $(INFINITY_VENV)/bin/python --infinity-onnx $(SERVE_ARGS)
 
 test-e2e: $(VENV)/.installed-dev $(FLAG_VENV)/.installed
 	SBERT_FLAG_PYTHON=$(FLAG_VENV)/bin/python $(PY) -m pytest -q -m e2e

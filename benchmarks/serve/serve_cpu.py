@@ -16,7 +16,11 @@ encode's CPU per text is this process's CPU time for one `encode` call over exac
 served, right after it (the server's goal: concurrent requests merged into full batches); each window's
 ratio is to that figure, and the printed ratio is the rounds' median.
 With --infinity-python (a venv holding infinity-emb), Infinity serves the same model folder with its
-default engine and gets the same load.
+default engine and gets the same load; with --infinity-onnx too, a second Infinity runs its ONNX engine on
+an ONNX copy of the folder (infinity_peer.py). Each Infinity server's vector for one sentence is checked
+against sbert's offline encode before the rounds; one that differs is not measured.
+
+    python benchmarks/serve/serve_cpu.py --infinity-python .venv-infinity/bin/python --infinity-onnx
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +42,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # serve_load.py's client
+from infinity_peer import PROBE, onnx_copy, served_drift, start_infinity
 from serve_load import MODEL, load, offline_model, offline_seconds, start_server
 
 from common import sts_sentences
@@ -99,21 +105,22 @@ def measure(pid: int, port: int, sentences: list[str], per_request: int, clients
             "offline_ms": offline_ms, "ratio": cpu_ms / offline_ms}  # fmt: skip
 
 
-def start_infinity(python: str, folder: str, port: int) -> subprocess.Popen[bytes]:
-    """Infinity (its default torch engine, CPU) serving the same model folder under the name `MODEL`."""
-    cmd = [python, "-m", "infinity_emb.cli", "v2", "--model-id", folder, "--served-model-name", MODEL,
-           "--port", str(port), "--device", "cpu", "--url-prefix", "/v1"]  # fmt: skip
-    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import httpx
-
-    for _ in range(600):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.5)
-    process.kill()
-    raise SystemExit("infinity did not start")
+def start_peers(python: str, onnx: bool, scratch: Path, servers: dict[str, subprocess.Popen[bytes] | None],
+                ports: dict[str, int]) -> None:  # fmt: skip
+    """Infinity's torch engine (and its ONNX engine with `onnx`) into `servers`, each checked for sbert's vectors."""
+    source = str(offline_model().source_dir)
+    folders = {"infinity": source}
+    if onnx:
+        folders["infinity-onnx"] = str(onnx_copy(python, source, scratch / "model"))
+    reference = offline_model().encode([PROBE])[0]
+    for name, folder in folders.items():
+        servers[name] = process = start_infinity(python, folder, ports[name], MODEL, onnx=name == "infinity-onnx")
+        drift = served_drift(ports[name], MODEL, reference)
+        print(f"{name}: its vector for one sentence against sbert's offline encode: max |diff| {drift:.1e}")
+        if drift > 1e-4:  # another model, pooling or normalisation: its figures would compare other work
+            print(f"{name}: serves other vectors than sbert; not measured")
+            process.terminate()
+            servers[name] = None
 
 
 def main() -> None:
@@ -130,24 +137,26 @@ def main() -> None:
         help="another sbert server with these `sbert serve` flags (and NAME=VALUE environment words), measured alike "
         "(repeatable)",
     )
+    parser.add_argument("--infinity-onnx", action="store_true", help="with --infinity-python: also Infinity's ONNX "
+                        "engine (--engine optimum) on an ONNX export of the model folder")  # fmt: skip
     parser.add_argument("--baseline", metavar="SRC", help="src/ of another checkout (a worktree of an earlier "
                         "commit): its sbert serves too, as 'baseline', with no flags, measured alike")  # fmt: skip
     args = parser.parse_args()
     sentences = list(dict.fromkeys(sts_sentences()))
     offline_cpu(sentences[:256], args.backend)  # loads the model and warms it up before any round
     flags = server_flags(args.variant)
-    servers: dict[str, subprocess.Popen[bytes] | None] = {name: None for name in [*flags, "infinity"]}
+    servers: dict[str, subprocess.Popen[bytes] | None] = {name: None for name in [*flags, "infinity", "infinity-onnx"]}
     ports = {name: free_port() for name in servers}
     for name, extra in flags.items():
         servers[name] = start_server(ports[name], args.backend, *extra)
     if args.baseline:
         ports["baseline"] = free_port()
         servers["baseline"] = start_server(ports["baseline"], args.backend, src=str(Path(args.baseline).resolve()))
-    if args.infinity_python:
-        servers["infinity"] = start_infinity(args.infinity_python, str(offline_model().source_dir),
-                                             ports["infinity"])  # fmt: skip
+    scratch = tempfile.TemporaryDirectory(prefix="sbert-infinity-onnx-")
     results: dict[tuple[str, int], list[dict]] = {}
     try:
+        if args.infinity_python:
+            start_peers(args.infinity_python, args.infinity_onnx, Path(scratch.name), servers, ports)
         for name, process in servers.items():  # a warm-up per server and scenario: rounds measure steady state
             for per, clients in SCENARIOS:
                 if process is not None:
@@ -162,6 +171,8 @@ def main() -> None:
         for process in servers.values():
             if process is not None:
                 process.terminate()
+                process.wait()
+        scratch.cleanup()
     cpu = os.cpu_count()
     print(f"{MODEL}, backend {args.backend}, {cpu} cores shared by server and clients, {args.rounds} rounds x "
           f"{args.seconds:.0f} s (medians)")  # fmt: skip
