@@ -10,7 +10,8 @@ same vectors (infinity-emb 0.0.78 with optimum 2.1):
   folder's own pooling; all-MiniLM-L6-v2's is mean).
 Infinity's ONNX graph optimisation fails with this optimum (an OptimizationConfig argument it no longer
 takes) and Infinity then says it serves the unoptimised graph; that is its engine as installed.
-Every Infinity server is asked for one vector before the rounds, against sbert's offline encode.
+Every Infinity server is asked for one vector before the rounds, against sbert's offline encode: that
+also catches an optimised graph Infinity might find cached for "." from another folder.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-WEIGHTS = {"model.safetensors", "pytorch_model.bin"}
+# Left out of the copy: the torch weights, and any ONNX or OpenVINO files of the folder's own, which
+# Infinity's search for an ONNX file would weigh against the export.
+LEFT_OUT = {"model.safetensors", "pytorch_model.bin", "onnx", "openvino"}
 PROBE = "A man is playing a guitar."
 
 
@@ -40,7 +43,7 @@ def onnx_copy(python: str, source: str, dest: Path) -> Path:
             raise SystemExit(f"optimum's ONNX export of {source} failed: {tail[0]}")
     for path in Path(source).iterdir():
         target = dest / path.name
-        if path.name not in WEIGHTS and not target.exists():
+        if path.name not in LEFT_OUT and path.suffix != ".onnx" and not target.exists():
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, target)
     return dest
 

@@ -120,6 +120,7 @@ def start_peers(python: str, onnx: bool, scratch: Path, servers: dict[str, subpr
         if drift > 1e-4:  # another model, pooling or normalisation: its figures would compare other work
             print(f"{name}: serves other vectors than sbert; not measured")
             process.terminate()
+            process.wait()
             servers[name] = None
 
 
@@ -142,6 +143,8 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="SRC", help="src/ of another checkout (a worktree of an earlier "
                         "commit): its sbert serves too, as 'baseline', with no flags, measured alike")  # fmt: skip
     args = parser.parse_args()
+    if args.infinity_onnx and not args.infinity_python:
+        parser.error("--infinity-onnx needs --infinity-python (the venv whose Infinity and optimum it runs)")
     sentences = list(dict.fromkeys(sts_sentences()))
     offline_cpu(sentences[:256], args.backend)  # loads the model and warms it up before any round
     flags = server_flags(args.variant)

@@ -160,7 +160,7 @@ def main() -> None:
     names, stages = read_stacks(raw)
     work.cleanup()
     texts = max(stats["sentences"], 1)
-    by_role: collections.Counter[str] = collections.Counter()
+    by_role: dict[str, float] = collections.defaultdict(float)  # CPU seconds by role (a Counter holds ints)
     for tid, seconds in after.items():
         by_role[role_of(names.get(tid, "?"))] += seconds - before.get(tid, 0.0)
     total = process_after - process_before
@@ -173,7 +173,7 @@ def main() -> None:
     print(f"  merged groups: {groups:.0f}, {grouped / max(groups, 1):.1f} texts each on average")
     system, faults = (after_k - before_k for after_k, before_k in zip(kernel_after, kernel_before, strict=True))
     print(f"  system CPU {1000 * system / texts:.2f} ms/text, minor page faults {faults / texts:.1f} a text")
-    for role, seconds in by_role.most_common():
+    for role, seconds in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"  {role:>24}: {1000 * seconds / texts:5.2f} ms/text ({100 * seconds / total:4.1f}%)")
     alone = offline_cpu(stats["texts"], "torch")  # the window's own texts, right after it (the server is gone)
     model = sum(by_role[role] for role in MODEL_ROLES)
