@@ -16,6 +16,7 @@ also catches an optimised graph Infinity might find cached for "." from another 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from serve_load import request_once  # the benchmark's own loopback client
 
 # Left out of the copy: the torch weights, and any ONNX or OpenVINO files of the folder's own, which
 # Infinity's search for an ONNX file would weigh against the export.
@@ -71,10 +73,9 @@ def start_infinity(python: str, folder: str, port: int, model: str, onnx: bool =
 
 def served_drift(port: int, model: str, reference: np.ndarray) -> float:
     """Max |difference| between the server's vector for PROBE and `reference` (both at unit length)."""
-    body = json.dumps({"input": [PROBE], "model": model}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", body,
-                                     {"content-type": "application/json"})  # fmt: skip
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        served = np.asarray(json.loads(answer.read())["data"][0]["embedding"], dtype=np.float64)
+    status, answer = asyncio.run(request_once(port, json.dumps({"input": [PROBE], "model": model}).encode()))
+    if status != 200:
+        raise SystemExit(f"the server on port {port} answered {status} to one sentence: {answer[:200]!r}")
+    served = np.asarray(json.loads(answer)["data"][0]["embedding"], dtype=np.float64)
     want = reference / np.linalg.norm(reference)
     return float(np.abs(served / np.linalg.norm(served) - want).max())
