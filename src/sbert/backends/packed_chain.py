@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -157,8 +157,12 @@ def packed_call(model: torch.nn.Module, model_inputs: Sequence[str], batch: Pack
     )  # fmt: skip
 
 
-def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: int = 0) -> Tensor:
+def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: int = 0,
+                         encoder: Callable[[PackedBatch], Tensor] | None = None) -> Tensor:  # fmt: skip
     """Sentence embeddings (B, dim) for a packed batch.
+
+    `encoder`: the packed tokens' last hidden states in place of the first module's (lean_bert.py's
+    forward of the same weights), else that module's own packed forward.
 
     Pooling and Normalize work on the packed rows directly; any other head (CNN-SBERT, IS-BERT's
     n-gram CNN) gets the tokens unpacked into a padded grid and its mask, then runs as usual:
@@ -169,7 +173,7 @@ def packed_chain_forward(modules: Sequence[Module], batch: PackedBatch, skip: in
     assert isinstance(transformer, Transformer)
     if transformer.packed_output == "last_token_score":  # an LLM reranker: its scores, not token states
         return packed_pair_scores(cast("LogitPairScorer", transformer), batch)
-    tokens = packed_token_embeddings(transformer, batch)  # (N, H)
+    tokens = packed_token_embeddings(transformer, batch) if encoder is None else encoder(batch)  # (N, H)
     features: Features | None = None  # None while the tokens are still packed
     for module in modules[1:]:
         if features is None and isinstance(module, Pooling):

@@ -130,6 +130,8 @@ KERNEL_NAMES = {
     "flash_attn": "flash_attn varlen", "torch": "torch varlen_attn", "nested": "SDPA on nested tensors",
     "grid": "SDPA on a padded grid of the packed sequences",
 }  # fmt: skip
+KERNELS: dict[str, Kernel] = {"flash_attn": flash_attn_varlen, "torch": torch_varlen, "nested": nested_sdpa,
+                              "grid": grid_sdpa}  # fmt: skip
 
 
 def candidate_kernels(device: torch.device, dtype: torch.dtype, causal: bool = False) -> list[tuple[str, Kernel]]:
