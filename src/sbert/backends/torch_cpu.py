@@ -104,8 +104,8 @@ def lean_forward(packed: tuple[Module, ...], kernel: str) -> Callable[[PackedBat
     """The lean forward of the packed encoder (lean_bert.py) where it matches its modules, else None.
 
     MiniLM, random STS sentences packed as a server's groups are, one thread: the transformers modules cost
-    1.18x the lean forward's CPU at 1 sentence, 1.06-1.20x at 8, 1.02-1.10x at 16 and about the same at 32
-    (benchmarks/speed/lean_forward.py).
+    1.22x the lean forward's CPU at 1 sentence, 1.08x at 8, 1.07x at 16 and 1.04x at 32
+    (benchmarks/speed/lean_forward.py, docs/serving.md).
     """
     transformer = packed[0]
     if not isinstance(transformer, Transformer) or transformer.packed_output != "token_states":
