@@ -58,6 +58,13 @@ def test_other_encoders_pack_through_their_modules(tiny_dirs, kind):
     assert engine._lean is None and engine.packed
 
 
+def test_a_large_bert_keeps_to_its_modules(tiny_dirs, monkeypatch):
+    # the fused projections are a copy: a large model's memory bound has no room for it
+    monkeypatch.setattr("sbert.backends.base.LARGE_WEIGHTS_BYTES", 0)
+    engine = packed_engine(SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu"))
+    assert engine._lean is None and engine.packed
+
+
 def test_a_lean_forward_that_disagrees_with_the_modules_is_not_used(tiny_dirs, caplog):
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
     packed = packed_engine(model).packed_modules()

@@ -108,7 +108,9 @@ def lean_forward(packed: tuple[Module, ...], kernel: str) -> Callable[[PackedBat
     (benchmarks/speed/lean_forward.py, docs/serving.md).
     """
     transformer = packed[0]
-    if not isinstance(transformer, Transformer) or transformer.packed_output != "token_states":
+    # A large model keeps to its modules: the fused projections are a copy, a quarter of its layers' weights
+    # more, against a large model's memory bound of 1.5x its weights (BERT-large: 0.3 GB).
+    if not isinstance(transformer, Transformer) or transformer.packed_output != "token_states" or is_large(packed):
         return None
     return lean_encoder(transformer.auto_model, varlen.KERNELS[kernel],
                         lambda batch: packed_token_embeddings(transformer, batch))  # fmt: skip
