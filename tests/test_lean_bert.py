@@ -15,6 +15,7 @@ from sbert.backends.packed_chain import packed_token_embeddings
 from sbert.backends.packing import pack
 from sbert.backends.torch_cpu import TorchCpuBackend
 from sbert.modules import Transformer
+from tests.test_cpu_packed import one_by_one
 from tests.tiny_models import CORPUS
 
 SENTENCES = [*CORPUS, "a", "the cat sat on the mat " * 6, "dogs " * 40]
@@ -37,7 +38,7 @@ def test_a_bert_encoder_takes_the_lean_forward_with_the_modules_vectors(tiny_dir
     engine._lean = None  # the same packed batch through the transformers modules
     modules = engine.embed(ids)
     assert np.abs(lean - modules).max() <= 1e-6
-    alone = np.concatenate([model.encode([t], on_truncation="ignore") for t in SENTENCES])  # unpacked, padded
+    alone = one_by_one(model, SENTENCES)  # unpacked, padded
     assert np.abs(lean - alone).max() <= 1e-5
 
 
@@ -102,7 +103,7 @@ def test_weights_changed_in_place_reach_the_lean_forward(tiny_dirs):
     with torch.no_grad():
         model.transformer.auto_model.encoder.layer[0].attention.self.value.weight.mul_(-2.0)
     after = model.encode(SENTENCES, on_truncation="ignore")
-    alone = np.concatenate([model.encode([t], on_truncation="ignore") for t in SENTENCES])
+    alone = one_by_one(model, SENTENCES)
     assert np.abs(after - before).max() > 1e-3
     assert np.abs(after - alone).max() <= 1e-5
 

@@ -4,7 +4,7 @@ A server's merged group of short requests runs as forwards of a few sentences a 
 transformers' modules (module calls, the attention interface lookup, kwargs carried through every layer,
 the mask and output bookkeeping) is a share of a forward's CPU next to its small matrices. The same
 arithmetic called directly costs less: the query, key and value projections as one matrix a layer, the
-packed attention kernel the modules would call (varlen.grid_sdpa), the layer norms and activations of the
+packed attention kernel the modules were switched to (varlen.pick_kernel's), the layer norms and activations of the
 loaded modules. Checked against the modules on a probe batch before it is used (`lean_encoder`): any model
 it does not match runs through its modules as before. Inference only, float weights only (the CPU backend
 already keeps PEFT adapters and int8 Linears off the packed path).
@@ -12,7 +12,6 @@ already keeps PEFT adapters and int8 Linears off the packed path).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +23,6 @@ from torch.nn import functional
 from sbert.backends import varlen
 from sbert.backends.packing import PackedBatch, pack
 from sbert.errors import first_line
-
-log = logging.getLogger(__name__)
 
 # The transformers classes whose forward this file repeats, op for op (transformers 5's modeling_bert).
 LEAN_CLASSES = {"BertModel"}

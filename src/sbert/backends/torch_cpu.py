@@ -142,8 +142,7 @@ class TorchCpuBackend:
         packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
         with torch.inference_mode():
             if packed is not None:
-                batch = pack(rows, self._offset)
-                return packed_chain_forward(packed, batch, skip, self._lean).float().numpy()
+                return packed_chain_forward(packed, pack(rows, self._offset), skip, self._lean).float().numpy()
             return embed_padded(self.modules, self.chain.pad(rows), self.device, skip).float().cpu().numpy()
 
     @property
