@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
+from sbert.backends import torch_cpu
 from sbert.backends.torch_cpu import PACK_MIN_PADDING, TorchCpuBackend, padding_share, per_core
 from sbert.encoding.engine import plan_batches
 from tests.tiny_models import CORPUS
@@ -38,13 +39,20 @@ def test_packed_cpu_batches_give_the_padded_vectors(tiny_dir, pooling):
     assert model.transformer.auto_model.config._attn_implementation != "sbert_varlen_grid"
 
 
-def test_length_sorted_batches_stay_padded(tiny_dirs):
-    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+@pytest.mark.parametrize(("kind", "lean"), [("bert", True), ("roberta", False)])
+def test_length_sorted_batches_run_padded_unless_the_lean_forward_runs(tiny_dirs, kind, lean, monkeypatch):
+    # Through the modules a batch with little padding costs less padded; the lean forward packs everything.
+    model = SentenceEncoder.from_transformer(tiny_dirs[kind], device="cpu")
     engine = model.backend("torch")
     same = model.transformer.token_ids([CORPUS[0]] * 3)[0]
     assert padding_share(same) <= PACK_MIN_PADDING
-    engine.embed(same)
-    assert engine._packed_modules is None  # nothing was switched: the batch had no padding to save
+    padded_calls: list[int] = []
+    padded = torch_cpu.embed_padded
+    monkeypatch.setattr(torch_cpu, "embed_padded", lambda *a, **k: padded_calls.append(1) or padded(*a, **k))
+    got = engine.embed(same)
+    assert (engine._lean is not None) == lean
+    assert padded_calls == ([] if lean else [1])
+    assert np.abs(got - one_by_one(model, [CORPUS[0]] * 3)).max() <= 1e-5
 
 
 def test_a_packing_engine_plans_mixed_lengths_by_real_tokens(tiny_dirs):

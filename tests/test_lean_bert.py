@@ -13,6 +13,7 @@ from sbert.backends import varlen
 from sbert.backends.lean_bert import LeanBert, lean_blocker, lean_encoder
 from sbert.backends.packed_chain import packed_token_embeddings
 from sbert.backends.packing import pack
+from sbert.backends.projections import MATMUL_ENV
 from sbert.backends.torch_cpu import TorchCpuBackend
 from sbert.modules import Transformer
 from tests.test_cpu_packed import one_by_one
@@ -29,7 +30,9 @@ def packed_engine(model: SentenceEncoder, dtype: torch.dtype = torch.float32) ->
     return engine
 
 
-def test_a_bert_encoder_takes_the_lean_forward_with_the_modules_vectors(tiny_dirs):
+@pytest.mark.parametrize("matmul", ["onednn", "mkl"])  # projections.py's two engines
+def test_a_bert_encoder_takes_the_lean_forward_with_the_modules_vectors(tiny_dirs, matmul, monkeypatch):
+    monkeypatch.setenv(MATMUL_ENV, matmul)
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu", normalize=True)
     engine = packed_engine(model)
     assert isinstance(engine._lean, LeanBert)

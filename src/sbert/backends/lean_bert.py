@@ -5,9 +5,10 @@ transformers' modules (module calls, the attention interface lookup, kwargs carr
 the mask and output bookkeeping) is a share of a forward's CPU next to its small matrices. The same
 arithmetic called directly costs less: the query, key and value projections as one matrix a layer, the
 packed attention kernel the modules were switched to (varlen.pick_kernel's), the layer norms and activations of the
-loaded modules. Checked against the modules on a probe batch before it is used (`lean_encoder`): any model
-it does not match runs through its modules as before. Inference only, float weights only (the CPU backend
-already keeps PEFT adapters and int8 Linears off the packed path).
+loaded modules, each projection as projections.py multiplies it (oneDNN's prepacked weight, the activation
+and the residual added in the same call). Checked against the modules on a probe batch before it is used
+(`lean_encoder`): any model it does not match runs through its modules as before. Inference only, float
+weights only (the CPU backend already keeps PEFT adapters and int8 Linears off the packed path).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch.nn import functional
 
 from sbert.backends import varlen
 from sbert.backends.packing import PackedBatch, pack
+from sbert.backends.projections import Projection, projection
 from sbert.errors import first_line
 
 # The transformers classes whose forward this file repeats, op for op (transformers 5's modeling_bert).
@@ -43,31 +45,26 @@ class Norm:
 
 @dataclass(frozen=True)
 class LeanLayer:
-    """One encoder layer's weights, the query, key and value projections fused into one (3H, H) matrix."""
+    """One encoder layer's projections, the query, key and value ones fused into one (H, 3H) matrix."""
 
-    qkv_weight: Tensor  # (3H, H)
-    qkv_bias: Tensor  # (3H,)
-    out_weight: Tensor  # (H, H)
-    out_bias: Tensor
+    qkv: Projection  # H -> 3H
+    out: Projection  # H -> H, the residual added
     attention_norm: Norm
-    up_weight: Tensor  # (I, H)
-    up_bias: Tensor
-    activation: Callable[[Tensor], Tensor]
-    down_weight: Tensor  # (H, I)
-    down_bias: Tensor
+    up: Projection  # H -> I, the activation applied
+    down: Projection  # I -> H, the residual added
     output_norm: Norm
 
 
-def lean_layer(layer: Any) -> LeanLayer:
-    """The weights of one transformers BertLayer (self-attention only) as a LeanLayer."""
+def lean_layer(layer: Any, act_name: str | None) -> LeanLayer:
+    """The weights of one transformers BertLayer (self-attention only) as a LeanLayer; `act_name`: hidden_act."""
     attention, out = layer.attention.self, layer.attention.output
     qkv = (attention.query, attention.key, attention.value)
+    up = layer.intermediate
     return LeanLayer(
-        torch.cat([p.weight.detach() for p in qkv]), torch.cat([p.bias.detach() for p in qkv]),
-        out.dense.weight.detach(), out.dense.bias.detach(), norm(out.LayerNorm),
-        layer.intermediate.dense.weight.detach(), layer.intermediate.dense.bias.detach(),
-        layer.intermediate.intermediate_act_fn,
-        layer.output.dense.weight.detach(), layer.output.dense.bias.detach(), norm(layer.output.LayerNorm),
+        projection(torch.cat([p.weight.detach() for p in qkv]), torch.cat([p.bias.detach() for p in qkv])),
+        projection(out.dense.weight, out.dense.bias), norm(out.LayerNorm),
+        projection(up.dense.weight, up.dense.bias, up.intermediate_act_fn, act_name),
+        projection(layer.output.dense.weight, layer.output.dense.bias), norm(layer.output.LayerNorm),
     )  # fmt: skip
 
 
@@ -90,7 +87,8 @@ class LeanBert:
         self.positions = embeddings.position_embeddings.weight.detach()
         self.type_zero = embeddings.token_type_embeddings.weight.detach()[0]  # packed batches carry type 0 only
         self.embedding_norm = norm(embeddings.LayerNorm)
-        self.layers = [lean_layer(layer) for layer in model.encoder.layer]
+        act_name = config.hidden_act if isinstance(config.hidden_act, str) else None
+        self.layers = [lean_layer(layer, act_name) for layer in model.encoder.layer]
 
     def __call__(self, batch: PackedBatch) -> Tensor:
         """The encoder's last hidden state for every packed token: (N, H)."""
@@ -101,13 +99,11 @@ class LeanBert:
 
     def layer(self, layer: LeanLayer, x: Tensor, batch: PackedBatch) -> Tensor:
         """One encoder layer on packed (N, H) rows."""
-        qkv = functional.linear(x, layer.qkv_weight, layer.qkv_bias).view(x.shape[0], 3, self.heads, self.head_dim)
+        qkv = layer.qkv(x).view(x.shape[0], 3, self.heads, self.head_dim)
         context = self.kernel(qkv[:, 0], qkv[:, 1], qkv[:, 2], batch.cu_seqlens, batch.max_len, batch.min_len,
                               self.scale, False)  # fmt: skip
-        attended = functional.linear(context.reshape(x.shape), layer.out_weight, layer.out_bias)
-        x = layer.attention_norm(attended + x)
-        up = layer.activation(functional.linear(x, layer.up_weight, layer.up_bias))
-        return layer.output_norm(functional.linear(up, layer.down_weight, layer.down_bias) + x)
+        x = layer.attention_norm(layer.out(context.reshape(x.shape), x))
+        return layer.output_norm(layer.down(layer.up(x), x))
 
 
 def lean_blocker(model: Any) -> str | None:

@@ -58,10 +58,13 @@ def trims_heap(modules: Sequence[Module], device: torch.device) -> bool:
 # threads 14.1 (7.1). Served (16 one-text clients, 2 cores), cutting at 48 tokens a part gave 141 texts/s at
 # 9.3 ms of server CPU a text; one thread for groups under 128 tokens a part 120 texts/s at 8.3 ms.
 SPLIT_MIN_TOKENS = 48
-# A batch runs packed when more than this share of its padded size is padding: a length-sorted batch (offline
-# encode) has little and runs padded (packing costs index work per layer), a server's merged group of random
-# short requests is about half padding (16 random STS sentences: 47%). Served (16 one-text clients, 2 cores):
-# 157.7 texts/s at this threshold, 141.9 at 0.2, 140.9 with every batch packed (docs/serving.md).
+# Through the transformers modules, a batch runs packed when more than this share of its padded size is
+# padding: a length-sorted batch (offline encode) has little and runs padded (packing costs index work per
+# layer), a server's merged group of random short requests is about half padding (16 random STS sentences:
+# 47%). Served (16 one-text clients, 2 cores): 157.7 texts/s at this threshold, 141.9 at 0.2, 140.9 with
+# every batch packed (docs/serving.md). Where the lean forward runs (lean_bert.py), every batch packs: offline
+# encode of the STS test sentences cost 3.52 ms of CPU a text packed and lean against 4.17 padded through the
+# modules (2-core AMD EPYC Zen 4; `python benchmarks/speed/lean_offline.py`).
 PACK_MIN_PADDING = 0.1
 
 
@@ -139,7 +142,9 @@ class TorchCpuBackend:
     def embed(self, rows: Sequence[Sequence[int]], skip: int = 0) -> np.ndarray:
         """float32 vectors (B, dim) of one batch of token id lists (the first `skip` positions not pooled)."""
         # The packed copy is made outside inference mode: its parameters stay ordinary tensors.
-        packed = self.packed_modules() if self.packable and padding_share(rows) > PACK_MIN_PADDING else None
+        packed = self.packed_modules() if self.packable else None
+        if packed is not None and self._lean is None and padding_share(rows) <= PACK_MIN_PADDING:
+            packed = None  # through the modules, a batch with little padding costs less padded
         with torch.inference_mode():
             if packed is not None:
                 return packed_chain_forward(packed, pack(rows, self._offset), skip, self._lean).float().numpy()
