@@ -56,9 +56,20 @@ def test_the_lean_forward_matches_the_real_default_model(real_model_dir):
     assert got.shape == want.shape and float((got - want).abs().max()) <= 1e-5
 
 
-@pytest.mark.parametrize("kind", ["roberta", "albert"])
-def test_other_encoders_pack_through_their_modules(tiny_dirs, kind):
-    engine = packed_engine(SentenceEncoder.from_transformer(tiny_dirs[kind], device="cpu"))
+def test_a_roberta_encoder_takes_the_lean_forward_with_its_offset_positions(tiny_dirs):
+    # RoBERTa's positions start at padding_idx + 1: a lean forward reading them from 0 would fail the probe
+    model = SentenceEncoder.from_transformer(tiny_dirs["roberta"], device="cpu", normalize=True)
+    engine = packed_engine(model)
+    assert isinstance(engine._lean, LeanBert) and engine._offset > 0
+    ids = model.transformer.token_ids(SENTENCES)[0]
+    lean = engine.embed(ids)
+    engine._lean = None
+    assert np.abs(lean - engine.embed(ids)).max() <= 1e-6
+    assert np.abs(lean - one_by_one(model, SENTENCES)).max() <= 1e-5
+
+
+def test_albert_packs_through_its_modules(tiny_dirs):
+    engine = packed_engine(SentenceEncoder.from_transformer(tiny_dirs["albert"], device="cpu"))
     assert engine._lean is None and engine.packed
 
 
@@ -94,8 +105,10 @@ def test_bert_variants_the_lean_forward_does_not_repeat_are_refused(tiny_dirs):
     bert.train()
     assert "training" in str(lean_blocker(bert))
     bert.eval()
-    roberta = SentenceEncoder.from_transformer(tiny_dirs["roberta"], device="cpu").transformer.auto_model
-    assert "not a plain BertModel" in str(lean_blocker(roberta))
+    albert = SentenceEncoder.from_transformer(tiny_dirs["albert"], device="cpu").transformer.auto_model
+    assert "not a plain BERT or RoBERTa encoder" in str(lean_blocker(albert))
+    bert.config.model_type = "roberta"  # a BertModel class whose config says otherwise is not repeated
+    assert "not a plain BERT" in str(lean_blocker(bert))
 
 
 def test_weights_changed_in_place_reach_the_lean_forward(tiny_dirs):

@@ -1,14 +1,15 @@
-"""BERT's packed forward as bare torch calls on the model's own weights: the CPU backend's small batches.
+"""BERT's packed forward (and the RoBERTa family's) as bare torch calls on the model's own weights, on the CPU.
 
-A server's merged group of short requests runs as forwards of a few sentences a core, where the Python of
-transformers' modules (module calls, the attention interface lookup, kwargs carried through every layer,
-the mask and output bookkeeping) is a share of a forward's CPU next to its small matrices. The same
+transformers' modules spend Python on every call (module calls, the attention interface lookup, kwargs
+carried through every layer, the mask and output bookkeeping), a share of a forward's CPU next to small
+matrices: a server's merged group of short requests runs as forwards of a few sentences a core. The same
 arithmetic called directly costs less: the query, key and value projections as one matrix a layer, the
-packed attention kernel the modules were switched to (varlen.pick_kernel's), the layer norms and activations of the
-loaded modules, each projection as projections.py multiplies it (oneDNN's prepacked weight, the activation
-and the residual added in the same call). Checked against the modules on a probe batch before it is used
-(`lean_encoder`): any model it does not match runs through its modules as before. Inference only, float
-weights only (the CPU backend already keeps PEFT adapters and int8 Linears off the packed path).
+packed attention kernel the modules were switched to (varlen.pick_kernel's), the layer norms of the loaded
+modules, each projection as projections.py multiplies it (oneDNN's prepacked weight, the activation and
+the residual added in the same call). Where it runs, every CPU batch packs through it, offline encode's
+too (torch_cpu.py). Checked against the modules on a probe batch before it is used (`lean_encoder`): any
+model it does not match runs through its modules as before. Inference only, float weights only (the CPU
+backend already keeps PEFT adapters and int8 Linears off the packed path).
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from sbert.backends.packing import PackedBatch, pack
 from sbert.backends.projections import Projection, projection
 from sbert.errors import first_line
 
-# The transformers classes whose forward this file repeats, op for op (transformers 5's modeling_bert).
-LEAN_CLASSES = {"BertModel"}
+# The transformers classes whose forward this file repeats, op for op (transformers 5's modeling_bert and
+# the RoBERTa family's, BERT's layers under other names), each with its config's model_type. RoBERTa's
+# position ids start at padding_idx + 1: the packed batch carries them so (packed_chain.position_offset).
+LEAN_CLASSES = {"BertModel": "bert", "RobertaModel": "roberta", "XLMRobertaModel": "xlm-roberta",
+                "CamembertModel": "camembert"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ def norm(module: torch.nn.LayerNorm) -> Norm:
 
 
 class LeanBert:
-    """A BertModel's last hidden state for packed batches: (N,) token ids -> (N, H), no modules called."""
+    """A BERT or RoBERTa encoder's last hidden state for packed batches: (N,) token ids -> (N, H), no modules."""
 
     def __init__(self, model: Any, kernel: varlen.Kernel) -> None:
         config = model.config
@@ -107,11 +111,11 @@ class LeanBert:
 
 
 def lean_blocker(model: Any) -> str | None:
-    """Why `model` cannot take the lean forward (None when it can): only a plain BERT encoder does."""
+    """Why `model` cannot take the lean forward (None when it can): only a plain BERT or RoBERTa encoder does."""
     name = type(model).__name__
     config = getattr(model, "config", None)
-    if name not in LEAN_CLASSES or getattr(config, "model_type", None) != "bert":
-        return f"{name} is not a plain BertModel"
+    if LEAN_CLASSES.get(name) is None or getattr(config, "model_type", None) != LEAN_CLASSES[name]:
+        return f"{name} is not a plain BERT or RoBERTa encoder"
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
         return "a decoder or cross-attention BERT"
     positions = getattr(config, "position_embedding_type", "absolute")
@@ -128,19 +132,20 @@ def lean_blocker(model: Any) -> str | None:
 PROBE_LENGTHS = (5, 1, 17, 9)
 
 
-def lean_encoder(model: Any, kernel: varlen.Kernel,
-                 reference: Callable[[PackedBatch], Tensor]) -> Callable[[PackedBatch], Tensor] | None:  # fmt: skip
+def lean_encoder(model: Any, kernel: varlen.Kernel, reference: Callable[[PackedBatch], Tensor],
+                 offset: int = 0) -> Callable[[PackedBatch], Tensor] | None:  # fmt: skip
     """The lean forward of `model` when it matches `reference` (the modules' packed forward) on a probe batch.
 
     None, with one log line saying why, for a model it does not cover or does not match: the caller keeps
-    the modules. The probe is random token ids in the model's vocabulary, packed as the backend packs.
+    the modules. The probe is random token ids in the model's vocabulary, packed as the backend packs
+    (positions from `offset`, packed_chain.position_offset's).
     """
     blocker = lean_blocker(model)
     lean = None
     if blocker is None:
         try:
             lean = LeanBert(model, kernel)
-            blocker = probe_mismatch(lean, reference, int(model.config.vocab_size))
+            blocker = probe_mismatch(lean, reference, int(model.config.vocab_size), offset)
         except (AttributeError, RuntimeError, TypeError, ValueError) as e:  # a layout this file does not know
             blocker = f"its modules do not have BERT's layout ({first_line(e)})"
     if blocker is not None:
@@ -149,11 +154,12 @@ def lean_encoder(model: Any, kernel: varlen.Kernel,
     return lean
 
 
-def probe_mismatch(lean: LeanBert, reference: Callable[[PackedBatch], Tensor], vocab: int) -> str | None:
+def probe_mismatch(lean: LeanBert, reference: Callable[[PackedBatch], Tensor], vocab: int,
+                   offset: int = 0) -> str | None:  # fmt: skip
     """Why the lean forward's hidden states differ from `reference`'s on a probe batch (None when they agree)."""
     gen = torch.Generator().manual_seed(0)
     rows = [torch.randint(0, vocab, (n,), generator=gen).tolist() for n in PROBE_LENGTHS]
-    batch = pack(rows)
+    batch = pack(rows, offset)
     with torch.inference_mode():
         want, got = reference(batch).float(), lean(batch).float()
     if got.shape != want.shape:
