@@ -39,7 +39,7 @@ def test_packed_cpu_batches_give_the_padded_vectors(tiny_dir, pooling):
     assert model.transformer.auto_model.config._attn_implementation != "sbert_varlen_grid"
 
 
-@pytest.mark.parametrize(("kind", "lean"), [("bert", True), ("roberta", False)])
+@pytest.mark.parametrize(("kind", "lean"), [("bert", True), ("albert", False)])
 def test_length_sorted_batches_run_padded_unless_the_lean_forward_runs(tiny_dirs, kind, lean, monkeypatch):
     # Through the modules a batch with little padding costs less padded; the lean forward packs everything.
     model = SentenceEncoder.from_transformer(tiny_dirs[kind], device="cpu")

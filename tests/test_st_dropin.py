@@ -34,7 +34,12 @@ def prompted(tmp_path_factory) -> tuple[Ours, Any]:
 
 
 def same(a: Any, b: Any) -> None:
-    """Same Python type, dtype, shape and values (1e-5; integer codes exactly)."""
+    """Same Python type, dtype, shape and values (1e-5; integer codes within one step).
+
+    Integer codes are quantized from float vectors that agree to 1e-5, not to the bit (sbert's CPU forward
+    packs and multiplies with oneDNN): a value at a step's edge, such as the one that sets its range's end
+    (exactly 127 before `astype` truncates it), can land one step apart.
+    """
     assert type(a) is type(b), (type(a), type(b))
     if isinstance(a, list):
         assert len(a) == len(b)
@@ -44,7 +49,7 @@ def same(a: Any, b: Any) -> None:
         assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape), (a.dtype, b.dtype, a.shape, b.shape)
         np.testing.assert_allclose(np.asarray(a.cpu() if isinstance(a, torch.Tensor) else a, dtype=np.float64),
                                    np.asarray(b.cpu() if isinstance(b, torch.Tensor) else b, dtype=np.float64),
-                                   atol=1e-5 if a.dtype in (np.float32, torch.float32) else 0)  # fmt: skip
+                                   atol=1e-5 if a.dtype in (np.float32, torch.float32) else 1)  # fmt: skip
     else:
         assert a == b
 
