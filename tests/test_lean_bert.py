@@ -30,7 +30,7 @@ def packed_engine(model: SentenceEncoder, dtype: torch.dtype = torch.float32) ->
     return engine
 
 
-@pytest.mark.parametrize("matmul", ["onednn", "mkl"])  # projections.py's two engines
+@pytest.mark.parametrize("matmul", ["onednn", "linear"])  # projections.py's two engines
 def test_a_bert_encoder_takes_the_lean_forward_with_the_modules_vectors(tiny_dirs, matmul, monkeypatch):
     monkeypatch.setenv(MATMUL_ENV, matmul)
     model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu", normalize=True)

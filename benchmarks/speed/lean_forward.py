@@ -6,15 +6,14 @@ all-MiniLM-L6-v2 on one thread (a serving lane's core), random STS benchmark tes
 the CPU backend packs a server's merged group. For each group size (1, 8, 16, 32 sentences): CPU ms a
 forward (thread CPU time, median of `repeats` alternating passes over the same `groups` groups) of
 the modules' packed forward (`packed_chain.packed_token_embeddings`), of `lean_bert.LeanBert` with its
-projections on MKL (`addmm` on a transposed copy, as with SBERT_CPU_MATMUL=mkl) and of the shipped lean
-forward (oneDNN's prepacked projections where torch has them), the modules' time over each, and the
-largest difference of each lean forward's hidden states from the modules'. All run in this process,
+projections on torch's `linear` (as with SBERT_CPU_MATMUL=linear) and of the shipped lean forward
+(oneDNN's prepacked projections where torch has them), the modules' time over each, and the largest
+difference of each lean forward's hidden states from the modules'. All run in this process,
 interleaved, so the machine's drift hits them alike; the ratios are the figures, not the milliseconds.
 
 --matrices: instead, one layer's four projections (MiniLM's shapes, random values) at 8 to 1,792 rows:
-torch's `linear` (a Linear's call), `addmm` on the transposed copy and oneDNN's prepacked call (the two
-engines of backends/projections.py), alternating, median CPU microseconds of the four, and linear's
-time over each.
+torch's `linear` (a Linear's call) and oneDNN's prepacked call (the two engines of
+backends/projections.py), alternating, median CPU microseconds of the four, and their ratio.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from sbert.backends import varlen
 from sbert.backends.lean_bert import LeanBert
 from sbert.backends.packed_chain import packed_token_embeddings
 from sbert.backends.packing import pack
-from sbert.backends.projections import MATMUL_ENV, AddmmProjection, OneDnnProjection, onednn_usable, projection
+from sbert.backends.projections import MATMUL_ENV, OneDnnProjection, onednn_usable, projection
 from sbert.backends.torch_cpu import TorchCpuBackend
 from sbert.modules import Transformer
 
@@ -60,10 +59,8 @@ def layer_engines(rows: int) -> dict[str, Callable[[None], object]]:
     """One layer's four projections at `rows` rows, as each engine multiplies them (random MiniLM shapes)."""
     inputs = [torch.randn(rows, k) for k, _ in LAYER_SHAPES]
     weights = [(torch.randn(n, k) * k**-0.5, torch.randn(n)) for k, n in LAYER_SHAPES]
-    addmm = [AddmmProjection(w.t().contiguous(), b) for w, b in weights]
     engines: dict[str, Callable[[None], object]] = {
         "linear": lambda _: [torch.nn.functional.linear(x, w, b) for x, (w, b) in zip(inputs, weights, strict=True)],
-        "addmm": lambda _: [p(x) for x, p in zip(inputs, addmm, strict=True)],
     }
     if onednn_usable(torch.float32):
         onednn = [projection(w, b) for w, b in weights]
@@ -75,7 +72,7 @@ def layer_engines(rows: int) -> dict[str, Callable[[None], object]]:
 def matrices(repeats: int) -> None:
     """Print one layer's projections through each engine, by row count."""
     print(f"one layer's projections (MiniLM shapes), one thread, {cpu_facts()['cpu']}")
-    print("rows | linear us | addmm us | onednn us | linear / addmm | linear / onednn")
+    print("rows | linear us | onednn us | linear / onednn")
     with torch.inference_mode():
         for rows in MATRIX_ROWS:
             engines = layer_engines(rows)
@@ -86,14 +83,13 @@ def matrices(repeats: int) -> None:
                     times[name].append(thread_ms(run, [None] * passes) * 1e3)
             us = {name: statistics.median(t) for name, t in times.items()}
             onednn = us.get("onednn", float("nan"))
-            print(f"{rows:>4} | {us['linear']:>9.0f} | {us['addmm']:>8.0f} | {onednn:>9.0f} | "
-                  f"{us['linear'] / us['addmm']:>13.3f}x | {us['linear'] / onednn:.3f}x")  # fmt: skip
+            print(f"{rows:>4} | {us['linear']:>9.0f} | {onednn:>9.0f} | {us['linear'] / onednn:.3f}x")
 
 
-def mkl_lean(model: object) -> LeanBert:
-    """The lean forward with every projection on MKL's addmm (as SBERT_CPU_MATMUL=mkl builds it)."""
+def linear_lean(model: object) -> LeanBert:
+    """The lean forward with every projection on torch's `linear` (as SBERT_CPU_MATMUL=linear builds it)."""
     before = os.environ.get(MATMUL_ENV)
-    os.environ[MATMUL_ENV] = "mkl"
+    os.environ[MATMUL_ENV] = "linear"
     try:
         return LeanBert(model, varlen.KERNELS["grid"])
     finally:
@@ -109,13 +105,15 @@ def forwards(args: argparse.Namespace) -> None:
     transformer = packed[0]
     runs: dict[str, Callable] = {
         "modules": lambda b: packed_token_embeddings(transformer, b),
-        "lean-mkl": mkl_lean(transformer.auto_model),
+        "lean-linear": linear_lean(transformer.auto_model),
         "lean": LeanBert(transformer.auto_model, varlen.KERNELS["grid"]),
     }
     ids = [e.ids for e in model.fast_tokenizer().encode_batch(list(dict.fromkeys(sts_sentences())))]
     rng = random.Random(0)
     print(f"all-MiniLM-L6-v2, one thread, {cpu_facts()['cpu']}; lean on oneDNN: {onednn_usable(torch.float32)}")
-    print("sentences | tokens | modules ms | lean-mkl ms | lean ms | modules / lean-mkl | modules / lean | max |diff|")
+    print(
+        "sentences | tokens | modules ms | lean-linear ms | lean ms | modules / lean-linear | modules / lean | max |diff|"
+    )
     with torch.inference_mode():
         for size in SIZES:
             # longest first, as the backend sorts a batch before it packs it
@@ -127,9 +125,9 @@ def forwards(args: argparse.Namespace) -> None:
                     times[name].append(thread_ms(run, batches))
             ms = {name: statistics.median(t) for name, t in times.items()}
             tokens = statistics.mean(int(b.input_ids.shape[0]) for b in batches)
-            mod, mkl, lean = ms["modules"], ms["lean-mkl"], ms["lean"]
-            print(f"{size:>9} | {tokens:>6.0f} | {mod:>10.2f} | {mkl:>11.2f} | {lean:>7.2f} | "
-                  f"{mod / mkl:>17.3f}x | {mod / lean:>13.3f}x | {diff:.1e}")  # fmt: skip
+            mod, linear, lean = ms["modules"], ms["lean-linear"], ms["lean"]
+            print(f"{size:>9} | {tokens:>6.0f} | {mod:>10.2f} | {linear:>14.2f} | {lean:>7.2f} | "
+                  f"{mod / linear:>20.3f}x | {mod / lean:>13.3f}x | {diff:.1e}")  # fmt: skip
 
 
 def main() -> None:

@@ -4,8 +4,8 @@
 
 all-MiniLM-L6-v2 on the CPU backend (both cores), one `encode` call over the STS benchmark test sentences
 (length-sorted batches, little padding), three ways in turn in this process: the shipped path (every batch
-packed through lean_bert's forward, its projections on oneDNN where torch has it), the same with MKL's
-projections (SBERT_CPU_MATMUL=mkl's lean forward) and every batch padded through the transformers modules
+packed through lean_bert's forward, its projections on oneDNN where torch has it), the same with torch's
+`linear` for projections (SBERT_CPU_MATMUL=linear's lean forward) and every batch padded through the modules
 (the path of a model the lean forward does not cover). Prints this process's CPU ms a text (median of
 `repeats` alternating passes), each way's time over the shipped path's, and the largest difference of its
 vectors from the padded modules'.
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from lean_forward import mkl_lean
+from lean_forward import linear_lean
 
 from common import cpu_facts, sts_sentences
 from sbert import SentenceEncoder
@@ -31,11 +31,11 @@ from sbert.backends.torch_cpu import TorchCpuBackend
 
 
 def ways(backend: TorchCpuBackend) -> dict[str, Callable[[], None]]:
-    """Set-ups of the backend for each way, by name: the shipped lean, lean on MKL, the padded modules."""
+    """Set-ups of the backend for each way, by name: the shipped lean, lean on `linear`, the padded modules."""
     packed = backend.packed_modules()
     shipped = backend._lean
     assert packed is not None and shipped is not None, "MiniLM should take the lean forward on the CPU"
-    lean_mkl = mkl_lean(packed[0].auto_model)  # type: ignore[attr-defined]
+    lean_linear = linear_lean(packed[0].auto_model)  # type: ignore[attr-defined]
 
     def use(lean: Callable | None) -> Callable[[], None]:
         def set_up() -> None:
@@ -43,7 +43,7 @@ def ways(backend: TorchCpuBackend) -> dict[str, Callable[[], None]]:
 
         return set_up
 
-    return {"lean": use(shipped), "lean-mkl": use(lean_mkl), "padded": use(None)}
+    return {"lean": use(shipped), "lean-linear": use(lean_linear), "padded": use(None)}
 
 
 def main() -> None:
