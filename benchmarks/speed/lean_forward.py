@@ -111,9 +111,9 @@ def forwards(args: argparse.Namespace) -> None:
     ids = [e.ids for e in model.fast_tokenizer().encode_batch(list(dict.fromkeys(sts_sentences())))]
     rng = random.Random(0)
     print(f"all-MiniLM-L6-v2, one thread, {cpu_facts()['cpu']}; lean on oneDNN: {onednn_usable(torch.float32)}")
-    print(
-        "sentences | tokens | modules ms | lean-linear ms | lean ms | modules / lean-linear | modules / lean | max |diff|"
-    )
+    columns = ("sentences", "tokens", "modules ms", "lean-linear ms", "lean ms", "modules / lean-linear",
+               "modules / lean", "max |diff|")  # fmt: skip
+    print(" | ".join(columns))
     with torch.inference_mode():
         for size in SIZES:
             # longest first, as the backend sorts a batch before it packs it
