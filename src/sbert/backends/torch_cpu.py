@@ -63,8 +63,8 @@ SPLIT_MIN_TOKENS = 48
 # layer), a server's merged group of random short requests is about half padding (16 random STS sentences:
 # 47%). Served (16 one-text clients, 2 cores): 157.7 texts/s at this threshold, 141.9 at 0.2, 140.9 with
 # every batch packed (docs/serving.md). Where the lean forward runs (lean_bert.py), every batch packs: offline
-# encode of the STS test sentences cost 3.52 ms of CPU a text packed and lean against 4.17 padded through the
-# modules (2-core AMD EPYC Zen 4; `python benchmarks/speed/lean_offline.py`).
+# encode of the STS test sentences cost 3.35 ms of CPU a text packed and lean against 3.87 padded through the
+# modules (2-core AMD EPYC Zen 4; `python benchmarks/speed/lean_offline.py`, docs/speed.md).
 PACK_MIN_PADDING = 0.1
 
 
@@ -106,9 +106,9 @@ def packs_on_cpu(chain: Chain) -> bool:
 def lean_forward(packed: tuple[Module, ...], kernel: str) -> Callable[[PackedBatch], torch.Tensor] | None:
     """The lean forward of the packed encoder (lean_bert.py) where it matches its modules, else None.
 
-    MiniLM, random STS sentences packed as a server's groups are, one thread: the transformers modules cost
-    1.22x the lean forward's CPU at 1 sentence, 1.08x at 8, 1.07x at 16 and 1.04x at 32
-    (benchmarks/speed/lean_forward.py, docs/serving.md).
+    MiniLM, random STS sentences packed as a server's groups are, one thread, 2-core AMD EPYC (Zen 4): the
+    transformers modules cost 2.10x the lean forward's CPU at 1 sentence, 1.28x at 8, 1.18x at 16 and 1.16x
+    at 32 (benchmarks/speed/lean_forward.py, docs/speed.md).
     """
     transformer = packed[0]
     # A large model keeps to its modules: the projections are copies (oneDNN's layout), its layers' weights
