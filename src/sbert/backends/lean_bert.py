@@ -49,7 +49,7 @@ class Norm:
 
 @dataclass(frozen=True)
 class LeanLayer:
-    """One encoder layer's projections, the query, key and value ones fused into one (H, 3H) matrix."""
+    """One encoder layer's projections, the query, key and value ones fused into one (3H, H) weight."""
 
     qkv: Projection  # H -> 3H
     out: Projection  # H -> H, the residual added
