@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+from unittest import mock
 
 import torch
 
@@ -88,12 +89,8 @@ def matrices(repeats: int) -> None:
 
 def linear_lean(model: object) -> LeanBert:
     """The lean forward with every projection on torch's `linear` (as SBERT_CPU_MATMUL=linear builds it)."""
-    before = os.environ.get(MATMUL_ENV)
-    os.environ[MATMUL_ENV] = "linear"
-    try:
+    with mock.patch.dict(os.environ, {MATMUL_ENV: "linear"}):  # read when the projections are built
         return LeanBert(model, varlen.KERNELS["grid"])
-    finally:
-        os.environ.pop(MATMUL_ENV) if before is None else os.environ.__setitem__(MATMUL_ENV, before)
 
 
 def forwards(args: argparse.Namespace) -> None:

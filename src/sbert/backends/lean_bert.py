@@ -114,7 +114,8 @@ def lean_blocker(model: Any) -> str | None:
     """Why `model` cannot take the lean forward (None when it can): only a plain BERT or RoBERTa encoder does."""
     name = type(model).__name__
     config = getattr(model, "config", None)
-    if LEAN_CLASSES.get(name) is None or getattr(config, "model_type", None) != LEAN_CLASSES[name]:
+    model_type = LEAN_CLASSES.get(name)
+    if model_type is None or getattr(config, "model_type", None) != model_type:
         return f"{name} is not a plain BERT or RoBERTa encoder"
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
         return "a decoder or cross-attention BERT"
