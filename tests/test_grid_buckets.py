@@ -6,7 +6,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.backends import grid_buckets, varlen
-from sbert.backends.grid_buckets import BUCKET_RATIO, MAX_BUCKETS, length_groups, plan_buckets
+from sbert.backends.grid_buckets import BUCKET_RATIO, MAX_BUCKETS, grid_width, length_groups, plan_buckets
 from sbert.backends.torch_cpu import TorchCpuBackend
 
 
@@ -43,10 +43,33 @@ def test_bucketed_attention_equals_per_sentence_attention(lengths, causal, heads
     assert sorted(t for b in buckets for t in b.tokens.tolist()) == list(range(sum(lengths)))  # each token once
     sorted_longest_first = lengths == sorted(lengths, reverse=True)
     assert all((b.start is not None) == sorted_longest_first for b in buckets if b.rows > 1)  # sliced, not gathered
-    assert all(b.mask is None for b in buckets) == (causal or len(set(lengths)) == 1)  # keys masked only where needed
+    # keys masked only where needed: a row shorter than its grid (the CPU's vector may widen a grid: grid_width)
+    full = len(set(lengths)) == 1 and grid_width(lengths[0]) == lengths[0]
+    assert all(b.mask is None for b in buckets) == (causal or full)
     # a bucket of rows end to end with no padding is a view of the packed rows; any other is one gather
     assert all((b.fill is None) == (b.start is not None and b.rows * b.width == len(b.tokens)) for b in buckets)
-    assert all(b.fill is None for b in buckets) == (lengths == [7, 7, 7])  # equal lengths: no gather at all
+    assert all(b.fill is None for b in buckets) == (lengths == [7, 7, 7] and full)  # equal lengths: no gather at all
+
+
+@pytest.mark.parametrize(
+    ("rule", "longest", "width"),
+    [(None, 15, 15), ((16, 10), 9, 9), ((16, 10), 10, 16), ((16, 10), 15, 16), ((16, 10), 16, 16),
+     ((16, 10), 17, 17), ((16, 10), 27, 32), ((8, 6), 13, 13), ((8, 6), 14, 16), ((8, 6), 23, 24)],
+)  # fmt: skip
+def test_a_grid_just_short_of_the_cpus_vector_is_widened_to_it(monkeypatch, rule, longest, width):
+    """A remainder of at least the rule's share of a vector pads up to it; the pad cells change no vector."""
+    monkeypatch.setattr(grid_buckets, "vector_rule", lambda: rule)
+    assert grid_width(longest) == width
+    lengths = [longest, longest, longest - 1]  # one bucket (within BUCKET_RATIO), sorted: sliced where not widened
+    cu = cumulative(lengths)
+    (bucket,) = plan_buckets(cu, False)
+    assert bucket.width == width and bucket.mask is not None
+    assert bucket.mask.reshape(3, width).sum(dim=1).tolist() == lengths  # only each row's real keys attended to
+    gen = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(sum(lengths), 2, 8, generator=gen) for _ in range(3))
+    for causal in (False, True):
+        want = varlen.reference_attention(q, k, v, cu, longest, longest - 1, None, causal)
+        assert (varlen.grid_sdpa(q, k, v, cu, longest, longest - 1, None, causal) - want).abs().max() <= 1e-5
 
 
 def test_bucketed_attention_carries_gradients():

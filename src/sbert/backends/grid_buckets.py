@@ -8,11 +8,14 @@ share a grid here, so each pays for about its own length. A grid is one gather f
 cell repeats a real token of its row, which the key mask or causal order keeps out of every real token's
 attention), and the output one gather back: no zero-filled grid, no scatter. Where a bucket's tokens lie end
 to end in the packed row (the backends sort a batch longest first) and no row is padded, its grid is a view.
-The plan is made once per batch on the host and kept for its layers.
+The plan is made once per batch on the host and kept for its layers. A grid a little narrower than a
+multiple of the CPU's float vector (`grid_width`) is widened to it: torch's CPU attention kernel runs the
+remainder of each row of scores one float at a time.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -28,6 +31,14 @@ from sbert.backends.packing import restart_positions
 BUCKET_RATIO = 0.75
 # Each bucket costs a few small ops per layer (gathers for q, k and v, the gather back): a bound on them.
 MAX_BUCKETS = 4
+# torch's CPU flash-attention kernel (what SDPA runs on a float grid) works through each row of scores in
+# vectors of the CPU's floats and the remainder one float at a time (an exp each). Per capability: the vector's
+# floats, and the remainder from which a grid is widened to the next multiple (the pad cells are masked keys
+# and unread queries). MiniLM's shapes (12 heads of 64), ~480 tokens a bucket, one thread, 2-core AMD EPYC
+# (Zen 4), `python benchmarks/speed/grid_width.py`: with AVX-512, widening 13 to 16 ran 2.3x faster, 15 to 16
+# 3.4x, 10 to 16 1.4x, 27-31 to 32 1.4-1.8x, while 9 to 16 ran 0.86x; with AVX2 (ATEN_CPU_CAPABILITY=avx2) 14
+# and 15 to 16 1.4x and 1.8x, 23 to 24 1.6x, 12 to 16 0.93x. Other capabilities keep the sequences' width.
+WIDEN_FROM = {"AVX512": (16, 10), "AVX2": (8, 6)}
 
 
 @dataclass(frozen=True)
@@ -67,10 +78,25 @@ def length_groups(lengths: np.ndarray) -> list[np.ndarray]:
     return [np.asarray(g, dtype=np.int64) for g in groups]
 
 
+@functools.cache
+def vector_rule() -> tuple[int, int] | None:
+    """(floats a vector, remainder from which to widen) for the CPU kernels torch dispatches to here, or None."""
+    return WIDEN_FROM.get(torch.backends.cpu.get_cpu_capability())
+
+
+def grid_width(longest: int) -> int:
+    """The width of a grid whose longest sequence is `longest`: that, or the next multiple of the CPU's vector."""
+    rule = vector_rule()
+    if rule is None:
+        return longest
+    floats, widen_from = rule
+    return -(-longest // floats) * floats if longest % floats >= widen_from else longest
+
+
 def make_bucket(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray, masked: bool) -> Bucket:
     """The grid of sequences `rows` (longest first): their token places, cells and key mask."""
     lens = lengths[rows]
-    width = int(lens[0])
+    width = grid_width(int(lens[0]))
     row_of = np.repeat(np.arange(len(rows)), lens)  # each token's row in the grid
     position = restart_positions(lens)
     tokens = np.repeat(starts[rows], lens) + position
