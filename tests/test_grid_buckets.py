@@ -60,7 +60,7 @@ def test_a_grid_just_short_of_the_cpus_vector_is_widened_to_it(monkeypatch, rule
     """A remainder of at least the rule's share of a vector pads up to it; the pad cells change no vector."""
     monkeypatch.setattr(grid_buckets, "vector_rule", lambda: rule)
     assert grid_width(longest) == width
-    lengths = [longest, longest, longest - 1]  # one bucket (within BUCKET_RATIO), sorted: sliced where not widened
+    lengths = [longest, longest, longest - 1]  # one bucket (within BUCKET_RATIO); the short row keeps a key mask
     cu = cumulative(lengths)
     (bucket,) = plan_buckets(cu, False)
     assert bucket.width == width and bucket.mask is not None

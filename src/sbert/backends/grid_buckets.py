@@ -35,9 +35,10 @@ MAX_BUCKETS = 4
 # vectors of the CPU's floats and the remainder one float at a time (an exp each). Per capability: the vector's
 # floats, and the remainder from which a grid is widened to the next multiple (the pad cells are masked keys
 # and unread queries). MiniLM's shapes (12 heads of 64), ~480 tokens a bucket, one thread, 2-core AMD EPYC
-# (Zen 4), `python benchmarks/speed/grid_width.py`: with AVX-512, widening 13 to 16 ran 2.3x faster, 15 to 16
-# 3.4x, 10 to 16 1.4x, 27-31 to 32 1.4-1.8x, while 9 to 16 ran 0.86x; with AVX2 (ATEN_CPU_CAPABILITY=avx2) 14
-# and 15 to 16 1.4x and 1.8x, 23 to 24 1.6x, 12 to 16 0.93x. Other capabilities keep the sequences' width.
+# (Zen 4), `python benchmarks/speed/grid_width.py`: with AVX-512, widening 10 to 16 ran 1.3x faster, 13 2.0x,
+# 15 2.5x, 27-31 to 32 1.4-1.9x, 17 to 32 0.5x, and 9 to 16 0.86x and 1.06x in two runs (kept); with AVX2
+# (ATEN_CPU_CAPABILITY=avx2) 14 and 15 to 16 1.4x and 1.8x, 23 to 24 1.6x, 12 to 16 0.93x. Other capabilities
+# keep the sequences' width.
 WIDEN_FROM = {"AVX512": (16, 10), "AVX2": (8, 6)}
 
 
