@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import torch
 from torch.nn import functional
@@ -93,25 +94,21 @@ def forward(repeats: int) -> None:
     rule = grid_buckets.vector_rule()
     widen = {"own": lambda: None, "widened": lambda: rule}
     times: dict[tuple[str, str], list[float]] = {}
-    original = grid_buckets.vector_rule
     print(f"all-MiniLM-L6-v2 lean forward, one thread, {cpu_facts()['cpu']}, rule {rule}; CPU us a token")
-    try:
-        with torch.inference_mode():
-            hidden = {}
-            for name, rule_of in widen.items():
-                grid_buckets.vector_rule = rule_of  # type: ignore[assignment]  # read at each plan
+    with torch.inference_mode():
+        hidden = {}
+        for name, rule_of in widen.items():
+            with mock.patch.object(grid_buckets, "vector_rule", rule_of):  # read at each batch's plan
                 hidden[name] = torch.cat([lean(b) for b in kinds["server groups of 8"]])
-            diff = float((hidden["own"] - hidden["widened"]).abs().max())
-            for _ in range(repeats):
-                for name, rule_of in widen.items():
-                    grid_buckets.vector_rule = rule_of  # type: ignore[assignment]
+        diff = float((hidden["own"] - hidden["widened"]).abs().max())
+        for _ in range(repeats):
+            for name, rule_of in widen.items():
+                with mock.patch.object(grid_buckets, "vector_rule", rule_of):
                     for kind, runs in kinds.items():
                         start = time.thread_time()
                         for batch in runs:
                             lean(batch)
                         times.setdefault((kind, name), []).append((time.thread_time() - start) * 1e6 / tokens)
-    finally:
-        grid_buckets.vector_rule = original  # type: ignore[assignment]
     for kind in kinds:
         own, wide = statistics.median(times[(kind, "own")]), statistics.median(times[(kind, "widened")])
         print(f"  {kind:>20}: own {own:6.1f}, widened {wide:6.1f}: {own / wide:.3f}x")
