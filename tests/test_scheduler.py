@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from sbert.serve.metrics import Metrics
-from sbert.serve.scheduler import LANE_ALONE_TOKENS, LANE_SMALL_TOKENS, DynamicBatcher
+from sbert.serve.scheduler import LANE_ALONE_TOKENS, LANE_SMALL_TOKENS, ClientGone, DynamicBatcher
 
 
 def _batcher(budget: int) -> DynamicBatcher:
@@ -222,3 +222,35 @@ def test_a_forked_child_runs_calls_on_a_model_thread_of_its_own():
     assert model_thread().submit(lambda: 1).result() == 1  # the parent's thread is running
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply(_seven_on_the_model_thread) == 7
+
+
+def test_a_client_gone_while_waiting_takes_its_texts_out_of_the_queue():
+    release = threading.Event()
+    encoded: list[str] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        encoded.extend(texts)
+        release.wait(10)  # the first group holds the model while the second request waits
+        return np.zeros((len(texts), 1))
+
+    async def scenario() -> tuple[list[str], BaseException | None, list[str]]:
+        batcher = DynamicBatcher(encode, Metrics(), 100, max_wait_ms=0, max_queue=10_000)
+        batcher.start()
+        first = asyncio.get_running_loop().create_task(batcher.submit(["held"], [10]))
+        await asyncio.sleep(0.05)
+        polls: list[bool] = []
+
+        async def gone() -> bool:
+            polls.append(True)
+            return len(polls) >= 2  # there at the first poll, gone at the second
+
+        outcome = (await asyncio.gather(batcher.submit(["dropped"] * 3, [10] * 3, gone), return_exceptions=True))[0]
+        release.set()
+        answered = await first
+        await batcher.stop()
+        return list(encoded), outcome if isinstance(outcome, BaseException) else None, [str(answered.shape)]
+
+    encoded_texts, error, answered = asyncio.run(scenario())
+    assert isinstance(error, ClientGone) and "3 queued texts dropped" in str(error)
+    assert encoded_texts == ["held"]  # the gone client's texts never reached the model
+    assert answered == ["(1, 1)"]

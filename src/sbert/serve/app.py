@@ -6,7 +6,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -54,8 +54,9 @@ def create_app(server: ServerState) -> FastAPI:
 
     # With a key set, the schema would tell anyone what the server offers: it is not served then.
     openapi = None if server.settings.api_key else "/openapi.json"
-    app = FastAPI(title="sbert", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi)
+    app = SbertApp(title="sbert", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=openapi)
     app.state.sbert = server
+    app.guard = Guard(app.framework, server)
     app.include_router(router)
     app.include_router(tei_router)
     app.include_router(sparse_router)
@@ -65,8 +66,35 @@ def create_app(server: ServerState) -> FastAPI:
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(Exception, internal_error)
-    app.add_middleware(Guard, server=server)
     return app
+
+
+class SbertApp(FastAPI):
+    """FastAPI with the Guard outside its own middleware stack, so plain embedding requests skip that stack.
+
+    Under one-text requests FastAPI's layers around the route (its telemetry check, error, body-limit and
+    exception middlewares, each a coroutine and a wrapped `send`) cost the event loop more than the route's
+    own work; the Guard (host check, body limit, metrics) sees every request first either way.
+    """
+
+    guard: Guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one connection event: through the Guard for HTTP, FastAPI's own stack for the rest."""
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                # FastAPI records requests itself once OpenTelemetry is set up (by now: `opentelemetry-instrument`
+                # sets it up before the app starts); then every request goes through its stack to be recorded.
+                native = getattr(self, "_native_telemetry", None)
+                self.guard.fast = not (native is not None and native.enabled())
+            await super().__call__(scope, receive, send)
+            return
+        scope["app"] = self  # as Starlette sets it: routes find the server state through request.app
+        await self.guard(scope, receive, send)
+
+    async def framework(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's own handling of a request: its middleware stack, routing, validation and handlers."""
+        await super().__call__(scope, receive, send)
 
 
 def error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
@@ -179,6 +207,21 @@ class Guard:
         self.app, self.server = app, server
         self.routes = {r.path for r in router.routes if hasattr(r, "path")}
         self.hosts = server.settings.host_allow_list()
+        self.fast = True  # plain embedding requests answered here (fast_path.py), not through the framework
+        self._counted: dict[tuple[str, int], Callable[[], None]] = {}  # a labelled child's inc, per (route, status)
+        self._timed: dict[str, Callable[[float], None]] = {}  # a labelled child's observe, per route
+
+    def _record(self, route: str, status: int, seconds: float) -> None:
+        """Count and time one request; labelled children looked up once (`labels` is a lock and a tuple's hash)."""
+        metrics = self.server.metrics
+        count = self._counted.get((route, status))
+        if count is None:
+            count = self._counted[(route, status)] = metrics.requests.labels(route, str(status)).inc
+        time_it = self._timed.get(route)
+        if time_it is None:
+            time_it = self._timed[route] = metrics.latency.labels(route).observe
+        count()
+        time_it(seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one connection event."""
@@ -195,8 +238,7 @@ class Guard:
             await send(message)
 
         try:
-            host = host_name(scope)
-            if self.hosts is not None and host not in self.hosts:
+            if self.hosts is not None and (host := host_name(scope)) not in self.hosts:
                 message = f"Host {host!r} is not served here; start the server with --allowed-host {host} to allow it"
                 await _reply(send_tracked, 400, error_body(400, message, "host_not_allowed"))
                 return
@@ -206,13 +248,12 @@ class Guard:
                     await linger(receive)
                 await _reply(send_tracked, 413, error_body(413, f"request body over {limit} bytes", "body_too_large"))
                 return
-            if scope["path"] == FAST_PATH and scope["method"] == "POST":
+            if self.fast and scope["path"] == FAST_PATH and scope["method"] == "POST":
                 await serve_embeddings(self.app, scope, _limited(receive, limit), send_tracked, answer_error)
                 return
             await self.app(scope, _limited(receive, limit), send_tracked)
         finally:
-            self.server.metrics.requests.labels(route, str(status[0])).inc()
-            self.server.metrics.latency.labels(route).observe(time.monotonic() - started)
+            self._record(route, status[0], time.monotonic() - started)
 
 
 def host_name(scope: Scope) -> str:
