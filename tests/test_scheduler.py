@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -254,3 +255,29 @@ def test_a_client_gone_while_waiting_takes_its_texts_out_of_the_queue():
     assert isinstance(error, ClientGone) and "3 queued texts dropped" in str(error)
     assert encoded_texts == ["held"]  # the gone client's texts never reached the model
     assert answered == ["(1, 1)"]
+
+
+def test_merged_requests_start_once_as_many_wait_as_the_last_group_held_not_at_the_timer():
+    groups: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        groups.append(list(texts))
+        return np.zeros((len(texts), 1))
+
+    async def scenario() -> float:
+        batcher = DynamicBatcher(encode, Metrics(), 8192, max_wait_ms=20_000, max_queue=10_000)
+        first = [batcher.submit([f"a{i}"], [10]) for i in range(3)]  # queued before the worker runs: one group
+        batcher.start()
+        await asyncio.gather(*first)
+        started = time.monotonic()
+        again = [asyncio.get_running_loop().create_task(batcher.submit([f"b{i}"], [10])) for i in range(2)]
+        await asyncio.sleep(0.3)  # two of the three clients are back: the group waits for the third
+        again.append(asyncio.get_running_loop().create_task(batcher.submit(["b2"], [10])))
+        await asyncio.gather(*again)
+        elapsed = time.monotonic() - started
+        await batcher.stop()
+        return elapsed
+
+    elapsed = asyncio.run(scenario())
+    assert groups == [["a0", "a1", "a2"], ["b0", "b1", "b2"]]
+    assert elapsed < 5  # the 20 s wait for company ended when the third request came

@@ -231,7 +231,9 @@ class DynamicBatcher:
         # that waited behind a running group gets that wait again once the model is free: answered clients come
         # back meanwhile (16 one-text clients otherwise settled into groups of 15 and 1, a lone text costing ~3x).
         # An idle engine with no sign of concurrent clients (the job came in with nothing running, after a
-        # group of one request) starts at once: a lone client's requests never wait on the timer.
+        # group of one request) starts at once: a lone client's requests never wait on the timer. Once as many
+        # requests wait as the last group held, its clients are back and the group starts: 16 one-text clients
+        # otherwise left the model idle until the timer ran out each round (367 against 403 texts/s).
         start = self._jobs[0].enqueued
         if start >= self._freed and self._last_requests <= 1 and not self._running:
             return
@@ -239,6 +241,8 @@ class DynamicBatcher:
             start = self._freed
         deadline = start + self.max_wait
         while sum(j.pending for j in self._jobs) < self.max_batch_tokens:
+            if self._last_requests > 1 and len(self._jobs) >= self._last_requests:
+                return  # as many requests wait as the last group held: its clients are back, no more are coming
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
