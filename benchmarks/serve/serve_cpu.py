@@ -5,6 +5,7 @@
     python benchmarks/serve/serve_cpu.py --variant "one-lane=--lanes 1"     # sbert with other flags, same run
     python benchmarks/serve/serve_cpu.py --variant "arenas8=MALLOC_ARENA_MAX=8"   # or another environment
     python benchmarks/serve/serve_cpu.py --baseline ../before/src           # another checkout's sbert, same run
+    python benchmarks/serve/serve_cpu.py --grouped                           # offline in the server's groups too
 
 Starts `sbert serve` (the default model, CPU) on 127.0.0.1 and, after a 3 s warm-up of each, per round
 runs two scenarios: 16 keep-alive clients posting one STS benchmark test sentence each, and 4 clients
@@ -19,7 +20,10 @@ each round starting one server later than the last, so no server keeps one place
 With --infinity-python (a venv holding infinity-emb), Infinity serves the same model folder with its
 default engine and gets the same load; with --infinity-onnx too, a second Infinity runs its ONNX engine on
 an ONNX copy of the folder (infinity_peer.py). Each Infinity server's vector for one sentence is checked
-against sbert's offline encode before the rounds; one that differs is not measured.
+against sbert's offline encode before the rounds; one that differs is not measured. With --grouped, each sbert
+server's window is also set against offline encode called on the same texts in groups as large as the
+server's merged groups were on average over the window (its /metrics): what the load's shape costs with no
+HTTP, no scheduling and no neighbour, so the rest of the gap is the request path's.
 
     python benchmarks/serve/serve_cpu.py --infinity-python .venv-infinity/bin/python --infinity-onnx
 """
@@ -29,12 +33,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -88,22 +94,48 @@ def offline_cpu(sentences: list[str], backend: str) -> float:
     return offline_seconds(sentences, backend, time.process_time, repeats=1) / len(sentences)
 
 
+def group_counts(port: int) -> tuple[float, float]:
+    """Texts in all merged groups so far and the number of groups, from an sbert server's /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    found = {m.group(1): float(m.group(2)) for m in re.finditer(r"^sbert_batch_texts_(sum|count) (\S+)", text, re.M)}
+    return found["sum"], found["count"]
+
+
+def grouped_cpu(sentences: list[str], group: int, backend: str) -> float:
+    """CPU seconds per text of in-process encode called on the sentences `group` at a time, in order."""
+    model = offline_model()
+    model.encode(sentences[:group], backend=backend, show_progress=False)
+    start = time.process_time()
+    for i in range(0, len(sentences), group):
+        model.encode(sentences[i : i + group], backend=backend, show_progress=False)
+    return (time.process_time() - start) / len(sentences)
+
+
 def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float,
-            backend: str) -> dict:  # fmt: skip
+            backend: str, grouped: bool = False) -> dict:  # fmt: skip
     """One window's texts/s, server CPU ms per text, p50 / p99 ms and errors, and its ratio to offline encode.
 
     Offline is one in-process `encode` over exactly the texts the window served (each as often as served),
-    right after it.
+    right after it; with `grouped` (an sbert server) also those texts encoded in groups of the window's mean
+    merged group.
     """
+    groups_before = group_counts(port) if grouped else (0.0, 0.0)
     before = tree_cpu(pid)
     stats = asyncio.run(load(port, sentences, per_request, clients, seconds))
     cpu = tree_cpu(pid) - before
     latency = sorted(stats["latency"])
     cpu_ms = 1000 * cpu / max(stats["sentences"], 1)
     offline_ms = 1000 * offline_cpu(stats["texts"], backend) if stats["texts"] else float("nan")
-    return {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": cpu_ms, "errors": stats["errors"],
-            "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)],
-            "offline_ms": offline_ms, "ratio": cpu_ms / offline_ms}  # fmt: skip
+    row = {"rate": stats["sentences"] / stats["seconds"], "cpu_ms": cpu_ms, "errors": stats["errors"],
+           "p50": 1000 * latency[len(latency) // 2], "p99": 1000 * latency[int(len(latency) * 0.99)],
+           "offline_ms": offline_ms, "ratio": cpu_ms / offline_ms}  # fmt: skip
+    if grouped and stats["texts"]:
+        texts, groups = (after - b for after, b in zip(group_counts(port), groups_before, strict=True))
+        row["group"] = texts / max(groups, 1.0)
+        row["grouped_ms"] = 1000 * grouped_cpu(stats["texts"], max(1, round(row["group"])), backend)
+        row["grouped_ratio"] = cpu_ms / row["grouped_ms"]
+        row["shape_ratio"] = row["grouped_ms"] / offline_ms
+    return row
 
 
 def start_peers(python: str, onnx: bool, scratch: Path, servers: dict[str, subprocess.Popen[bytes] | None],
@@ -143,6 +175,8 @@ def main() -> None:
                         "engine (--engine optimum) on an ONNX export of the model folder")  # fmt: skip
     parser.add_argument("--baseline", metavar="SRC", help="src/ of another checkout (a worktree of an earlier "
                         "commit): its sbert serves too, as 'baseline', with no flags, measured alike")  # fmt: skip
+    parser.add_argument("--grouped", action="store_true", help="also offline encode in each sbert server's mean "
+                        "merged group size over the window, and the server's CPU against that")  # fmt: skip
     args = parser.parse_args()
     if args.infinity_onnx and not args.infinity_python:
         parser.error("--infinity-onnx needs --infinity-python (the venv whose Infinity and optimum it runs)")
@@ -171,7 +205,9 @@ def main() -> None:
                 # Each round starts one server later: a place in the order is no one server's (two copies of one
                 # server, fixed in order, measured 1.06x and 1.13x offline in one run's 32-text rounds).
                 for name, process in running[turn % len(running) :] + running[: turn % len(running)]:
-                    row = measure(process.pid, ports[name], sentences, per, clients, args.seconds, args.backend)
+                    grouped = args.grouped and not name.startswith("infinity")  # Infinity has no group metric
+                    row = measure(process.pid, ports[name], sentences, per, clients, args.seconds, args.backend,
+                                  grouped)  # fmt: skip
                     results.setdefault((name, per), []).append(row)
     finally:
         for process in servers.values():
@@ -189,6 +225,11 @@ def main() -> None:
               f" ({med['ratio']:.2f}x offline's {med['offline_ms']:.2f} over the same texts; rounds {ratios}), "
               f"p50 {med['p50']:.0f} ms, "
               f"p99 {med['p99']:.0f} ms, errors {sum(r['errors'] for r in rows)}")  # fmt: skip
+        if "grouped_ratio" in med:
+            ratios = ", ".join(f"{r['grouped_ratio']:.2f}" for r in rows)
+            print(f"{'':>12} offline in the server's groups ({med['group']:.1f} texts): {med['grouped_ms']:.2f} "
+                  f"ms/text, {med['shape_ratio']:.2f}x one call; server {med['grouped_ratio']:.2f}x it "
+                  f"(rounds {ratios})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -27,14 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_cpu import free_port, offline_cpu
+from serve_cpu import free_port, group_counts, offline_cpu
 from serve_load import load, start_server
 
 from common import sts_sentences
@@ -97,13 +96,6 @@ def read_stacks(raw: Path) -> tuple[dict[int, str], collections.Counter[str]]:
         if found.group(2) == "MainThread":
             stages[stage_of(frames)] += int(n)
     return names, stages
-
-
-def group_counts(port: int) -> tuple[float, float]:
-    """Texts in all merged groups so far and the number of groups, from the server's /metrics."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    found = {m.group(1): float(m.group(2)) for m in re.finditer(r"^sbert_batch_texts_(sum|count) (\S+)", text, re.M)}
-    return found["sum"], found["count"]
 
 
 def process_cpu(pid: int) -> float:

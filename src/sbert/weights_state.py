@@ -71,6 +71,8 @@ def structure_cached(module: torch.nn.Module, slot: str, compute: Callable[[], E
 def weights_key(module: torch.nn.Module, generation: int) -> WeightsKey:
     """A key equal for two looks at `module` only if no known writer touched its weights in between."""
     params = structure_cached(module, "parameters", lambda: tuple(module.parameters()))
+    if not _STEPS:  # no optimizer has stepped a live parameter: skip a weak-reference lookup per parameter
+        return generation, tuple((p._version, 0, p.data_ptr()) for p in params)
     return generation, tuple((p._version, _STEPS.get(p, 0), p.data_ptr()) for p in params)
 
 
