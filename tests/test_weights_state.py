@@ -3,8 +3,9 @@ outlives the weights it was built from. Fused AdamW is what CUDA training runs; 
 
 import numpy as np
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
-from sbert import SentenceEncoder
+from sbert import SentenceEncoder, weights_state
 from tests.tiny_models import CORPUS
 
 
@@ -82,3 +83,14 @@ def test_a_replaced_parameter_or_submodule_moves_the_kept_parameter_list(tiny_di
     model.transformer.auto_model.encoder.layer[0].output.dense = torch.nn.Linear(layer.in_features, layer.out_features)
     assert model.weights_key() != key
     assert np.abs(model.encode(CORPUS) - first).max() > 1e-3
+
+
+def test_the_first_optimizer_step_in_a_process_moves_the_key(tiny_dirs, monkeypatch):
+    # While no optimizer has stepped a live parameter the key skips the step counts; the first step must
+    # still move it (a process that served, then fine-tuned, would otherwise keep its stale engines).
+    monkeypatch.setattr(weights_state, "_STEPS", WeakIdKeyDictionary())  # as in a process that never trained
+    model = SentenceEncoder.from_transformer(tiny_dirs["bert"], device="cpu")
+    before = model.weights_key()
+    fused_step(model)
+    assert len(weights_state._STEPS) > 0, "the step hook counts into the module's table"
+    assert model.weights_key() != before
