@@ -170,12 +170,7 @@ class DynamicBatcher:
 
     def _drop(self, job: _Job) -> None:
         """Take a job out of the queue (a job already in a running group just loses its answer): ClientGone."""
-        if job in self._jobs:
-            self._jobs.remove(job)
-            self._queued -= len(job.texts) - job.next
-            self.metrics.queue_texts.set(self._queued)
-        if not job.future.done():
-            job.future.set_exception(ClientGone(f"client gone; {len(job.texts) - job.next} queued texts dropped"))
+        self._fail(job, ClientGone(f"client gone; {len(job.texts) - job.next} queued texts dropped"))
 
     async def stop(self) -> None:
         """Finish every queued job, then stop the worker (server shutdown drains here)."""
@@ -324,10 +319,11 @@ class DynamicBatcher:
             job.parts.append((a, vectors[row : row + b - a]))
             job.done += b - a
             row += b - a
-            if job.done == len(job.texts) and not job.future.done():  # a cancelled request just drops its rows
+            if job.done == len(job.texts) and not job.future.done():  # a gone client's request just drops its rows
                 job.future.set_result(self.join([v for _, v in sorted(job.parts, key=lambda p: p[0])]))
 
     def _fail(self, job: _Job, error: Exception) -> None:
+        """Answer a job with `error`, its unrun texts out of the queue (a gone client, a failed group)."""
         if job in self._jobs:  # its other slices will not run
             self._jobs.remove(job)
             self._queued -= len(job.texts) - job.next
