@@ -103,12 +103,7 @@ def group_counts(port: int) -> tuple[float, float]:
 
 def grouped_cpu(sentences: list[str], group: int, backend: str) -> float:
     """CPU seconds per text of in-process encode called on the sentences `group` at a time, in order."""
-    model = offline_model()
-    model.encode(sentences[:group], backend=backend, show_progress=False)
-    start = time.process_time()
-    for i in range(0, len(sentences), group):
-        model.encode(sentences[i : i + group], backend=backend, show_progress=False)
-    return (time.process_time() - start) / len(sentences)
+    return offline_seconds(sentences, backend, time.process_time, repeats=1, group=group) / len(sentences)
 
 
 def measure(pid: int, port: int, sentences: list[str], per_request: int, clients: int, seconds: float,
