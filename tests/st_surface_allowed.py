@@ -1,7 +1,7 @@
-"""What sbert deliberately leaves out of sentence-transformers 6.2's public surface, each name with its reason.
+"""What sbert deliberately leaves out of sentence-transformers' public surface (6.3), each name with its reason.
 
-tests/test_st_surface.py fails on any public name of 6.2 that sbert lacks or takes otherwise and that is
-not here, and on any name here that sbert has since gained (the list only shrinks). Names that 6.2's
+tests/test_st_surface.py fails on any public name of 6.3 that sbert lacks or takes otherwise and that is
+not here, and on any name here that sbert has since gained (the list only shrinks). Names that 6.3's
 trainer and training arguments inherit unchanged from transformers' Trainer and TrainingArguments are
 left out by rule there (sbert's engine is the loop); the arguments' fields are compared by value.
 docs/migrating.md groups these for users.

@@ -1,4 +1,4 @@
-"""`sbert.util.mine_hard_negatives` against sentence-transformers 6.2's, same model folder, same STSb pairs.
+"""`sbert.util.mine_hard_negatives` against sentence-transformers' (6.3), same model folder, same STSb pairs.
 
 Every output format and selection rule gives the same rows; negatives may only trade places where their
 scores tie to float noise (a random tiny model scores many texts within 1e-6 of each other).
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sbert
-from tests.st_training_fixtures import tiny_st_folder
+from tests.st_training_fixtures import tiny_cross_encoder_folder, tiny_st_folder
 
 st = pytest.importorskip("sentence_transformers")
 datasets = pytest.importorskip("datasets")
@@ -31,6 +31,7 @@ CASES = {
     "score-window": {"max_score": 0.9995, "min_score": 0.99},
     "random": {"sampling_strategy": "random", "num_negatives": 2, "range_max": 10},
     "include-positives": {"include_positives": True},
+    "cross-encoder": {"use_cross_encoder": True},  # 6.3 rescores and orders by it even with no score limit
 }
 
 
@@ -41,13 +42,16 @@ def setup(tmp_path_factory, data_dir):
     # The first anchor twice with another positive: a query with two positives.
     table = {"anchor": [r[5] for r in rows] + [rows[0][5]], "positive": [r[6] for r in rows] + [rows[3][6]]}
     corpus = [*[r[6] for r in rows[:40]][::-1], "a text that only the corpus has"]
-    return tiny_st_folder(tmp_path_factory.mktemp("mine")), datasets.Dataset.from_dict(table), corpus
+    reranker = tiny_cross_encoder_folder(tmp_path_factory.mktemp("mine-reranker"), 1)
+    return tiny_st_folder(tmp_path_factory.mktemp("mine")), datasets.Dataset.from_dict(table), corpus, reranker
 
 
-def mined(lib, folder, table, corpus, options):
+def mined(lib, folder, table, corpus, options, reranker=None):
     options = dict(options)
     if options.pop("use_corpus", False):
         options["corpus"] = corpus
+    if options.pop("use_cross_encoder", False):
+        options["cross_encoder"] = lib.CrossEncoder(str(reranker), device="cpu")
     model = lib.SentenceTransformer(str(folder), device="cpu")
     random.seed(5)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -91,10 +95,10 @@ def differing(ref, ours, anchor_key, skip):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_mining_gives_6_2s_rows(case, setup):
-    folder, table, corpus = setup
-    ref = mined(st, folder, table, corpus, CASES[case])
-    ours = mined(sbert, folder, table, corpus, CASES[case])
+def test_mining_gives_sentence_transformers_rows(case, setup):
+    folder, table, corpus, reranker = setup
+    ref = mined(st, folder, table, corpus, CASES[case], reranker)
+    ours = mined(sbert, folder, table, corpus, CASES[case], reranker)
     assert ours.column_names == ref.column_names
     assert len(ours) == len(ref) > 0
     ref_scores, key = score_rows(ref)
@@ -118,7 +122,7 @@ def test_mining_gives_6_2s_rows(case, setup):
 
 
 def test_bad_windows_are_one_line_errors(setup):
-    folder, table, _ = setup
+    folder, table, _, _ = setup
     model = sbert.SentenceTransformer(str(folder), device="cpu")
     with pytest.raises(ValueError, match="range_min must be smaller"):
         sbert.util.mine_hard_negatives(table, model, range_min=5, range_max=5, verbose=False)

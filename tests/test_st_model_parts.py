@@ -50,6 +50,10 @@ def test_parts_answer_as_6_2(folders, name):
     assert ours.is_singular_input(inputs) == theirs.is_singular_input(inputs) is False
     ours.gradient_checkpointing_enable()
     assert ours.transformers_model.is_activation_checkpointing
+    ours.transformers_model.activation_checkpointing_disable()
+    ours.activation_checkpointing_enable({"use_reentrant": False})  # 6.3's name, its kwargs passed through
+    assert ours.transformers_model.is_activation_checkpointing
+    assert ours.get_device_name() == theirs.get_device_name()
 
 
 def test_pools_encode_as_without_and_say_when_unused(folders):

@@ -104,9 +104,19 @@ def test_what_sbert_does_not_take_is_one_line(pair):
 
     with pytest.raises(SbertError, match="MultiVectorMask's skiplist"):  # not dropped silently
         sbert.MultiVectorEncoder(modules=[*ours.chain(), MultiVectorMask({"skiplist_words": ["."]})])
+    from sbert.multi_vector_encoder import evaluation, losses
+
+    pooling = object()  # 6.3's token poolers: sbert keeps every token, so any pooler is refused by name
+    for build in (lambda: ours.encode(DOCS, token_pooling=pooling),
+                  lambda: evaluation.MultiVectorTripletEvaluator(["a"], ["b"], ["c"], token_pooling=pooling),
+                  lambda: evaluation.MultiVectorRerankingEvaluator([], token_pooling=pooling),
+                  lambda: losses.MultiVectorTokenPoolingLoss(ours, losses.MultiVectorMultipleNegativesRankingLoss(ours),
+                                                             [None, pooling])):  # fmt: skip
+        with pytest.raises(SbertError, match=r"token.pooling is not supported by sbert"):
+            build()
 
 
-def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
+def test_multi_vector_evaluators_give_sentence_transformers_keys_and_values(pair):
     from sentence_transformers.multi_vector_encoder import evaluation as theirs_ev
 
     from sbert.multi_vector_encoder import evaluation as ours_ev
@@ -126,7 +136,14 @@ def test_6_2s_multi_vector_evaluators_give_its_keys_and_values(pair):
                 lambda ev: ev.MultiVectorRerankingEvaluator(samples, at_k=3, name="rr"),
                 lambda ev: ev.MultiVectorDistillationEvaluator(ANCHORS, ways, teacher, temperature=2.0, name="kd"),
                 lambda ev: ev.MultiVectorDistillationEvaluator(ANCHORS, POSITIVES, teacher[:, 0],
-                                                               name="flat"))  # fmt: skip
+                                                               name="flat"),
+                # 6.3's truncate_dim: every token vector cut to its first 8 dimensions, then unit length again
+                lambda ev: ev.MultiVectorInformationRetrievalEvaluator(queries, corpus, relevant, name="ir8",
+                                                                       truncate_dim=8),
+                lambda ev: ev.MultiVectorTripletEvaluator(ANCHORS, POSITIVES, NEGATIVES, name="t8", truncate_dim=8),
+                lambda ev: ev.MultiVectorRerankingEvaluator(samples, at_k=3, name="rr8", truncate_dim=8),
+                lambda ev: ev.MultiVectorDistillationEvaluator(ANCHORS, ways, teacher, name="kd8",
+                                                               truncate_dim=8))  # fmt: skip
     for build in builders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -45,9 +45,13 @@ class ModelParts(PeftMethods):
         """What turns inputs into model features: for a text model, its tokenizer."""
         return self.tokenizer
 
-    def gradient_checkpointing_enable(self: Any, gradient_checkpointing_kwargs: dict[str, Any] | None = None,
-                                      **kwargs: Any) -> None:  # fmt: skip
-        """Recompute activations in the backward pass (less memory, more time) in every Hugging Face model inside."""
+    def activation_checkpointing_enable(self: Any, activation_checkpointing_kwargs: dict[str, Any] | None = None,
+                                        **kwargs: Any) -> None:  # fmt: skip
+        """Recompute activations in the backward pass (less memory, more time) in every Hugging Face model inside.
+
+        As 6.3: `activation_checkpointing_kwargs` go to `torch.utils.checkpoint.checkpoint`; a model that does
+        not support it is skipped.
+        """
         from transformers import PreTrainedModel
 
         for module in self.modules():
@@ -55,10 +59,21 @@ class ModelParts(PeftMethods):
                 # transformers' newer name where it has it (the older one warns that it is deprecated)
                 if hasattr(module, "activation_checkpointing_enable"):
                     module.activation_checkpointing_enable(
-                        activation_checkpointing_kwargs=gradient_checkpointing_kwargs
+                        activation_checkpointing_kwargs=activation_checkpointing_kwargs
                     )
                 else:
-                    module.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
+                    module.gradient_checkpointing_enable(gradient_checkpointing_kwargs=activation_checkpointing_kwargs)
+
+    def gradient_checkpointing_enable(self: Any, gradient_checkpointing_kwargs: dict[str, Any] | None = None,
+                                      **kwargs: Any) -> None:  # fmt: skip
+        """`activation_checkpointing_enable` under its older name (6.3 keeps both)."""
+        self.activation_checkpointing_enable(gradient_checkpointing_kwargs, **kwargs)
+
+    def get_device_name(self: Any) -> str:
+        """The device a model loads on and a pool starts with by default (`sbert.util.get_device_name`)."""
+        from sbert.util import get_device_name
+
+        return get_device_name()
 
     def get_model_kwargs(self: Any) -> list[str]:
         """The extra keywords `encode` passes to the modules: `task` for a model with a Router, else none."""

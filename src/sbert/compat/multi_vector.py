@@ -29,6 +29,7 @@ from sbert.modules import Module
 from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.multivector.layout import MultiVectorSettings
 from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
+from sbert.multivector.tokens import refuse_token_pooling
 
 
 class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # type: ignore[misc]
@@ -165,8 +166,7 @@ def _refuse(output_value: str | None, token_pooling: Any, options: dict[str, Any
     if output_value != "token_embeddings":
         raise SbertError(f"MultiVectorEncoder.encode: output_value={output_value!r} (raw feature dicts) is not "
                          "supported by sbert; token_embeddings is")  # fmt: skip
-    if token_pooling is not None:
-        raise SbertError("MultiVectorEncoder.encode: per-call token_pooling is not supported by sbert")
+    refuse_token_pooling(token_pooling, "MultiVectorEncoder.encode")
     unknown = sorted(set(options) - {"sentences", "processing_kwargs"})
     if unknown:
         raise ValueError(f"MultiVectorEncoder.encode() has been called with additional keyword arguments that "

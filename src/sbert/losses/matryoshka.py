@@ -38,6 +38,14 @@ def parse_matryoshka(spec: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
     return tuple(dims), tuple(weights)
 
 
+def step_indices(count: int, per_step: int) -> list[int]:
+    """Which of `count` dims a step scores: all, or `per_step` of them drawn with Python's (seeded) random."""
+    every = list(range(count))
+    if 0 < per_step < count:
+        return sorted(random.sample(every, per_step))
+    return every
+
+
 def shrink(features: dict[str, Any], dim: int) -> dict[str, Any]:
     """The features with the sentence vector cut to its first `dim` dimensions, re-normalised."""
     return {**features, "sentence_embedding": functional.normalize(features["sentence_embedding"][..., :dim], dim=-1)}
@@ -79,17 +87,10 @@ class MatryoshkaLoss(Loss):
         self.needs_features = inner.needs_features  # type: ignore[misc]
         self.in_batch_negatives = inner.in_batch_negatives  # type: ignore[misc]
 
-    def _step_dims(self) -> list[int]:
-        """Which dims this step scores: all, or `n_dims_per_step` of them drawn with Python's (seeded) random."""
-        every = list(range(len(self.dims)))
-        if 0 < self.n_dims_per_step < len(every):
-            return sorted(random.sample(every, self.n_dims_per_step))
-        return every
-
     def forward_features(self, features: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
         """Weighted sum of the inner loss on each prefix length."""
         total: Tensor | None = None
-        for i in self._step_dims():
+        for i in step_indices(len(self.dims), self.n_dims_per_step):
             dim, weight = self.dims[i], self.weights[i]
             loss = weight * self.inner.forward_features([shrink(f, dim) for f in features], labels)
             total = loss if total is None else total + loss

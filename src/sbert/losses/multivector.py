@@ -13,6 +13,7 @@ Inputs: each column's features, with `token_embeddings` (B, T, dim) and `scored_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -117,12 +118,24 @@ class CachedMultiVectorContrastiveLoss(MultiVectorContrastiveLoss):
 
     def forward_model(self, model: nn.Module, columns: list[dict[str, Any]], labels: Tensor | None) -> Tensor:
         """The loss of the batch; its backward replays the encoder one mini-batch at a time."""
+        return cached_token_loss(model, columns, self.mini_batch, self.forward_features, labels)
 
-        def loss_of(tokens: list[Tensor]) -> Tensor:
-            features = [{"token_embeddings": t, SCORED: c[SCORED]} for t, c in zip(tokens, columns, strict=True)]
-            return self.forward_features(features, labels)
 
-        return gradient_cached(model, columns, self.mini_batch, "token_embeddings", loss_of)
+FeaturesLoss = Callable[[list[dict[str, Any]], Tensor | None], Tensor]
+
+
+def cached_token_loss(model: nn.Module, columns: list[dict[str, Any]], mini_batch: int, loss: FeaturesLoss,
+                      labels: Tensor | None) -> Tensor:  # fmt: skip
+    """`loss` of the columns' token matrices, the encoder run (and replayed in the backward) a mini-batch at a time.
+
+    `loss` takes each column's features (`token_embeddings`, `scored_mask`), as `forward_features` does.
+    """
+
+    def loss_of(tokens: list[Tensor]) -> Tensor:
+        features = [{"token_embeddings": t, SCORED: c[SCORED]} for t, c in zip(tokens, columns, strict=True)]
+        return loss(features, labels)
+
+    return gradient_cached(model, columns, mini_batch, "token_embeddings", loss_of)
 
 
 class MultiVectorDistillLoss(Loss):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sbert.errors import ModelFormatError
+from sbert.errors import ModelFormatError, SbertError
 from sbert.modules import Features, Transformer
 from sbert.multivector.layout import MultiVectorSettings
 
@@ -150,3 +150,10 @@ def _skip_ids(settings: MultiVectorSettings, tokenizer: object) -> torch.Tensor 
     if dropped:
         log.info("skiplist words that are not single tokens of this tokenizer, left out: %s", dropped)
     return torch.tensor(sorted(set(ids)), dtype=torch.long) if ids else None
+
+
+def refuse_token_pooling(token_pooling: object, owner: str) -> None:
+    """One line for a token pooling asked of sbert (6.2's and 6.3's `token_pooling`): every token is kept."""
+    if token_pooling is not None:
+        raise SbertError(f"{owner}: token_pooling is not supported by sbert (its multi-vector encode and index keep "
+                         "every token); leave it None")  # fmt: skip

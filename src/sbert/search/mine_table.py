@@ -1,18 +1,20 @@
-"""`mine_hard_negatives(dataset, model, ...)`: sentence-transformers 6.2's hard-negative mining of a pair table.
+"""`mine_hard_negatives(dataset, model, ...)`: sentence-transformers 6.3's hard-negative mining of a pair table.
 
-Selection as 6.2 documents it: the corpus is the given texts plus every positive (deduplicated); each
+Selection as 6.3 documents it: the corpus is the given texts plus every positive (deduplicated); each
 distinct anchor is searched against it (unit vectors, the model's similarity) for `range_max` candidates
-plus room for its positives; its own positives are dropped (unless `include_positives`), then candidates
-above `max_score`, below `min_score`, or within `absolute_margin` / `relative_margin` of the anchor's
-weakest positive (scores from the cross-encoder when one is given); ranks before `range_min` are skipped;
-the `num_negatives` best (`top`) or a random draw (`random`, Python's `random`, sorted by score) are kept.
-Rows come back as `triplet`, `n-tuple`, `labeled-pair` or `labeled-list`, as in 6.2.
+plus room for its positives and its own text; the anchor's own text is never its negative, nor are its
+positives (unless `include_positives`), then candidates above `max_score`, below `min_score`, or within
+`absolute_margin` / `relative_margin` of the anchor's weakest positive are dropped (every score from the
+cross-encoder when one is given); ranks before `range_min` are skipped; the `num_negatives` best (`top`)
+or a random draw (`random`, Python's `random`, sorted by score) are kept.
+Rows come back as `triplet`, `n-tuple`, `labeled-pair` or `labeled-list`, as in 6.3.
 `sbert mine-negatives` (search/negatives.py) is sbert's own miner for files, resumable by blocks.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ FORMATS = tuple(ROW_BUILDERS)
 
 
 def _range_max(given: int | None, range_min: int, num_negatives: int, most_positives: int, filtered: bool) -> int:
-    """6.2's default depth: room for the positives and the negatives, ten times the negatives when filtering."""
+    """6.3's default depth: room for the positives and the negatives, ten times the negatives when filtering."""
     if given is not None:
         return given
     return range_min + num_negatives * (10 if filtered else 1) + most_positives
@@ -179,7 +181,12 @@ def mine_hard_negatives(
     for q, p in zip(all_queries, all_positives, strict=True):
         if where[p] not in positives[at[q]]:
             positives[at[q]].append(where[p])
-    most = max(len(p) for p in positives)
+    # As 6.3: the most rows one anchor has (its duplicate pairs counted), and each anchor's own text in the corpus
+    most = max(Counter(all_queries).values())
+    own_text = [where.get(q, -1) for q in queries]
+    if include_positives:  # an anchor that is its own positive is kept as one
+        for q, p in zip(all_queries, all_positives, strict=True):
+            own_text[at[q]] = -1 if q == p else own_text[at[q]]
     settings = {"absolute_margin": absolute_margin, "relative_margin": relative_margin, "max_score": max_score,
                 "min_score": min_score}  # fmt: skip
     filtered = any(v is not None for k, v in settings.items() if k != "min_score") or (
@@ -187,13 +194,15 @@ def mine_hard_negatives(
     range_max = _range_max(range_max, range_min, num_negatives, most, filtered)
     _check(range_min, range_max, num_negatives, output_format)
     prompts = (query_prompt_name, query_prompt, corpus_prompt_name, corpus_prompt)
-    scores, indices, q_vecs, c_vecs = _candidates(model, queries, texts, range_max + most, prompts, batch_size, verbose)
+    depth = range_max + most + 1  # 6.3's room: the positives and the anchor's own text
+    scores, indices, q_vecs, c_vecs = _candidates(model, queries, texts, depth, prompts, batch_size, verbose)
     pairs = [(q, p) for q, rows in enumerate(positives) for p in rows]
     positive_scores = torch.from_numpy(pairwise_similarity(q_vecs[[q for q, _ in pairs]], c_vecs[[p for _, p in pairs]],
                                                            similarity_of(model)).astype(np.float32))  # fmt: skip
-    if cross_encoder is not None and any(v is not None for v in settings.values()):
+    if cross_encoder is not None:  # 6.3 orders and scores by the cross-encoder whenever one is given
         scores, positive_scores = _rescore(cross_encoder, queries, texts, indices, pairs, batch_size)
     scores[indices == -1] = -float("inf")
+    scores[indices == torch.tensor(own_text)[:, None]] = -float("inf")
     if not include_positives:
         own = [torch.isin(indices[q], torch.tensor(positives[q])) for q in range(len(queries))]
         scores[torch.stack(own)] = -float("inf")

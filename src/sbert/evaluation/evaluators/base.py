@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse
 
 from sbert.native import native
-from sbert.similarity import SimilarityFunction, pairwise_similarity
+from sbert.similarity import SimilarityFunction, pairwise_similarity, unit_rows
 from sbert.util import select_max_active_dims
 from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES, maxsim_pairs
 
@@ -118,14 +118,18 @@ def embed(
 ) -> np.ndarray:
     """float32 (n, dim) vectors of `texts` by sbert's encode, with the task's prompt (query / document) if any.
 
-    A multi-vector model gives a list of (tokens, dim) matrices instead. Sparse vectors (a scipy matrix) come
+    A multi-vector model gives a list of (tokens, dim) matrices instead (`truncate_dim` cuts each token vector, then
+    unit length again). Sparse vectors (a scipy matrix) come
     dense, (n, vocab); under a sparse evaluator each keeps its
     `max_active_dims` largest entries (6.2's rule, util.select_max_active_dims) and is recorded.
     """
     options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
                "prompt": prompt}  # fmt: skip
     if getattr(native(model), "token_level", False):  # a multi-vector model: its token matrices, scored by MaxSim
-        return native(model).encode(list(texts), **options)
+        mats = native(model).encode(list(texts), **options)
+        # As 6.3's multi-vector evaluators: each token vector cut to `truncate_dim`, then unit length again
+        cut: Any = [unit_rows(m[:, :truncate_dim]) for m in mats] if truncate_dim is not None else mats
+        return cut
     if truncate_dim is not None:
         options["truncate_dim"] = truncate_dim
     out = native(model).encode(list(texts), **options)

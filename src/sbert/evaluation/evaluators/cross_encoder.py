@@ -112,23 +112,29 @@ def f1_averages(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     return {"f1_macro": float(np.mean(f1s)), "f1_micro": micro, "f1_weighted": weighted}
 
 
-def ranking_metrics(relevant: Sequence[int], scores: np.ndarray, at_k: int) -> tuple[float, float, float]:
-    """(MRR@k, nDCG@k, average precision) of one query's documents ranked by `scores`."""
-    order = np.argsort(scores)[::-1]  # as 6.2 ranks: ties put the later document first
+def ranking_metrics(relevant: Sequence[int], scores: np.ndarray, at_k: int,
+                    positives: int | None = None) -> tuple[float, float, float]:  # fmt: skip
+    """(MRR@k, nDCG@k, average precision) of one query's documents ranked by `scores`.
+
+    `positives`: how many relevant documents the query has in all, some maybe absent from `relevant`. As 6.3,
+    AP and nDCG are normalised by them (AP scaled by the share ranked, the ideal DCG over min(positives, k)).
+    """
+    found = int(sum(relevant))
+    if not found:
+        return 0.0, 0.0, 0.0
+    total = max(positives or 0, found)
+    order = np.argsort(scores)[::-1]  # as sentence-transformers ranks: ties put the later document first
     mrr = next((1 / (rank + 1) for rank, i in enumerate(order[:at_k]) if relevant[i]), 0.0)
-    ideal = dcg(sorted(relevant, reverse=True)[:at_k])
+    ideal = dcg([1] * min(total, at_k))
     ndcg = dcg([relevant[i] for i in order[:at_k]]) / ideal if ideal else 0.0
-    ap = average_precision(scores.astype(np.float64), np.asarray(relevant, dtype=np.int64))
+    ap = average_precision(scores.astype(np.float64), np.asarray(relevant, dtype=np.int64)) * found / total
     return float(mrr), ndcg, ap
 
 
 def rank_metrics(documents: Sequence[str], positive: list[str], at_k: int) -> tuple[float, float, float]:
-    """(MRR@k, nDCG@k, AP) of a ranked list; positives it misses count as ranked after it (6.2's rule)."""
+    """(MRR@k, nDCG@k, AP) of a ranked list, normalised by every positive, those it misses too (6.3's rule)."""
     relevant = [int(d in positive) for d in documents]
-    if not sum(relevant):
-        return 0.0, 0.0, 0.0
-    relevant += [1] * (len(positive) - sum(relevant))
-    return ranking_metrics(relevant, np.arange(len(relevant), 0, -1, dtype=np.float64), at_k)
+    return ranking_metrics(relevant, np.arange(len(relevant), 0, -1, dtype=np.float64), at_k, len(positive))
 
 
 class CrossEncoderRerankingEvaluator(_PairEvaluator):
@@ -152,14 +158,17 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
         self.primary_metric = f"ndcg@{self.at_k}"
 
     def _candidates(self, sample: dict[str, Any]) -> tuple[list[str], list[int], tuple[float, ...] | None]:
-        """The documents to rerank, their relevance, and the base metrics of the given order (None without one)."""
+        """The documents to rerank, their relevance, and the base metrics of the given order (None without one).
+
+        Positives left out of the documents to rerank still count in the reranked metrics (6.3's normalisation).
+        """
         for key in ("query", "positive"):
             if key not in sample:
                 raise ValueError(f"CrossEncoderRerankingEvaluator requires a {key!r} key in each sample.")
         if ("negative" in sample) == ("documents" in sample):
             raise ValueError("CrossEncoderRerankingEvaluator requires exactly one of 'negative' and 'documents' "
                              "in each sample.")  # fmt: skip
-        positive = [sample["positive"]] if isinstance(sample["positive"], str) else list(sample["positive"])
+        positive = sample_positives(sample)
         documents = sample.get("documents")
         if documents is None:
             docs = positive + list(sample["negative"])
@@ -179,13 +188,14 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
                  for d in docs]  # fmt: skip
         scores = pair_predictions(model, pairs, self.batch_size, self.prompt_name, self.show_progress_bar)
         reranked, bases, offset = [], [], 0
-        for docs, relevant, base in plans:
+        for sample, (docs, relevant, base) in zip(self.samples, plans, strict=True):
             if base is not None:
                 bases.append(base)
             if not sum(relevant):
                 reranked.append((0.0, 0.0, 0.0))
                 continue
-            reranked.append(ranking_metrics(relevant, scores[offset : offset + len(docs)], self.at_k))
+            positives = sample_positives(sample)
+            reranked.append(ranking_metrics(relevant, scores[offset : offset + len(docs)], self.at_k, len(positives)))
             offset += len(docs)
         mrr, ndcg, ap = (float(np.mean(column)) for column in zip(*reranked, strict=True))
         metrics = {"map": ap, f"mrr@{self.at_k}": mrr, f"ndcg@{self.at_k}": ndcg}
@@ -196,3 +206,8 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
         out = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, out, epoch, steps)
         return out
+
+
+def sample_positives(sample: dict[str, Any]) -> list[str]:
+    """A reranking sample's positive text(s) as a list."""
+    return [sample["positive"]] if isinstance(sample["positive"], str) else list(sample["positive"])

@@ -16,6 +16,7 @@ import torch
 from scipy.stats import spearmanr
 
 from sbert.evaluation.evaluators.base import SentenceEvaluator, embed, pair_scores
+from sbert.multivector.tokens import refuse_token_pooling
 from sbert.native import native
 from sbert.similarity import check_maxsim_scorer
 
@@ -26,9 +27,12 @@ class MultiVectorDistillationEvaluator(SentenceEvaluator):
     def __init__(self, queries: Sequence[str], documents: Sequence[Any], scores: Any, *, temperature: float = 1.0,
                  student_temperature: float | None = None, teacher_temperature: float | None = None,
                  similarity_fct: Callable[..., Any] | None = None, name: str = "", batch_size: int = 16,
-                 show_progress_bar: bool = False, write_csv: bool = True) -> None:  # fmt: skip
+                 show_progress_bar: bool = False, write_csv: bool = True, truncate_dim: int | None = None,
+                 token_pooling: Any = None) -> None:  # fmt: skip
         super().__init__()
         check_maxsim_scorer(similarity_fct, type(self).__name__)
+        refuse_token_pooling(token_pooling, type(self).__name__)
+        self.truncate_dim = truncate_dim  # each token vector cut to it, then unit length again (as 6.3)
         if not len(queries) == len(documents) == len(scores):
             raise ValueError(f"queries ({len(queries)}), documents ({len(documents)}), and scores ({len(scores)}) "
                              "must all have the same length.")  # fmt: skip
@@ -50,12 +54,13 @@ class MultiVectorDistillationEvaluator(SentenceEvaluator):
     def student_scores(self, model: Any) -> torch.Tensor:
         """(queries, candidates) MaxSim scores, or (queries,) with one document each."""
         function = native(model).similarity_fn_name
-        q = embed(model, self.queries, self.batch_size, None, "query", show_progress=self.show_progress_bar)
+        cut = self.truncate_dim
+        q = embed(model, self.queries, self.batch_size, cut, "query", show_progress=self.show_progress_bar)
         if not self.nested:
-            return torch.from_numpy(pair_scores(q, embed(model, self.documents, self.batch_size, None, "document"),
+            return torch.from_numpy(pair_scores(q, embed(model, self.documents, self.batch_size, cut, "document"),
                                                 function))  # fmt: skip
         ways = len(self.documents[0])
-        flat = embed(model, [str(d) for row in self.documents for d in row], self.batch_size, None, "document")
+        flat = embed(model, [str(d) for row in self.documents for d in row], self.batch_size, cut, "document")
         return torch.from_numpy(np.stack([pair_scores(q, flat[w::ways], function) for w in range(ways)], axis=1))
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,

@@ -19,6 +19,8 @@ import torch
 from sbert.evaluation.evaluators.base import SentenceEvaluator, embed
 from sbert.evaluation.evaluators.cross_encoder import rank_metrics, ranking_metrics
 from sbert.formats.layout import atomic_file
+from sbert.native import native
+from sbert.similarity import similarity_matrix, similarity_of
 from sbert.util import paraphrase_mining_embeddings
 from sbert.vectors.scores import cos_sim
 
@@ -31,7 +33,8 @@ class RerankingEvaluator(SentenceEvaluator):
     """MAP, MRR@k and nDCG@k (primary) of ranking each query's positives above its negatives by similarity."""
 
     def __init__(self, samples: list[dict[str, str | list[str]]], at_k: int = 10, name: str = "",
-                 write_csv: bool = True, similarity_fct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = cos_sim,
+                 write_csv: bool = True,
+                 similarity_fct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
                  batch_size: int = 64, show_progress_bar: bool = False, use_batched_encoding: bool = True,
                  truncate_dim: int | None = None, mrr_at_k: int | None = None) -> None:  # fmt: skip
         super().__init__()
@@ -60,7 +63,7 @@ class RerankingEvaluator(SentenceEvaluator):
             relevant = [1] * len(sample["positive"]) + [0] * len(sample["negative"])
             block = doc_vectors[offset : offset + len(relevant)]
             offset += len(relevant)
-            per_query.append(ranking_metrics(relevant, self.scores(query, block), self.at_k))
+            per_query.append(ranking_metrics(relevant, self.scores(query, block, model), self.at_k))
         mrr, ndcg, ap = (float(np.mean(column)) for column in zip(*per_query, strict=True))
         self.write_csv_row(output_path, self.write_csv, [epoch, steps, ap, mrr, ndcg])
         metrics = self.prefix_name_to_metrics({"map": ap, f"mrr@{self.at_k}": mrr, f"ndcg@{self.at_k}": ndcg},
@@ -68,8 +71,14 @@ class RerankingEvaluator(SentenceEvaluator):
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
 
-    def scores(self, query: Any, documents: Any) -> np.ndarray:
-        """float64 scores of one query's vector against its documents' (n, dim) block, by `similarity_fct`."""
+    def scores(self, query: Any, documents: Any, model: Any) -> np.ndarray:
+        """float64 scores of one query's vector against its documents' (n, dim) block.
+
+        By `similarity_fct`, or with none given the model's own similarity, as 6.3 scores (6.2 took cosine).
+        """
+        if self.similarity_fct is None:  # the model's similarity function, by the one similarity policy
+            name = similarity_of(native(model))
+            return similarity_matrix(query[None], np.asarray(documents), name).reshape(-1).astype(np.float64)
         got = self.similarity_fct(torch.from_numpy(query)[None], torch.from_numpy(np.asarray(documents)))
         return got.reshape(-1).double().numpy()
 

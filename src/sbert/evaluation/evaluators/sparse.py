@@ -22,7 +22,6 @@ from sbert.evaluation.evaluators.ranking import RerankingEvaluator, TranslationE
 from sbert.evaluation.evaluators.retrieval import InformationRetrievalEvaluator
 from sbert.evaluation.evaluators.similarity import EmbeddingSimilarityEvaluator
 from sbert.evaluation.evaluators.triplet import MSEEvaluator, TripletEvaluator
-from sbert.vectors.scores import cos_sim
 
 
 def sparsity(vectors: np.ndarray) -> dict[str, float]:
@@ -173,7 +172,8 @@ class SparseRerankingEvaluator(_SparseStats, RerankingEvaluator):
     """RerankingEvaluator on sparse vectors, plus query and corpus sparsity."""
 
     def __init__(self, samples: list[dict[str, str | list[str]]], at_k: int = 10, name: str = "",
-                 write_csv: bool = True, similarity_fct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = cos_sim,
+                 write_csv: bool = True,
+                 similarity_fct: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
                  batch_size: int = 64, show_progress_bar: bool = False, use_batched_encoding: bool = True,
                  max_active_dims: int | None = None, mrr_at_k: int | None = None) -> None:  # fmt: skip
         super().__init__(samples, at_k, name, write_csv, similarity_fct, batch_size, show_progress_bar,
