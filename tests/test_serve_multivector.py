@@ -81,3 +81,22 @@ def test_a_dense_server_answers_424_on_embed_all(tiny_dirs: dict[str, Path]) -> 
         assert answer.status_code == 424 and "multi-vector" in answer.json()["error"]
     finally:
         assert server.stop()
+
+
+def test_a_model_s_truncate_dim_is_what_the_server_serves(colbert: Path, tmp_path: Path) -> None:
+    """A folder saved with truncate_dim (sentence-transformers 6.3's setting) serves its cut, unit-length tokens."""
+    model = MultiVectorEncoder.load(colbert, device="cpu")
+    model.settings.truncate_dim = 4
+    model.save(tmp_path / "cut")
+    cut = MultiVectorEncoder.load(tmp_path / "cut", device="cpu")
+    assert cut.embedding_dimension == 4
+    want = cut.encode_document(DOCUMENTS)
+    np.testing.assert_allclose(np.linalg.norm(np.concatenate(want), axis=1), 1.0, atol=1e-5)
+    server = serve_in_thread("--model", tmp_path / "cut")
+    try:
+        docs = httpx.post(f"{server.url}/embed_all", json={"inputs": DOCUMENTS}, timeout=60)
+        assert docs.status_code == 200, docs.text
+        close(docs.json(), want)
+        assert httpx.get(f"{server.url}/health", timeout=30).json()["dimension"] == 4
+    finally:
+        assert server.stop()

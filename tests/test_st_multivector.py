@@ -108,6 +108,7 @@ def test_what_sbert_does_not_take_is_one_line(pair):
 
     pooling = object()  # 6.3's token poolers: sbert keeps every token, so any pooler is refused by name
     for build in (lambda: ours.encode(DOCS, token_pooling=pooling),
+                  lambda: sbert.MultiVectorEncoder(modules=ours.chain(), token_pooling=pooling),
                   lambda: evaluation.MultiVectorTripletEvaluator(["a"], ["b"], ["c"], token_pooling=pooling),
                   lambda: evaluation.MultiVectorRerankingEvaluator([], token_pooling=pooling),
                   lambda: losses.MultiVectorTokenPoolingLoss(ours, losses.MultiVectorMultipleNegativesRankingLoss(ours),
@@ -170,3 +171,36 @@ def test_a_plain_encoder_gets_6_2s_new_colbert_head(tmp_path):
         ours.chain()[1].linear.weight.copy_(theirs[1].linear.weight)
     same(ours.encode_query(QUERIES), theirs.encode_query(QUERIES))
     same(ours.encode_document(DOCS), theirs.encode_document(DOCS))
+
+
+def test_truncate_dim_cuts_saves_and_loads_as_sentence_transformers(pair, tmp_path):
+    """6.3's truncate_dim: per call, per model, and saved in the folder, read by either library the same way."""
+    from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
+
+    ours, theirs = pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same(ours.encode(DOCS, truncate_dim=4), theirs.encode(DOCS, truncate_dim=4))
+        same(ours.encode_query(QUERIES, truncate_dim=3), theirs.encode_query(QUERIES, truncate_dim=3))
+        theirs.truncate_dim = 4
+        try:
+            theirs.save(str(tmp_path / "theirs4"))
+            want = theirs.encode_document(DOCS)
+        finally:
+            theirs.truncate_dim = None
+        native = NativeMultiVectorEncoder.load(tmp_path / "theirs4")
+        assert native.embedding_dimension == 4 and native.head_dimension == 8
+        for a, b in zip(native.encode_document(DOCS), want, strict=True):
+            np.testing.assert_allclose(a, b.numpy(), atol=1e-5)
+        packed = native.encode_document(DOCS, output="packed")
+        assert packed.tokens.shape[1] == 4
+        cut = sbert.MultiVectorEncoder(str(tmp_path / "theirs4"), device="cpu")
+        assert cut.get_embedding_dimension() == 4 and cut.truncate_dim == 4
+        same(cut.encode_document(DOCS), want)
+        mine = sbert.MultiVectorEncoder(modules=ours.chain(), device="cpu", truncate_dim=2)
+        mine.save(str(tmp_path / "ours2"))
+        reloaded = st.MultiVectorEncoder(str(tmp_path / "ours2"), device="cpu")
+        assert reloaded.truncate_dim == 2
+        same(mine.encode(DOCS), reloaded.encode(DOCS))
+    with pytest.raises(ValueError, match="truncate_dim must be a positive integer"):
+        sbert.MultiVectorEncoder(modules=ours.chain(), truncate_dim=0)

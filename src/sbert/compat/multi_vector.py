@@ -29,7 +29,7 @@ from sbert.modules import Module
 from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.multivector.layout import MultiVectorSettings
 from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
-from sbert.multivector.tokens import refuse_token_pooling
+from sbert.multivector.tokens import refuse_token_pooling, served_width
 
 
 class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # type: ignore[misc]
@@ -52,8 +52,11 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         model_card_data: MultiVectorEncoderModelCardData | None = None,
         similarity_fn_name: str | None = None,
         backend: str = "torch",
+        token_pooling: Any = None,
+        truncate_dim: int | None = None,
         **unused: Any,  # cache_folder, revision, token, model_kwargs, ...: nothing to do offline or locally
     ) -> None:
+        refuse_token_pooling(token_pooling, "MultiVectorEncoder")
         self.model_card_data = model_card_data
         self.set_backend(backend)
         if modules is not None:  # built modules: Transformer, token Dense, Normalize
@@ -74,6 +77,20 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
                 raise SbertError(f"similarity_fn_name {similarity_fn_name!r}: a multi-vector model scores by "
                                  "maxsim or meanmaxsim")  # fmt: skip
             self.settings.similarity_fn_name = similarity_fn_name
+        if truncate_dim is not None:  # saved with the model, as 6.3 saves it (else the folder's own)
+            served_width(self.head_dimension, truncate_dim)
+            self.settings.truncate_dim = truncate_dim
+
+    @property
+    def truncate_dim(self) -> int | None:
+        """The token width encode cuts to by default (None: the whole vector)."""
+        return self.settings.truncate_dim
+
+    @truncate_dim.setter
+    def truncate_dim(self, value: int | None) -> None:
+        if value is not None:
+            served_width(self.head_dimension, value)
+        self.settings.truncate_dim = value
 
     @classmethod
     def from_modules(
@@ -91,7 +108,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         return isinstance(inputs, str)
 
     def get_embedding_dimension(self) -> int:
-        """The width of every token vector."""
+        """The width of every token vector encode returns (`truncate_dim`'s where one is set)."""
         return self.embedding_dimension
 
     def encode(  # type: ignore[override]
@@ -105,9 +122,10 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         convert_to_numpy: bool = False,
         device: Any = None,
         normalize_embeddings: bool = False,
+        token_pooling: Any = None,
+        truncate_dim: int | None = None,
         pool: dict[str, Any] | None = None,
         chunk_size: int | None = None,
-        token_pooling: Any = None,
         task: str | None = None,
         **options: Any,
     ) -> Any:
@@ -122,7 +140,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         single = isinstance(inputs, str)
         mats = super().encode(cast_inputs(inputs), task=task, prompt_name=prompt_name, prompt=prompt,
                               batch_size=batch_size, show_progress=bool(show_progress_bar),
-                              backend=self.get_backend())  # fmt: skip
+                              backend=self.get_backend(), truncate_dim=truncate_dim)  # fmt: skip
         rows: list[np.ndarray] = [mats] if single else list(mats)
         if normalize_embeddings:
             rows = [r / np.maximum(np.linalg.norm(r, axis=-1, keepdims=True), 1e-12) for r in rows]

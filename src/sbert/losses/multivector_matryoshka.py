@@ -32,10 +32,10 @@ def shrink_tokens(features: dict[str, Any], dim: int) -> dict[str, Any]:
 
 
 def token_width(model: Any) -> int | None:
-    """The width of the model's token vectors, where the model says it (None without a model)."""
+    """The width of the token vectors the model's chain computes (before any `truncate_dim`; None without a model)."""
     if model is None:
         return None
-    width = getattr(native(model), "embedding_dimension", None)
+    width = getattr(native(model), "head_dimension", None)
     return int(width) if isinstance(width, int) else None
 
 

@@ -31,7 +31,7 @@ from sbert.mteb_protocol import MtebMultiVector, mteb_entry
 from sbert.multivector.engine import TOKENS, MultiVectorEngine
 from sbert.multivector.layout import MultiVectorSettings, mask_config, transformer_config
 from sbert.multivector.loading import load_multivector, save_pylate_files
-from sbert.multivector.tokens import SCORED, TokenRules
+from sbert.multivector.tokens import SCORED, TokenRules, cut_tokens, served_width
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
 from sbert.vectors.token_codes import check_token_format
@@ -124,8 +124,8 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
 
     @property
     def chain_dimension(self) -> int:
-        """Width of every token vector (the training contract's name for the output width)."""
-        return self.embedding_dimension
+        """Width of every token vector the chain computes (the training contract's name for the output width)."""
+        return self.head_dimension
 
     def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
         """How training tokenizes text column `column`: column 0 as queries, the others as documents.
@@ -153,10 +153,20 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         return next(self.parameters()).device
 
     @property
-    def embedding_dimension(self) -> int:
-        """Width of every token vector."""
+    def head_dimension(self) -> int:
+        """Width of the token vectors the chain computes (before any `truncate_dim`)."""
         dims = [m.out_features for m in self if isinstance(m, Dense)]
         return dims[-1] if dims else self.transformer.embedding_dimension
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Width of every token vector served: the head's, or the model's `truncate_dim` where it sets one."""
+        return served_width(self.head_dimension, self.settings.truncate_dim)
+
+    def _served(self, mats: list[np.ndarray], truncate_dim: int | None = None) -> list[np.ndarray]:
+        """The token matrices cut to `truncate_dim` (else the model's) and made unit length again, as 6.3 does."""
+        cut = truncate_dim if truncate_dim is not None else self.settings.truncate_dim
+        return mats if cut is None else cut_tokens(mats, served_width(self.head_dimension, cut))
 
     @property
     def max_seq_length(self) -> int | None:
@@ -193,14 +203,14 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
 
         The task's rules (query expansion, the document skiplist) apply here as in `encode`; the prompt is in the rows.
         """
-        return self.engine(precision, backend).run(rows, task, show_progress=False)
+        return self._served(self.engine(precision, backend).run(rows, task, show_progress=False))
 
     @mteb_entry
     def encode(
         self, sentences: str | Iterable[str], task: str | None = None, prompt_name: str | None = None,
         prompt: str | None = None, batch_size: int | None = None, batch_tokens: int | None = None,
         precision: str = "auto", output: str = "list", show_progress: bool | None = None, backend: str = "torch",
-        token_format: str = "float32",
+        token_format: str = "float32", truncate_dim: int | None = None,
     ) -> Any:  # fmt: skip
         """Token vectors: a float32 (n_tokens, dim) array per text (one array for a string), or packed.
 
@@ -213,14 +223,17 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         `token_format` "float16", "int8" (a scale per token) or "binary" (a bit a dimension) its tokens are
         compact, and `similarity` scores them as they are (vectors/token_codes.py says how each decodes).
         `show_progress`: a bar (None: only for 2,048 texts or more, as dense encoders do).
+        `truncate_dim`: each token vector cut to that many leading dimensions and made unit length again
+        (None: the model's own `truncate_dim`, saved in its folder, else the whole vector).
         """
         texts, single = check_sentences(sentences)
         if check_token_format(token_format) != "float32" and output != "packed":
             raise ValueError(f"token_format={token_format!r} needs output='packed' (a list holds float32 matrices)")
         ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
         mats = self.engine(precision, backend).run(ids, task, batch_size, batch_tokens, show_progress)
+        mats = self._served(mats, truncate_dim)
         if output == "packed":
-            packed = TokenSets.pack(mats, self.embedding_dimension)
+            packed = TokenSets.pack(mats, mats[0].shape[1] if mats else self.embedding_dimension)
             return packed if token_format == "float32" else packed.compact(token_format)
         if output != "list":
             raise ValueError(f"output must be 'list' or 'packed', got {output!r}")
@@ -274,7 +287,7 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         from sbert.backends.feature_graph import open_feature_graph
 
         digest = model_digest(self)
-        chain = Chain(tuple(self.chain()), self.embedding_dimension, self.device, lambda: digest, self.source_dir)
+        chain = Chain(tuple(self.chain()), self.head_dimension, self.device, lambda: digest, self.source_dir)
         probe_ids, _ = self._rules.token_ids(self.transformer, GRAPH_PROBES, "document")
         probes = self._rules.pad(self.transformer, probe_ids, "document")
         probes.pop(SCORED)

@@ -18,11 +18,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from sbert.errors import ModelFormatError, SbertError
 from sbert.modules import Features, Transformer
 from sbert.multivector.layout import MultiVectorSettings
+from sbert.similarity import unit_rows
 
 log = logging.getLogger(__name__)
 SCORED = "scored_mask"  # features key: (B, T) bool, the positions whose vectors come out
@@ -157,3 +159,17 @@ def refuse_token_pooling(token_pooling: object, owner: str) -> None:
     if token_pooling is not None:
         raise SbertError(f"{owner}: token_pooling is not supported by sbert (its multi-vector encode and index keep "
                          "every token); leave it None")  # fmt: skip
+
+
+def served_width(width: int, truncate_dim: int | None) -> int:
+    """The token width served from a head of `width`: `truncate_dim` where it cuts (checked), else the whole."""
+    if truncate_dim is None:
+        return width
+    if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or truncate_dim < 1:
+        raise ValueError(f"truncate_dim must be a positive integer, got {truncate_dim!r}")
+    return min(truncate_dim, width)
+
+
+def cut_tokens(mats: Sequence[np.ndarray], width: int) -> list[np.ndarray]:
+    """Each (tokens, dim) matrix cut to its first `width` dimensions, every token vector unit length again."""
+    return [unit_rows(m[:, :width]) for m in mats]

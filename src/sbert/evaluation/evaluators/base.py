@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse
 
 from sbert.native import native
-from sbert.similarity import SimilarityFunction, pairwise_similarity, unit_rows
+from sbert.similarity import SimilarityFunction, pairwise_similarity
 from sbert.util import select_max_active_dims
 from sbert.vectors.maxsim import MULTI_VECTOR_SIMILARITIES, maxsim_pairs
 
@@ -126,10 +126,8 @@ def embed(
     options = {"batch_size": batch_size, "show_progress": show_progress, "task": task, "prompt_name": prompt_name,
                "prompt": prompt}  # fmt: skip
     if getattr(native(model), "token_level", False):  # a multi-vector model: its token matrices, scored by MaxSim
-        mats = native(model).encode(list(texts), **options)
-        # As 6.3's multi-vector evaluators: each token vector cut to `truncate_dim`, then unit length again
-        cut: Any = [unit_rows(m[:, :truncate_dim]) for m in mats] if truncate_dim is not None else mats
-        return cut
+        # 6.3's truncate_dim cuts every token vector and makes it unit length again (the model's encode does)
+        return native(model).encode(list(texts), **options, truncate_dim=truncate_dim)
     if truncate_dim is not None:
         options["truncate_dim"] = truncate_dim
     out = native(model).encode(list(texts), **options)
