@@ -78,8 +78,7 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
                                  "maxsim or meanmaxsim")  # fmt: skip
             self.settings.similarity_fn_name = similarity_fn_name
         if truncate_dim is not None:  # saved with the model, as 6.3 saves it (else the folder's own)
-            served_width(self.head_dimension, truncate_dim)
-            self.settings.truncate_dim = truncate_dim
+            self.truncate_dim = truncate_dim
 
     @property
     def truncate_dim(self) -> int | None:

@@ -23,20 +23,11 @@ from sbert.errors import SbertError
 from sbert.losses.base import Loss
 from sbert.losses.matryoshka import step_indices
 from sbert.losses.multivector import cached_token_loss
-from sbert.native import native
 
 
 def shrink_tokens(features: dict[str, Any], dim: int) -> dict[str, Any]:
     """The features with every token vector cut to its first `dim` dimensions and re-normalised."""
     return {**features, "token_embeddings": functional.normalize(features["token_embeddings"][..., :dim], dim=-1)}
-
-
-def token_width(model: Any) -> int | None:
-    """The width of the token vectors the model's chain computes (before any `truncate_dim`; None without a model)."""
-    if model is None:
-        return None
-    width = getattr(native(model), "head_dimension", None)
-    return int(width) if isinstance(width, int) else None
 
 
 class MultiVectorMatryoshkaLoss(Loss):
@@ -56,7 +47,8 @@ class MultiVectorMatryoshkaLoss(Loss):
         super().__init__()
         if not getattr(loss, "token_level", False):
             raise SbertError(f"MultiVectorMatryoshkaLoss wraps a multi-vector loss; {type(loss).__name__} is not one")
-        dims, weights = _checked(matryoshka_dims, matryoshka_weights, token_width(model))
+        # the training contract's width: the token vectors the chain computes, before any truncate_dim
+        dims, weights = _checked(matryoshka_dims, matryoshka_weights, getattr(model, "chain_dimension", None))
         self.name_model(model)
         self.inner = loss
         # Largest first, as 6.3 keeps them (its config and model card list them so).
