@@ -1,6 +1,6 @@
-"""6.2's calls on a model's parts (Hugging Face model, config, tokenization, pools) on the three drop-in classes.
+"""6.2 and 6.3's calls on the model's parts (Hugging Face model, config, tokens, pools) on three drop-in classes.
 
-Each is asked of sbert's class and of sentence-transformers 6.2's on the same tiny folder, same process.
+Each is asked of sbert's class and of the installed sentence-transformers' on the same tiny folder, same process.
 """
 
 from __future__ import annotations
@@ -54,6 +54,21 @@ def test_parts_answer_as_6_2(folders, name):
     ours.activation_checkpointing_enable({"use_reentrant": False})  # 6.3's name, its kwargs passed through
     assert ours.transformers_model.is_activation_checkpointing
     assert ours.get_device_name() == theirs.get_device_name()
+
+
+@pytest.mark.parametrize("local_rank", [None, "1"])
+def test_device_name_under_torchrun_as_the_reference(monkeypatch, local_rank):
+    # No GPU here: torch is told one is visible (two devices, cuda:0 current), as torchrun's ranks see them.
+    from sentence_transformers.util import get_device_name as theirs
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    if local_rank is None:
+        monkeypatch.delenv("LOCAL_RANK", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_RANK", local_rank)
+    assert sbert.util.get_device_name() == theirs() == f"cuda:{local_rank or 0}"
 
 
 def test_pools_encode_as_without_and_say_when_unused(folders):

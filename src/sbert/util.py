@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sbert.device import default_device
 from sbert.progress import LoggingHandler
 from sbert.search.cluster import community_detection as _communities
 from sbert.search.mine_table import mine_hard_negatives
@@ -215,8 +216,8 @@ def batch_to_device(batch: dict[str, Any], target_device: Any) -> dict[str, Any]
 
 
 def get_device_name() -> str:
-    """The device sbert computes on by default: cuda where a GPU is visible, else cpu."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """The default device's name (sbert.device's policy): "cuda:LOCAL_RANK" under torchrun, "cuda:N", or "cpu"."""
+    return str(default_device(local_rank=True))
 
 
 def to_scipy_coo(x: Tensor) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, Self
 import numpy as np
 import torch
 
+from sbert.compat.constructor_options import check_options
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.compat.model_card import MultiVectorEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
@@ -54,9 +55,10 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         backend: str = "torch",
         token_pooling: Any = None,
         truncate_dim: int | None = None,
-        **unused: Any,  # cache_folder, revision, token, model_kwargs, ...: nothing to do offline or locally
+        **unused: Any,  # the reference's other keywords: compat/constructor_options.py
     ) -> None:
         refuse_token_pooling(token_pooling, "MultiVectorEncoder")
+        check_options("MultiVectorEncoder", unused)
         self.model_card_data = model_card_data
         self.set_backend(backend)
         if modules is not None:  # built modules: Transformer, token Dense, Normalize

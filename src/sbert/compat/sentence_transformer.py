@@ -20,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from sbert.compat.constructor_options import check_options
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.compat.model_card import SentenceTransformerModelCardData
 from sbert.dense.model import SentenceEncoder
@@ -53,8 +54,9 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         *,
         backend: str = "torch",
         model_card_data: SentenceTransformerModelCardData | None = None,
-        **unused: Any,  # cache_folder, revision, token, tokenizer_kwargs, ...: nothing to do offline or locally
+        **unused: Any,  # the reference's other keywords: compat/constructor_options.py
     ) -> None:
+        check_options("SentenceTransformer", unused, model_kwargs)
         self.model_card_data = model_card_data
         self.set_backend(backend)
         chain = modules if modules is not None else model_name_or_path

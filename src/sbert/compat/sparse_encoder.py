@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
+from sbert.compat.constructor_options import check_options
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.compat.model_card import SparseEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
@@ -48,11 +49,12 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
         trust_remote_code: bool = False,
         model_card_data: SparseEncoderModelCardData | None = None,
         backend: str = "torch",
-        **parts: Any,  # sbert's own constructor (load): mlm, pooling, query, dense, sae
+        **parts: Any,  # sbert's own (load): mlm, pooling, query, dense, sae; the rest: compat/constructor_options.py
     ) -> None:
         self.model_card_data = model_card_data
         self.set_backend(backend)
         native = {k: parts.pop(k) for k in ("mlm", "pooling", "query", "dense", "sae") if k in parts}
+        check_options("SparseEncoder", parts)
         if modules is not None:  # 6.2's modules=[...]: SPLADE, inference-free SPLADE or CSR, built by the caller
             super().__init__(device=device, **parts_from_modules(modules))
             self.max_active_dims = check_k(max_active_dims)
@@ -67,7 +69,6 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
                              sae=loaded.sae)  # fmt: skip
             self.settings, self.source_dir = loaded.settings, loaded.source_dir
             self.max_active_dims = loaded.max_active_dims
-        # cache_folder, revision, token, model_kwargs, ...: nothing to do offline or locally
         apply_prompts(self.settings, prompts, default_prompt_name)
         if similarity_fn_name is not None:
             self.similarity_fn_name = similarity_fn_name
