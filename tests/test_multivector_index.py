@@ -285,3 +285,32 @@ def test_encode_returns_compact_tokens_and_the_cli_builds_a_binary_index(tmp_pat
     assert main(["search", str(tmp_path / "ix"), "the cat sat", "-k", "2", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert [h["text"] for h in hits] == [corpus[i] for i in np.argsort(-expected)[:2]]  # rescored with int8
+
+
+def test_a_folder_saved_with_truncate_dim_is_indexed_and_searched_at_that_width(tmp_path: Path, capsys) -> None:
+    import json
+
+    import sbert
+    from sbert.cli.main import main
+    from sbert.multivector import MultiVectorEncoder
+    from tests.colbert_fixtures import build_native, build_punctuated_bert
+
+    folder = build_native(build_punctuated_bert(tmp_path / "bert"), tmp_path / "colbert")
+    full = MultiVectorEncoder.load(folder, device="cpu")
+    # 4 of the head's 8 dimensions, saved in config_sentence_transformers.json by the drop-in class
+    sbert.MultiVectorEncoder(str(folder), truncate_dim=4, device="cpu").save(str(tmp_path / "cut"))
+    cut = MultiVectorEncoder.load(tmp_path / "cut", device="cpu")
+    corpus = ["a man is playing a guitar", "the cat sat on the mat", "it is raining today", "dogs run in the park"]
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    assert main(["index", "build", str(tmp_path / "corpus.txt"), "--out", str(tmp_path / "ix"), "--model",
+                 str(tmp_path / "cut")]) == 0  # fmt: skip
+    index = MultiVectorIndex.load(tmp_path / "ix")
+    assert index.settings.dimension == 4 and index.docs.tokens.shape[1] == 4
+    expected = cut.similarity(cut.encode_query(["the cat sat"]), cut.encode_document(corpus))[0]
+    whole = full.similarity(full.encode_query(["the cat sat"], truncate_dim=8), full.encode_document(corpus))[0]
+    assert np.abs(np.asarray(expected) - np.asarray(whole)).max() > 1e-3  # the cut changes the scores
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "ix"), "the cat sat", "-k", "4", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert [h["text"] for h in hits] == [corpus[i] for i in np.argsort(-np.asarray(expected))]
+    assert max(abs(h["score"] - float(expected[corpus.index(h["text"])])) for h in hits) <= 1e-2  # float16 storage
