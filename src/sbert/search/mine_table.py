@@ -132,6 +132,28 @@ def _rescore(cross_encoder: Any, queries: list[str], corpus: list[str], indices:
     return scores.clone(), torch.from_numpy(positives.astype(np.float32))
 
 
+def _index_pairs(
+    all_queries: list[str], all_positives: list[str], corpus: list[str] | None, include_positives: bool
+) -> tuple[list[str], list[str], list[list[int]], list[int]]:
+    """The distinct anchors, the searched texts, each anchor's positives (text indices) and its own text's index.
+
+    An anchor's own text (-1 where the corpus lacks it) is never its negative, as in 6.3; with
+    `include_positives`, an anchor that is its own positive is kept as one.
+    """
+    queries = list(dict.fromkeys(all_queries))
+    texts = list(dict.fromkeys([*(corpus if corpus is not None else all_positives), *all_positives]))
+    where, at = {t: i for i, t in enumerate(texts)}, {q: i for i, q in enumerate(queries)}
+    positives: list[list[int]] = [[] for _ in queries]
+    for q, p in zip(all_queries, all_positives, strict=True):
+        if where[p] not in positives[at[q]]:
+            positives[at[q]].append(where[p])
+    own_text = [where.get(q, -1) for q in queries]
+    if include_positives:
+        for q, p in zip(all_queries, all_positives, strict=True):
+            own_text[at[q]] = -1 if q == p else own_text[at[q]]
+    return queries, texts, positives, own_text
+
+
 def mine_hard_negatives(
     dataset: Any,
     model: Any,
@@ -174,19 +196,8 @@ def mine_hard_negatives(
     output_format = "n-tuple" if include_positives else output_format  # 6.2 keeps the ranking order so
     absolute_margin = margin if margin is not None else absolute_margin
     anchor, positive, all_queries, all_positives = _columns(dataset, anchor_column_name, positive_column_name)
-    queries = list(dict.fromkeys(all_queries))
-    texts = list(dict.fromkeys([*(corpus if corpus is not None else all_positives), *all_positives]))
-    where, at = {t: i for i, t in enumerate(texts)}, {q: i for i, q in enumerate(queries)}
-    positives: list[list[int]] = [[] for _ in queries]
-    for q, p in zip(all_queries, all_positives, strict=True):
-        if where[p] not in positives[at[q]]:
-            positives[at[q]].append(where[p])
-    # As 6.3: the most rows one anchor has (its duplicate pairs counted), and each anchor's own text in the corpus
-    most = max(Counter(all_queries).values())
-    own_text = [where.get(q, -1) for q in queries]
-    if include_positives:  # an anchor that is its own positive is kept as one
-        for q, p in zip(all_queries, all_positives, strict=True):
-            own_text[at[q]] = -1 if q == p else own_text[at[q]]
+    queries, texts, positives, own_text = _index_pairs(all_queries, all_positives, corpus, include_positives)
+    most = max(Counter(all_queries).values())  # as 6.3: the most rows one anchor has, its duplicate pairs counted
     settings = {"absolute_margin": absolute_margin, "relative_margin": relative_margin, "max_score": max_score,
                 "min_score": min_score}  # fmt: skip
     filtered = any(v is not None for k, v in settings.items() if k != "min_score") or (
