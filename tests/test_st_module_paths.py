@@ -1,13 +1,18 @@
-"""6.2's module paths that scripts import from (its deprecated aliases included) import from sbert too.
+"""The reference's module paths that scripts import from (its legacy aliases included) import from sbert too.
 
-The list is 6.2's own table of module paths (sentence_transformers/util/deprecated_import.py), read here,
-so a path 6.2 adds is checked without editing this test; what sbert leaves out is named with its reason.
+The list is the reference's own table of module paths (sentence_transformers/util/deprecated_import.py),
+read here, so a path it adds is checked without editing this test; what sbert leaves out is named with its
+reason. A path is imported as a module (`import sbert.losses.MSELoss`, as a 2.x script's `from
+sentence_transformers.losses.MSELoss import MSELoss` does), not only looked up as a name of its parent.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -22,11 +27,8 @@ LEFT_OUT = {
     **{f"readers.{n}": NOT_BUILT for n in ("LabelSentenceReader", "PairedFilesReader", "NLIDataReader",
                                           "STSDataReader", "TripletReader")},
     "datasets.SentenceLabelDataset": NOT_BUILT,
-    "sentence_transformer.modules.normalize": "one file of 6.2's package (sbert.sentence_transformer.modules has it)",
     "evaluation.NanoBEIREvaluator": "downloads its data", "sparse_encoder.evaluation.SparseNanoBEIREvaluator": "same",
-    "sampler": "6.2's batch sampler classes (the trainer's batch_sampler names are in training_args)",
-    "peft_mixin": "6.2's internal mixin", "model_card": "6.2's card callback module (the card data is in sbert)",
-    "data_collator": "6.2's internal collator",
+    "peft_mixin": "6.2's internal mixin", "data_collator": "6.2's internal collator",
 }  # fmt: skip
 
 
@@ -37,21 +39,21 @@ def paths() -> list[str]:
 
 
 def importable(path: str) -> bool:
-    """`import sbert.PATH`, or `from sbert.PARENT import NAME`."""
+    """`import sbert.PATH` works, and a class path gives the parent's class and leaves it in place."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            importlib.import_module(f"sbert.{path}")
-            return True
+            module = importlib.import_module(f"sbert.{path}")
         except ImportError:
-            parent, _, name = f"sbert.{path}".rpartition(".")
-            try:
-                return hasattr(importlib.import_module(parent), name)
-            except ImportError:
-                return False
+            return False
+    parent_name, _, name = f"sbert.{path}".rpartition(".")
+    if not name[:1].isupper():
+        return True
+    held = getattr(importlib.import_module(parent_name), name)
+    return getattr(module, name) is held and not isinstance(held, types.ModuleType)
 
 
-def test_6_2s_module_paths_import_from_sbert():
+def test_the_reference_s_module_paths_import_from_sbert():
     found = paths()
     assert len(found) > 100  # the table was read
     left_out = [p for p in found if any(p == k or p.startswith(k + ".") for k in LEFT_OUT)]
@@ -76,3 +78,33 @@ def test_6_2s_module_packages_export_from_sbert(package):
     ours = importlib.import_module(f"sbert.{package}")
     assert [n for n in theirs if n not in MODULES_LEFT_OUT and not hasattr(ours, n)] == []
     assert [n for n in theirs if n in MODULES_LEFT_OUT and hasattr(ours, n)] == []  # take it off MODULES_LEFT_OUT
+
+
+def test_moved_modules_hold_sbert_s_own_names():
+    from sbert.model_card import SentenceTransformerModelCardData
+    from sbert.sampler import BatchSamplers
+    from sbert.sentence_transformer.modules.normalize import Normalize
+
+    import sbert
+
+    assert SentenceTransformerModelCardData is sbert.SentenceTransformerModelCardData
+    assert BatchSamplers is sbert.training_args.BatchSamplers and Normalize is sbert.models.Normalize
+
+
+def test_unknown_paths_still_fail():
+    for path in ("sbert.losses.NoSuchLoss", "sbert.models.NoSuchModule", "sbert.no_such_module", "sbert.losses.mse"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(path)
+
+
+def test_a_legacy_script_s_imports_run_in_a_fresh_process_and_import_sbert_loads_no_torch():
+    subprocess.run([sys.executable, "-c", "import sys, sbert; assert 'torch' not in sys.modules"], check=True)
+    script = (
+        "from sbert.losses.MultipleNegativesRankingLoss import MultipleNegativesRankingLoss\n"
+        "from sbert.models.Pooling import Pooling\n"
+        "from sbert.SentenceTransformer import SentenceTransformer\n"
+        "import sbert\n"
+        "assert sbert.SentenceTransformer is SentenceTransformer and sbert.models.Pooling is Pooling\n"
+        "assert sbert.losses.MultipleNegativesRankingLoss is MultipleNegativesRankingLoss\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

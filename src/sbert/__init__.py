@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sbert.legacy_paths import install as _install_legacy_paths
 from sbert.version import __version__
+
+_install_legacy_paths()  # sentence-transformers' legacy module paths, under sbert. (sbert/legacy_paths.py)
 
 if TYPE_CHECKING:
     from sbert.compat import CrossEncoder, MultiVectorEncoder, SentenceTransformer, SparseEncoder

@@ -189,3 +189,6 @@ def _activation_path(activation: Callable[[torch.Tensor], torch.Tensor] | None) 
 
 
 __all__ = ["Asym", "Dense", "LayerNorm", "Normalize", "Pooling", "Router", "StaticEmbedding", "Transformer"]
+
+# A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
+__path__: list[str] = []

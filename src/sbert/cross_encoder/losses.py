@@ -47,3 +47,6 @@ __all__ = [
     "PListMLELoss",
     "RankNetLoss",
 ]
+
+# A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
+__path__: list[str] = []

@@ -3,3 +3,6 @@
 from sbert.models import Asym, Dense, LayerNorm, Normalize, Pooling, Router, StaticEmbedding, Transformer
 
 __all__ = ["Asym", "Dense", "LayerNorm", "Normalize", "Pooling", "Router", "StaticEmbedding", "Transformer"]
+
+# A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
+__path__: list[str] = []

@@ -31,3 +31,6 @@ class SparseStaticEmbedding(_SparseStaticEmbedding):
 
 __all__ = ["Asym", "Dense", "MLMTransformer", "Router", "SparseAutoEncoder", "SparseStaticEmbedding", "SpladePooling",
            "Transformer"]  # fmt: skip
+
+# A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
+__path__: list[str] = []
