@@ -23,7 +23,6 @@ from sbert.compat.constructor_options import check_options
 from sbert.compat.conventions import ModelFacts, apply_prompts
 from sbert.compat.model_card import CrossEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
-from sbert.errors import SbertError
 from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
@@ -62,12 +61,7 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         backend: str = "torch",
         **unused: Any,  # the reference's other keywords: compat/constructor_options.py
     ) -> None:
-        if unused.get("modules") is not None:
-            raise SbertError(
-                "CrossEncoder(modules=[...]) is not built by sbert: save the modules with "
-                "sentence-transformers and load the folder"
-            )
-        check_options("CrossEncoder", {k: v for k, v in unused.items() if k != "modules"}, model_kwargs)
+        check_options("CrossEncoder", unused, model_kwargs)
         self.model_card_data = model_card_data
         self.set_backend(backend)
         if isinstance(model_name_or_path, PairClassifier | LogitPairScorer):  # sbert's own constructors (load, new)
