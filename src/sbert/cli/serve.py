@@ -19,16 +19,39 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    from sbert.names import BACKEND_NAMES
-
     routes = "/v1/embeddings, /v1/rerank, /similarity, /search, /metrics"
     p = sub.add_parser("serve", help=f"HTTP server: {routes}", description=__doc__,
                        epilog="--model may name any kind: dense, static, sparse (SPLADE, CSR) or a cross-encoder; "
                        "the routes that kind answers are served, the others answer 404 in one line")  # fmt: skip
+    _add_model_flags(p)
+    _add_network_flags(p)
+    _add_batching_flags(p)
+    _add_limit_flags(p)
+    p.set_defaults(run=run)
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    """What is served: the model, its engine and precision, the index, the reranker and sparse model, names."""
+    from sbert.names import BACKEND_NAMES
+
     add_model_args(p)
     add_dtype_arg(p)
     p.add_argument("--backend", choices=BACKEND_NAMES, default="torch", help="inference engine (default torch)")
     p.add_argument("--index", help="index folder from `sbert index build`, for /search and the page")
+    p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
+    p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
+    p.add_argument("--sparse-model", help="a SPLADE folder (sbert.SparseEncoder) to serve at TEI's /embed_sparse")
+    p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's, "
+                   "else ranges fitted at start-up on texts the package ships)")  # fmt: skip
+    p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
+    add_precision_arg(p)
+    p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
+                   help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
+                   "sends them (default), or the served model's tokenizer's")  # fmt: skip
+
+
+def _add_network_flags(p: argparse.ArgumentParser) -> None:
+    """Where and to whom it listens: address, key, parser, deadlines, connections, Host names."""
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback only)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument(
@@ -36,26 +59,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="require this key (visible in ps: prefer $SBERT_API_KEY or --api-key-file)",
     )  # fmt: skip
     p.add_argument("--api-key-file", type=Path, help="read the key from the first line of this file")
-    p.add_argument("--max-request-tokens", type=int, default=131_072, help="tokens of one request (413 beyond)")
     p.add_argument("--max-header-bytes", type=int, default=16_384, help="request line + headers size (400 beyond)")
     p.add_argument("--read-timeout", type=float, default=30.0, help="seconds for a whole request to arrive")
     p.add_argument("--http", choices=HTTP_PARSERS, default=HTTP_PARSERS[0],
                    help="HTTP/1.1 parser: httptools (C) or h11 (pure Python); both with the limits above")  # fmt: skip
     p.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
-    p.add_argument("--served-name", help="the `model` name clients send (default: --model's name)")
-    p.add_argument("--reranker", help="a cross-encoder folder to serve at /v1/rerank")
-    p.add_argument("--sparse-model", help="a SPLADE folder (sbert.SparseEncoder) to serve at TEI's /embed_sparse")
-    p.add_argument("--calibration", help="ranges.npy (2 x dim) for int8/uint8 embeddings (default: an int8 index's, "
-                   "else ranges fitted at start-up on texts the package ships)")  # fmt: skip
-    p.add_argument("--reranker-name", help="the `model` name rerank clients send (default: the folder's name)")
-    p.add_argument(
-        "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
-    )
-    add_precision_arg(p)
     p.add_argument(
         "--allowed-host", action="append", default=[], metavar="NAME",
         help="also answer requests whose Host header names NAME (repeatable; loopback names always pass on loopback)",
     )  # fmt: skip
+
+
+def _add_batching_flags(p: argparse.ArgumentParser) -> None:
+    """How concurrent requests are merged and run: group size, wait, lanes, one-thread groups."""
+    p.add_argument(
+        "--max-batch-tokens", type=int, default=None, help="tokens per merged group of requests (8192 on CPU)"
+    )
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for others to join")
     p.add_argument("--lanes", type=int, default=1,
                    help="groups of requests on the CPU model at once, each on one thread (try one per core when many "
@@ -64,9 +83,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="on the CPU, run groups merging several requests into under N tokens on one thread, "
                         "not cut across every core: less CPU per text, longer waits (default 0: off; "
                         "docs/serving.md)")  # fmt: skip
-    p.add_argument("--token-ids", choices=("tiktoken", "model"), default="tiktoken",
-                   help="whose ids /v1/embeddings' token-id inputs are: tiktoken's, as LangChain's OpenAIEmbeddings "
-                   "sends them (default), or the served model's tokenizer's")  # fmt: skip
+
+
+def _add_limit_flags(p: argparse.ArgumentParser) -> None:
+    """What one request may hold (413 beyond each), the queue, and where images may come from."""
+    p.add_argument("--max-request-tokens", type=int, default=131_072, help="tokens of one request (413 beyond)")
     p.add_argument("--max-inputs", type=int, default=2048, help="texts per request (413 beyond)")
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
     p.add_argument("--max-body-bytes", type=int, default=2_000_000, help="request body size (413 beyond)")
@@ -78,7 +99,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-image-urls", action="store_true",
                    help="fetch http(s) image URLs that requests name (off: only data URLs; a client could otherwise "
                    "make the server fetch from its network)")  # fmt: skip
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

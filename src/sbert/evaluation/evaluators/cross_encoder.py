@@ -157,8 +157,8 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
         self.csv_headers = ["epoch", "steps", "MAP", f"MRR@{self.at_k}", f"NDCG@{self.at_k}"]
         self.primary_metric = f"ndcg@{self.at_k}"
 
-    def _candidates(self, sample: dict[str, Any]) -> tuple[list[str], list[int], tuple[float, ...] | None]:
-        """The documents to rerank, their relevance, and the base metrics of the given order (None without one).
+    def _candidates(self, sample: dict[str, Any]) -> tuple[list[str], list[int], tuple[float, ...] | None, int]:
+        """The documents to rerank, their relevance, the given order's base metrics (or None) and the positives' count.
 
         Positives left out of the documents to rerank still count in the reranked metrics (6.3's normalisation).
         """
@@ -172,30 +172,29 @@ class CrossEncoderRerankingEvaluator(_PairEvaluator):
         documents = sample.get("documents")
         if documents is None:
             docs = positive + list(sample["negative"])
-            return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), None
+            return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), None, len(positive)
         relevant = [int(d in positive) for d in documents]
         base = rank_metrics(list(documents), positive, self.at_k)
         if self.always_rerank_positives:
             docs = positive + [d for d in documents if d not in positive]
-            return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), base
-        return list(documents), relevant, base
+            return docs, [1] * len(positive) + [0] * (len(docs) - len(positive)), base, len(positive)
+        return list(documents), relevant, base, len(positive)
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:  # fmt: skip
         """map, mrr@k, ndcg@k (and base_map, base_mrr@k, base_ndcg@k when samples carry `documents`)."""
         plans = [self._candidates(sample) for sample in self.samples]
-        pairs = [(s["query"], d) for s, (docs, rel, _) in zip(self.samples, plans, strict=True) if sum(rel)
+        pairs = [(s["query"], d) for s, (docs, rel, _, _) in zip(self.samples, plans, strict=True) if sum(rel)
                  for d in docs]  # fmt: skip
         scores = pair_predictions(model, pairs, self.batch_size, self.prompt_name, self.show_progress_bar)
         reranked, bases, offset = [], [], 0
-        for sample, (docs, relevant, base) in zip(self.samples, plans, strict=True):
+        for docs, relevant, base, positives in plans:
             if base is not None:
                 bases.append(base)
             if not sum(relevant):
                 reranked.append((0.0, 0.0, 0.0))
                 continue
-            positives = sample_positives(sample)
-            reranked.append(ranking_metrics(relevant, scores[offset : offset + len(docs)], self.at_k, len(positives)))
+            reranked.append(ranking_metrics(relevant, scores[offset : offset + len(docs)], self.at_k, positives))
             offset += len(docs)
         mrr, ndcg, ap = (float(np.mean(column)) for column in zip(*reranked, strict=True))
         metrics = {"map": ap, f"mrr@{self.at_k}": mrr, f"ndcg@{self.at_k}": ndcg}
