@@ -109,57 +109,76 @@ def _capped_events(next_event: Callable[[], Any], max_header_bytes: int) -> Call
     return capped
 
 
+class _HeadCap:
+    """A request head's size against the cap, counted two ways.
+
+    The bytes read while the head is incomplete (a never-finished header is refused after at most one more
+    read: uvloop reads up to 256 KiB at a time), and its parsed request target, names and values (a whole
+    oversized head that came in one read is refused before the app sees it).
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.in_head, self.read, self.parsed = True, 0, 0
+
+    def count_read(self, size: int) -> None:
+        if self.in_head:
+            self.read += size
+
+    @property
+    def read_over(self) -> bool:
+        return self.in_head and self.read > self.cap
+
+    def count_parsed(self, size: int) -> None:
+        """Add `size` parsed bytes; over the cap, raise inside the parser's callback (uvicorn then answers 400)."""
+        self.parsed += size
+        if self.parsed > self.cap:
+            raise ValueError(f"request head over {self.cap} bytes")
+
+    def head_done(self) -> None:
+        self.in_head = False
+
+    def message_done(self) -> None:
+        self.in_head, self.read, self.parsed = True, 0, 0
+
+
 def _guarded_httptools(read_timeout: float, max_header_bytes: int) -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        # Two counts bound a head: the bytes read while it is incomplete (a never-finished header is refused
-        # after at most one more read: uvloop reads up to 256 KiB at a time), and its parsed request target,
-        # names and values (a whole oversized head that came in one read is refused before the app sees it).
-        _in_head = True
-        _head_bytes = 0
-        _head_size = 0
-
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._deadline = _Deadline(self.loop, read_timeout)
             self._deadline.arm(transport)
+            self._head = _HeadCap(max_header_bytes)
 
         def data_received(self, data: bytes) -> None:
-            if self._in_head:
-                self._head_bytes += len(data)
+            self._head.count_read(len(data))
             super().data_received(data)
-            if self._in_head and self._head_bytes > max_header_bytes and not self.transport.is_closing():
+            if self._head.read_over and not self.transport.is_closing():
                 log.info("refusing a request whose head is over %d bytes", max_header_bytes)
                 self.send_400_response("Request head over the server's size limit.")
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self._head_size = 0
             if not self._deadline.armed:
                 self._deadline.arm(self.transport)  # the first byte of the next request on a kept-alive connection
 
         def on_url(self, url: bytes) -> None:
-            self._parsed(len(url))
+            self._head.count_parsed(len(url))
             super().on_url(url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
-            self._parsed(len(name) + len(value))
+            self._head.count_parsed(len(name) + len(value))
             super().on_header(name, value)
 
-        def _parsed(self, size: int) -> None:
-            self._head_size += size
-            if self._head_size > max_header_bytes:
-                # raised inside the parser's callback: httptools stops and uvicorn answers its 400
-                raise ValueError(f"request head over {max_header_bytes} bytes")
-
         def on_headers_complete(self) -> None:
-            self._in_head = False
+            self._head.head_done()
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             self._deadline.disarm()  # the whole request is in; the answer has no deadline
-            self._in_head, self._head_bytes = True, 0
+            self._head.message_done()
             super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
