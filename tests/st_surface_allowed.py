@@ -25,6 +25,15 @@ OWN_LOAD = (
     "sbert's own classmethod load(name_or_path, device, ...) under the name 6.2 deprecated (its static "
     "load(input_path)); a positional call loads the same folder"
 )
+MODULE_BASE = (
+    "6.3's abstract base classes for custom modules: sbert's chains run sbert's own modules (sbert.modules.Module), "
+    "and a modules.json naming a custom class is refused by name"
+)
+CLIP = (
+    "sentence-transformers 5's CLIPModel module: sbert loads its saved folders (0_CLIPModel) as an image-text "
+    "Transformer (sbert.modules.ImageTextTransformer); building one by name fetches it from a hub"
+)
+LAYERS = "WeightedLayerPooling needs every layer's hidden states from the Transformer: not yet on sbert's chain"
 LOOP = (
     "6.2's own steps of transformers' training loop (dataset preparation, batch samplers, loss computation, "
     "model card callbacks): sbert's engine runs these its own way"
@@ -102,4 +111,14 @@ ALLOWED: dict[str, str] = {
     "sbert.multi_vector_encoder.MultiVectorEncoderDataCollator": LOOP,  # missing
     "sbert.sparse_encoder.evaluation.SparseNanoBEIREvaluator": NANO,  # missing
     "sbert.multi_vector_encoder.evaluation.MultiVectorNanoBEIREvaluator": NANO,  # missing
+    "sbert.models.CLIPModel": CLIP,  # missing
+    "sbert.models.InputModule": MODULE_BASE,  # missing
+    "sbert.models.Module": MODULE_BASE,  # missing
+    "sbert.models.WeightedLayerPooling": LAYERS,  # missing
+    "sbert.sentence_transformer.modules.CLIPModel": CLIP,  # missing
+    "sbert.sentence_transformer.modules.InputModule": MODULE_BASE,  # missing
+    "sbert.sentence_transformer.modules.Module": MODULE_BASE,  # missing
+    "sbert.sentence_transformer.modules.WeightedLayerPooling": LAYERS,  # missing
+    "sbert.base.modules.InputModule": MODULE_BASE,  # missing
+    "sbert.base.modules.Module": MODULE_BASE,  # missing
 }

@@ -23,7 +23,8 @@ st = pytest.importorskip("sentence_transformers")
 
 PARTS = ("", ".losses", ".evaluation", ".util", ".cross_encoder", ".cross_encoder.losses", ".cross_encoder.evaluation",
          ".sparse_encoder", ".sparse_encoder.losses", ".sparse_encoder.evaluation", ".multi_vector_encoder",
-         ".multi_vector_encoder.losses", ".multi_vector_encoder.evaluation")  # fmt: skip
+         ".multi_vector_encoder.losses", ".multi_vector_encoder.evaluation", ".models", ".sentence_transformer.modules",
+         ".base.modules")  # fmt: skip
 MODULES = [(f"sentence_transformers{part}", f"sbert{part}") for part in PARTS]
 TRAINERS = ["SentenceTransformerTrainer", "CrossEncoderTrainer", "SparseEncoderTrainer", "MultiVectorEncoderTrainer"]
 ARGUMENTS = ["SentenceTransformerTrainingArguments", "CrossEncoderTrainingArguments", "SparseEncoderTrainingArguments",

@@ -26,6 +26,9 @@ MOVED = {
     "sbert.model_card": "sbert.compat.model_card",
     "sbert.sampler": "sbert.compat.training_args",  # BatchSamplers, MultiDatasetBatchSamplers
     "sbert.sentence_transformer.modules.normalize": "sbert.modules.normalize",
+    # The word tokenizer's package, under both of the reference's paths (2.x kept a module per class in it).
+    "sbert.models.tokenizer": "sbert.modules.word_tokenizer",
+    "sbert.sentence_transformer.modules.tokenizer": "sbert.modules.word_tokenizer",
 }
 
 

@@ -9,8 +9,9 @@ Each class is sbert's own module (what `sbert.load` builds from a folder) with 6
 chain built this way encodes, trains and saves as a loaded one does, and the saved folder loads in 6.2.
 `MLMTransformer` (what `Transformer(path, transformer_task="fill-mask")` builds) is SPLADE's first module;
 `sbert.sparse_encoder.modules` re-exports it.
-6.2's modules that sbert does not run (LSTM, BoW, WordEmbeddings, WordWeights, WeightedLayerPooling,
-Dropout, its token-level CNN) are not here: importing one fails at the import line.
+The word-vector modules (WordEmbeddings with its WhitespaceTokenizer, WordWeights, CNN, LSTM, Dropout, BoW) are
+sbert's own with the reference's constructors as they are. WeightedLayerPooling is not here:
+importing it fails at the import line (docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 from torch import nn
 
 from sbert.errors import SbertError
-from sbert.modules import LayerNorm, Normalize, StaticEmbedding
+from sbert.modules import CNN, LSTM, BoW, Dropout, LayerNorm, Normalize, StaticEmbedding, WordEmbeddings, WordWeights
 from sbert.modules.dense import IDENTITY
 from sbert.modules.dense import Dense as _Dense
 from sbert.modules.pooling import Pooling as _Pooling
@@ -188,7 +189,8 @@ def _activation_path(activation: Callable[[torch.Tensor], torch.Tensor] | None) 
     return f"{type(activation).__module__}.{type(activation).__name__}"
 
 
-__all__ = ["Asym", "Dense", "LayerNorm", "Normalize", "Pooling", "Router", "StaticEmbedding", "Transformer"]
+__all__ = ["CNN", "LSTM", "Asym", "BoW", "Dense", "Dropout", "LayerNorm", "Normalize", "Pooling", "Router",
+           "StaticEmbedding", "Transformer", "WordEmbeddings", "WordWeights"]  # fmt: skip
 
 # A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
 __path__: list[str] = []

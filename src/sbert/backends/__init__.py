@@ -76,10 +76,10 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
     if factory is None:
         raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     if name != "torch" and not isinstance(chain.modules[0], Transformer):
-        raise BackendError(
-            f"backend {name!r} exports a Transformer chain; this model starts with {type(chain.modules[0]).__name__}: "
-            "use backend='torch' (or sbert.StaticEncoder, the numpy path of a static table)"
-        )
+        first = type(chain.modules[0]).__name__
+        static = " (or sbert.StaticEncoder, the numpy path of a static table)" if first == "StaticEmbedding" else ""
+        raise BackendError(f"backend {name!r} exports a Transformer chain; this model starts with {first}: "
+                           f"use backend='torch'{static}")  # fmt: skip
     if name not in ("torch", "torch-int8"):
         from sbert.backends.torch_int8 import holds_int8
 

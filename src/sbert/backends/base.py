@@ -26,7 +26,7 @@ from torch import nn
 
 from sbert.backends.pages import Drop, unwritten_releaser
 from sbert.errors import BackendError
-from sbert.modules import Features, Module, StaticEmbedding, Transformer
+from sbert.modules import INPUT_MODULES, Features, Module, Transformer
 
 # fp32 must match torch to rounding; int8 trades a little accuracy for speed, so its guard is
 # on direction (cosine to the torch vector), the STS benchmark check lives in `sbert export --check`.
@@ -58,7 +58,7 @@ T = TypeVar("T")  # what a batch job returns (Rows for the dense backends)
 class Chain:
     """What a backend needs of a model: its modules in order and facts about them."""
 
-    modules: tuple[Module, ...]  # a Transformer (or StaticEmbedding) first, then pooling and heads
+    modules: tuple[Module, ...]  # an input module first (a Transformer, a word or static table), then pooling and heads
     dimension: int  # size of the sentence vector
     device: torch.device  # where the modules' weights live
     digest: Callable[[], str]  # sha256 of weights and configs (cached by the model)
@@ -74,7 +74,7 @@ class Chain:
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Padded token features for a batch of id lists (on the host), by the module that starts the chain."""
         first = self.modules[0]
-        assert isinstance(first, (Transformer, StaticEmbedding))
+        assert isinstance(first, INPUT_MODULES)
         return first.pad(rows)
 
 

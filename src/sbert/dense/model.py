@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -30,11 +31,11 @@ from sbert.formats.image_inputs import split_images
 from sbert.formats.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import (
+    INPUT_MODULES,
     Features,
     InputModule,
     Module,
     Router,
-    StaticEmbedding,
     Transformer,
     adapter_ops,
     chain_widths,
@@ -163,7 +164,7 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
     def input_module(self) -> InputModule:
         """What turns texts into token ids: the first module (of the default route, for a Router model)."""
         first = self.routed()[0]
-        assert isinstance(first, (Transformer, StaticEmbedding))
+        assert isinstance(first, INPUT_MODULES)
         return first
 
     @property
@@ -181,8 +182,9 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
 
     @property
     def device(self) -> torch.device:
-        """Where the parameters live."""
-        return next(self.parameters()).device
+        """Where the parameters live (the buffers, for a chain without any: a BoW; else the CPU)."""
+        held = next(itertools.chain(self.parameters(), self.buffers()), None)
+        return held.device if held is not None else torch.device("cpu")
 
     @property
     def max_seq_length(self) -> int:
@@ -191,7 +193,7 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
         if router is None:
             return self.input_module.max_seq_length
         starts = [route[0] for route in router.route_lists().values() if route]
-        limits = [m.max_seq_length for m in starts if isinstance(m, (Transformer, StaticEmbedding))]
+        limits = [m.max_seq_length for m in starts if isinstance(m, INPUT_MODULES)]
         return max(limits, default=self.input_module.max_seq_length)
 
     @max_seq_length.setter

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sbert.errors import ModelFormatError
+from sbert.modules.bag_of_words import BoW
 from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
@@ -17,6 +18,8 @@ from sbert.modules.pooling import Pooling
 from sbert.modules.router import RouteError, Router
 from sbert.modules.static_embedding import StaticEmbedding
 from sbert.modules.transformer import Transformer
+from sbert.modules.word_embeddings import WordEmbeddings
+from sbert.modules.word_heads import CNN, LSTM, Dropout, WordWeights
 
 # Keyed by class name: modules.json may say `sentence_transformers.models.Pooling`,
 # `sentence_transformers.sentence_transformer.modules.pooling.Pooling` (6.x) or `sbert...Pooling`.
@@ -33,10 +36,18 @@ MODULES: dict[str, type[Module]] = {
     "MultiVectorMask": MultiVectorMask,
     "Asym": Router,  # sentence-transformers' name for the Router before v5, same layout
     "CLIPModel": ImageTextTransformer,  # sentence-transformers 5.x's image-text layout (clip-ViT-B-32's 0_CLIPModel)
+    # sentence-transformers' word-vector encoders (a word table, then optionally these, then Pooling)
+    "WordEmbeddings": WordEmbeddings,
+    "WordWeights": WordWeights,
+    "CNN": CNN,
+    "LSTM": LSTM,
+    "Dropout": Dropout,
+    "BoW": BoW,
 }
 
 # What may start a chain: it turns texts into token ids (`token_ids`, `pad`) and its forward reads them.
-InputModule = Transformer | StaticEmbedding
+InputModule = Transformer | StaticEmbedding | WordEmbeddings | BoW
+INPUT_MODULES = (Transformer, StaticEmbedding, WordEmbeddings, BoW)
 
 
 def check_chain(modules: list[Module]) -> None:
@@ -44,9 +55,10 @@ def check_chain(modules: list[Module]) -> None:
     first = modules[0] if modules else None
     routes = list(first.route_lists().values()) if isinstance(first, Router) else [modules[:1]]
     for route in routes:
-        if not isinstance(route[0], (Transformer, StaticEmbedding)):
+        if not isinstance(route[0], INPUT_MODULES):
             raise ValueError(
-                "a SentenceEncoder (and each Router route) must start with a Transformer or a StaticEmbedding, "
+                "a SentenceEncoder (and each Router route) must start with a Transformer, a StaticEmbedding, "
+                "WordEmbeddings or a BoW, "
                 f"not {type(route[0]).__name__}"
             )
         chain_widths([*route, *modules[1:]])  # refuses a head that does not fit the module before it
@@ -62,10 +74,15 @@ def module_class(type_name: str) -> type[Module]:
 
 
 __all__ = [
+    "CNN",
+    "INPUT_MODULES",
+    "LSTM",
     "MODULES",
     "POOLERS",
+    "BoW",
     "CNNHead",
     "Dense",
+    "Dropout",
     "Features",
     "ImageTextTransformer",
     "InputModule",
@@ -79,6 +96,8 @@ __all__ = [
     "Router",
     "StaticEmbedding",
     "Transformer",
+    "WordEmbeddings",
+    "WordWeights",
     "build_pooler",
     "chain_widths",
     "check_chain",

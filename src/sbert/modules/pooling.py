@@ -79,6 +79,25 @@ def lasttoken_pool(tokens: Tensor, mask: Tensor) -> Tensor:
     return tokens[rows, last] * mask[rows, last].unsqueeze(-1).to(tokens.dtype)
 
 
+# The means a WordWeights module's `token_weights_sum` divides instead of the token count (as the reference does).
+WEIGHTED_MEANS = ("mean", "mean_sqrt_len_tokens", "weightedmean")
+
+
+def weighted_mean(tokens: Tensor, mask: Tensor, weights_sum: Tensor, mode: str) -> Tensor:
+    """The `mode` mean of already weighted token vectors, divided by their weights' sum (B,) (its root for sqrt_len).
+
+    weightedmean's position weights stay on the tokens, as in the reference, whose divisor is then the sum alone.
+    """
+    # tokens: (B, T, H); mask: (B, T); weights_sum: (B,) -> (B, H)
+    real = mask.unsqueeze(-1).to(tokens.dtype)
+    if mode == "weightedmean":
+        start = mask.to(torch.int32).argmax(dim=1)
+        positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device, dtype=tokens.dtype)
+        real = real * (positions.unsqueeze(0) - start.unsqueeze(1).to(tokens.dtype)).unsqueeze(-1)
+    divisor = weights_sum.unsqueeze(-1).clamp(min=1e-9)
+    return (tokens * real).sum(dim=1) / (divisor.sqrt() if mode == "mean_sqrt_len_tokens" else divisor)
+
+
 # weightedmean also takes each row's first real token (Pooling.forward passes it).
 POOLING_FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     "mean": mean_pool, "max": max_pool, "cls": cls_pool, "mean_sqrt_len_tokens": mean_sqrt_len_pool,
@@ -126,6 +145,10 @@ class Pooling(Module):
             mask = without_prompt(mask, features["prompt_length"])
         pooled = [weightedmean_pool(tokens, mask, start) if m == "weightedmean" else POOLING_FUNCTIONS[m](tokens, mask)
                   for m in self.modes]  # fmt: skip
+        weights = features.get("token_weights_sum")  # a WordWeights module ran: its weights' sum is the means' divisor
+        if weights is not None:
+            pooled = [weighted_mean(tokens, mask, weights, m) if m in WEIGHTED_MEANS else p
+                      for m, p in zip(self.modes, pooled, strict=True)]  # fmt: skip
         features["sentence_embedding"] = pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)
         return features
 

@@ -31,7 +31,9 @@ class StaticEmbedding(Module):
 
     module_type = "sentence_transformers.models.StaticEmbedding"
 
-    def __init__(self, tokenizer: Any, embedding_weights: torch.Tensor | None = None, embedding_dim: int = 0) -> None:
+    def __init__(
+        self, tokenizer: Any, embedding_weights: torch.Tensor | None = None, embedding_dim: int | None = None
+    ) -> None:
         super().__init__()
         tokenizer.no_padding()
         tokenizer.no_truncation()
@@ -43,8 +45,10 @@ class StaticEmbedding(Module):
                     f"{tokenizer.get_vocab_size()}"
                 )
             self.embedding = nn.EmbeddingBag.from_pretrained(embedding_weights.float(), freeze=False, mode="mean")
-        else:
+        elif embedding_dim is not None:
             self.embedding = nn.EmbeddingBag(tokenizer.get_vocab_size(), embedding_dim, mode="mean")
+        else:
+            raise ValueError("StaticEmbedding needs embedding_weights or an embedding_dim")
 
     @property
     def embedding_dimension(self) -> int:

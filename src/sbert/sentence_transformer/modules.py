@@ -1,8 +1,24 @@
 """sentence-transformers 6.2's `sentence_transformers.sentence_transformer.modules` (the older `models`)."""
 
-from sbert.models import Asym, Dense, LayerNorm, Normalize, Pooling, Router, StaticEmbedding, Transformer
+from sbert.models import (
+    CNN,
+    LSTM,
+    Asym,
+    BoW,
+    Dense,
+    Dropout,
+    LayerNorm,
+    Normalize,
+    Pooling,
+    Router,
+    StaticEmbedding,
+    Transformer,
+    WordEmbeddings,
+    WordWeights,
+)
 
-__all__ = ["Asym", "Dense", "LayerNorm", "Normalize", "Pooling", "Router", "StaticEmbedding", "Transformer"]
+__all__ = ["CNN", "LSTM", "Asym", "BoW", "Dense", "Dropout", "LayerNorm", "Normalize", "Pooling", "Router",
+           "StaticEmbedding", "Transformer", "WordEmbeddings", "WordWeights"]  # fmt: skip
 
 # A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
 __path__: list[str] = []
