@@ -202,30 +202,39 @@ class Trainer:
         state = StageState(index, stage, prepared, data.dev, module, optimizer, scheduler, total, dtype, progress,
                            batches)  # fmt: skip
         if checkpoint is not None:
-            state.restore(*load_checkpoint(checkpoint))
-            retarget_optimizer(optimizer, fused)  # the checkpoint may come from the other kind of device
-            self.global_step = state.progress.global_step
-            self.started = time.monotonic() - state.progress.elapsed
-            self.log.truncate_after(self.global_step)
-        trainable, parameters = parameter_counts(module)  # `total` stays the step count the log records
-        self.log.write(
-            event="stage",
-            stage=index,
-            step=self.global_step,
-            total_steps=total,
-            world=self.world.size,
-            data={p.dataset.name: len(p.dataset) for p in prepared},
-            truncated=sum(p.truncated for p in prepared),
-            sampling=stage.sampling,
-            batches=batches,
-            trainable_parameters=trainable,
-            total_parameters=parameters,
-        )
+            self._resume(state, checkpoint)
+        self._log_stage(state)
         self._epochs(state, plan_lengths)
         if state.dev and state.progress.best_score is not None and self.config.load_best:
             barrier(self.world)
             model.load_state_dict(SentenceEncoder.load(self.output, device=self.device).state_dict())
         return state
+
+    def _resume(self, state: StageState, checkpoint: Path) -> None:
+        """Continue a stage from its checkpoint: optimizer, schedule, progress, clock and the log after that step."""
+        state.restore(*load_checkpoint(checkpoint))
+        retarget_optimizer(state.optimizer, self.device.type == "cuda")  # the checkpoint may come from another device
+        self.global_step = state.progress.global_step
+        self.started = time.monotonic() - state.progress.elapsed
+        self.log.truncate_after(self.global_step)
+
+    def _log_stage(self, state: StageState) -> None:
+        """The stage's opening log line: its data, steps, sampling and parameter counts."""
+        trainable, parameters = parameter_counts(state.module)  # `total` stays the step count the log records
+        prepared = state.prepared
+        self.log.write(
+            event="stage",
+            stage=state.index,
+            step=self.global_step,
+            total_steps=state.total,
+            world=self.world.size,
+            data={p.dataset.name: len(p.dataset) for p in prepared},
+            truncated=sum(p.truncated for p in prepared),
+            sampling=state.stage.sampling,
+            batches=state.batches,
+            trainable_parameters=trainable,
+            total_parameters=parameters,
+        )
 
     def _batches_per_set(
         self, plan_lengths: list[list[int] | InOrder], stage: Stage, index: int, total: int, names: list[str]
