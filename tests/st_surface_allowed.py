@@ -33,7 +33,6 @@ CLIP = (
     "sentence-transformers 5's CLIPModel module: sbert loads its saved folders (0_CLIPModel) as an image-text "
     "Transformer (sbert.modules.ImageTextTransformer); building one by name fetches it from a hub"
 )
-LAYERS = "WeightedLayerPooling needs every layer's hidden states from the Transformer: not yet on sbert's chain"
 LOOP = (
     "6.2's own steps of transformers' training loop (dataset preparation, batch samplers, loss computation, "
     "model card callbacks): sbert's engine runs these its own way"
@@ -114,11 +113,9 @@ ALLOWED: dict[str, str] = {
     "sbert.models.CLIPModel": CLIP,  # missing
     "sbert.models.InputModule": MODULE_BASE,  # missing
     "sbert.models.Module": MODULE_BASE,  # missing
-    "sbert.models.WeightedLayerPooling": LAYERS,  # missing
     "sbert.sentence_transformer.modules.CLIPModel": CLIP,  # missing
     "sbert.sentence_transformer.modules.InputModule": MODULE_BASE,  # missing
     "sbert.sentence_transformer.modules.Module": MODULE_BASE,  # missing
-    "sbert.sentence_transformer.modules.WeightedLayerPooling": LAYERS,  # missing
     "sbert.base.modules.InputModule": MODULE_BASE,  # missing
     "sbert.base.modules.Module": MODULE_BASE,  # missing
 }

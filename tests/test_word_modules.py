@@ -17,7 +17,7 @@ import torch
 
 import sbert
 from sbert.data.pairs import read_stsb
-from sbert.errors import SbertError
+from sbert.errors import BackendError, SbertError
 from sbert.modules.word_tokenizer import WhitespaceTokenizer
 
 st = pytest.importorskip("sentence_transformers")
@@ -164,9 +164,44 @@ def test_bag_of_words_as_the_reference(sentences: list[str], cumulative: bool, t
 
 
 def test_exporting_backends_refuse_a_word_chain_by_name(glove_file: Path) -> None:
-    from sbert.errors import BackendError
-
     words = sbert.models.WordEmbeddings.from_text_file(str(glove_file), max_vocab_size=100)
     model = sbert.SentenceTransformer(modules=[words, sbert.models.Pooling(50)], device="cpu")
     with pytest.raises(BackendError, match=r"starts with WordEmbeddings: use backend='torch'$"):
         model.encode(["the cat"], backend="onnx")
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tiny_models import build_bert
+
+    return build_bert(tmp_path_factory.mktemp("layers") / "bert")
+
+
+def layer_chain(lib: object, bert: Path) -> list:
+    """A Transformer returning every layer's hidden states, WeightedLayerPooling over layers 1.., mean Pooling."""
+    models = importlib.import_module(f"{lib.__name__}.sentence_transformer.modules")  # type: ignore[attr-defined]
+    transformer = models.Transformer(str(bert), config_kwargs={"output_hidden_states": True})
+    width = transformer.get_embedding_dimension()
+    layers = transformer.auto_model.config.num_hidden_layers
+    pooling = models.WeightedLayerPooling(width, num_hidden_layers=layers, layer_start=1)
+    with torch.no_grad():
+        pooling.layer_weights.copy_(torch.linspace(0.5, 2.0, layers))
+    return [transformer, pooling, models.Pooling(width)]
+
+
+def test_weighted_layer_pooling_as_the_reference(bert: Path, sentences: list[str], tmp_path: Path) -> None:
+    ours = sbert.SentenceTransformer(modules=layer_chain(sbert, bert), device="cpu")
+    ref = st.SentenceTransformer(modules=layer_chain(st, bert), device="cpu")
+    want = ref.encode(sentences[:40])
+    transformer, _, pooling = layer_chain(st, bert)
+    last_layer_only = st.SentenceTransformer(modules=[transformer, pooling], device="cpu")
+    assert np.abs(last_layer_only.encode(sentences[:40]) - want).max() > 1e-3  # the layers' weights count
+    assert np.abs(ours.encode(sentences[:40]) - want).max() < 1e-5  # sbert runs it padded: every layer is there
+    ours.save(str(tmp_path / "ours"))
+    assert (
+        np.abs(st.SentenceTransformer(str(tmp_path / "ours"), device="cpu").encode(sentences[:40]) - want).max() < 1e-5
+    )
+    ref.save(str(tmp_path / "ref"))
+    assert np.abs(sbert.load(tmp_path / "ref", device="cpu").encode(sentences[:40]) - want).max() < 1e-5
+    with pytest.raises(BackendError, match="reads every layer: use backend='torch'"):
+        ours.encode(["a"], backend="onnx")

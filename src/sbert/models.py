@@ -10,8 +10,8 @@ chain built this way encodes, trains and saves as a loaded one does, and the sav
 `MLMTransformer` (what `Transformer(path, transformer_task="fill-mask")` builds) is SPLADE's first module;
 `sbert.sparse_encoder.modules` re-exports it.
 The word-vector modules (WordEmbeddings with its WhitespaceTokenizer, WordWeights, CNN, LSTM, Dropout, BoW) are
-sbert's own with the reference's constructors as they are. WeightedLayerPooling is not here:
-importing it fails at the import line (docs/migrating.md).
+sbert's own with the reference's constructors as they are, and so is WeightedLayerPooling (over a
+Transformer built with `config_kwargs={"output_hidden_states": True}`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,18 @@ import torch
 from torch import nn
 
 from sbert.errors import SbertError
-from sbert.modules import CNN, LSTM, BoW, Dropout, LayerNorm, Normalize, StaticEmbedding, WordEmbeddings, WordWeights
+from sbert.modules import (
+    CNN,
+    LSTM,
+    BoW,
+    Dropout,
+    LayerNorm,
+    Normalize,
+    StaticEmbedding,
+    WeightedLayerPooling,
+    WordEmbeddings,
+    WordWeights,
+)
 from sbert.modules.dense import IDENTITY
 from sbert.modules.dense import Dense as _Dense
 from sbert.modules.pooling import Pooling as _Pooling
@@ -190,7 +201,7 @@ def _activation_path(activation: Callable[[torch.Tensor], torch.Tensor] | None) 
 
 
 __all__ = ["CNN", "LSTM", "Asym", "BoW", "Dense", "Dropout", "LayerNorm", "Normalize", "Pooling", "Router",
-           "StaticEmbedding", "Transformer", "WordEmbeddings", "WordWeights"]  # fmt: skip
+           "StaticEmbedding", "Transformer", "WeightedLayerPooling", "WordEmbeddings", "WordWeights"]  # fmt: skip
 
 # A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
 __path__: list[str] = []

@@ -80,6 +80,9 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
         static = " (or sbert.StaticEncoder, the numpy path of a static table)" if first == "StaticEmbedding" else ""
         raise BackendError(f"backend {name!r} exports a Transformer chain; this model starts with {first}: "
                            f"use backend='torch'{static}")  # fmt: skip
+    if name != "torch" and any(getattr(m, "reads_all_layers", False) for m in chain.modules):
+        raise BackendError(f"backend {name!r} exports the last hidden state; this model's WeightedLayerPooling "
+                           "reads every layer: use backend='torch'")  # fmt: skip
     if name not in ("torch", "torch-int8"):
         from sbert.backends.torch_int8 import holds_int8
 

@@ -42,6 +42,8 @@ def packing_blocker(transformer: Transformer) -> str | None:
     # transformers marks the models whose attention goes through AttentionInterface
     if not getattr(auto_model, "_supports_attention_backend", False):
         return f"this transformers version does not route {model_type} attention through AttentionInterface"
+    if getattr(config, "output_hidden_states", False):  # a WeightedLayerPooling reads every layer, padded
+        return "its config returns every layer's hidden states (output_hidden_states)"
     if model_type not in DECODERS and getattr(config, "is_decoder", False):
         return "an encoder configured as a decoder (is_decoder) is causal"
     window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) else None

@@ -10,6 +10,7 @@ from sbert.modules.cnn import CNNHead
 from sbert.modules.dense import Dense
 from sbert.modules.image_text import ImageTextTransformer
 from sbert.modules.layer_norm import LayerNorm
+from sbert.modules.layer_pooling import WeightedLayerPooling
 from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
@@ -43,6 +44,7 @@ MODULES: dict[str, type[Module]] = {
     "LSTM": LSTM,
     "Dropout": Dropout,
     "BoW": BoW,
+    "WeightedLayerPooling": WeightedLayerPooling,
 }
 
 # What may start a chain: it turns texts into token ids (`token_ids`, `pad`) and its forward reads them.
@@ -96,6 +98,7 @@ __all__ = [
     "Router",
     "StaticEmbedding",
     "Transformer",
+    "WeightedLayerPooling",
     "WordEmbeddings",
     "WordWeights",
     "build_pooler",

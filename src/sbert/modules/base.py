@@ -76,3 +76,10 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
             raise ModelFormatError(f"{legacy}: refused to load ({type(e).__name__}: {first_line(e)})") from None
         return dict(state)
     raise ModelFormatError(f"{path}: no {WEIGHTS_FILE} or {LEGACY_WEIGHTS_FILE}")
+
+
+def renamed_key(config: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A module config with an older key for an argument under its current name (sentence-transformers renames)."""
+    if old in config and new not in config:
+        config = {**{k: v for k, v in config.items() if k != old}, new: config[old]}
+    return config

@@ -323,9 +323,15 @@ class Transformer(Module):
         return ready.pin_memory() if mask.is_pinned() else ready
 
     def forward(self, features: Features) -> Features:
-        """Add `token_embeddings` (B, T, H) from the encoder's last hidden state."""
+        """Add `token_embeddings` (B, T, H) from the encoder's last hidden state.
+
+        A config that says `output_hidden_states` also gives `all_layer_embeddings` (the embedding layer's output
+        first), as the reference's Transformer does, for a WeightedLayerPooling after it.
+        """
         output = self.auto_model(**self.backbone_inputs(features), return_dict=True)
         features["token_embeddings"] = output.last_hidden_state
+        if getattr(self.auto_model.config, "output_hidden_states", False) and output.hidden_states is not None:
+            features["all_layer_embeddings"] = output.hidden_states
         return features
 
     def forward_all_layers(self, features: Features) -> tuple[Features, tuple[torch.Tensor, ...]]:

@@ -15,16 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from sbert.modules.base import Features, Module
+from sbert.modules.base import Features, Module, renamed_key
 
 log = logging.getLogger(__name__)
-
-
-def _renamed(config: dict[str, Any], old: str, new: str) -> dict[str, Any]:
-    """A config with the reference's older key for an argument under its current name."""
-    if old in config and new not in config:
-        config = {**{k: v for k, v in config.items() if k != old}, new: config[old]}
-    return config
 
 
 class CNN(Module):
@@ -82,7 +75,7 @@ class CNN(Module):
     @classmethod
     def read_config(cls, path: Path) -> dict[str, Any]:
         """The config, its older key renamed."""
-        return _renamed(super().read_config(path), "in_word_embedding_dimension", "in_embedding_dimension")
+        return renamed_key(super().read_config(path), "in_word_embedding_dimension", "in_embedding_dimension")
 
 
 class LSTM(Module):
@@ -141,7 +134,7 @@ class LSTM(Module):
     @classmethod
     def read_config(cls, path: Path) -> dict[str, Any]:
         """The config, its older key renamed."""
-        return _renamed(super().read_config(path), "word_embedding_dimension", "embedding_dimension")
+        return renamed_key(super().read_config(path), "word_embedding_dimension", "embedding_dimension")
 
 
 class WordWeights(Module):

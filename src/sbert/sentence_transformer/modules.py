@@ -13,12 +13,13 @@ from sbert.models import (
     Router,
     StaticEmbedding,
     Transformer,
+    WeightedLayerPooling,
     WordEmbeddings,
     WordWeights,
 )
 
 __all__ = ["CNN", "LSTM", "Asym", "BoW", "Dense", "Dropout", "LayerNorm", "Normalize", "Pooling", "Router",
-           "StaticEmbedding", "Transformer", "WordEmbeddings", "WordWeights"]  # fmt: skip
+           "StaticEmbedding", "Transformer", "WeightedLayerPooling", "WordEmbeddings", "WordWeights"]  # fmt: skip
 
 # A package to the import system, so the reference's legacy one-class paths under it resolve (sbert/legacy_paths.py).
 __path__: list[str] = []
