@@ -22,7 +22,6 @@ import asyncio
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_cpu import free_port, tree_cpu
-from serve_load import MODEL, load, request_once, start_server
+from serve_load import answering, load, start_server
 
 from common import sts_sentences
 
@@ -107,14 +106,7 @@ def start_bare(kind: str, port: int, delay: float) -> subprocess.Popen[bytes]:
     """One of the bare servers in a process of its own, once it answers."""
     cmd = [sys.executable, __file__, "--serve", kind, "--port", str(port), "--model-ms", str(delay * 1000)]
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            asyncio.run(request_once(port, b'{"input": "up?", "model": "%s"}' % MODEL.encode()))
-            return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit(f"the {kind} server did not start")
+    return answering(process, port, f"the {kind} server", 20.0)
 
 
 def loop_thread_cpu(pid: int) -> float:

@@ -130,14 +130,19 @@ def start_server(port: int, backend: str, *extra: str, src: str | None = None) -
     env = os.environ | dict(word.split("=", 1) for word in extra if ENV_WORD.match(word))
     env |= {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])} if src else {}
     process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
+    return answering(process, port, "server", 120.0)
+
+
+def answering(process: subprocess.Popen[bytes], port: int, what: str, seconds: float) -> subprocess.Popen[bytes]:
+    """`process` once it answers an embedding request on `port`; killed, and the run stopped, after `seconds`."""
+    for _ in range(int(seconds / 0.2)):
         try:
             asyncio.run(request_once(port, b'{"input": "up?", "model": "%s"}' % MODEL.encode()))
             return process
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise SystemExit("server did not start")
+    raise SystemExit(f"{what} did not start")
 
 
 def http_post(port: int, body: bytes, path: str = "/v1/embeddings") -> bytes:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from sbert.modules.base import Features, Module
+from sbert.modules.base import Features, Module, right_padded
 from sbert.modules.static_embedding import NO_LIMIT
 from sbert.modules.word_tokenizer import WhitespaceTokenizer
 
@@ -67,13 +67,7 @@ class BoW(Module):
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Right-padded indices and their mask."""
-        width = max((len(row) for row in rows), default=0)
-        input_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-            mask[i, : len(row)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask}
+        return right_padded(rows)
 
     def tokenize(self, texts: Sequence[str]) -> Features:
         """Padded indices and mask for `forward`."""

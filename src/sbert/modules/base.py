@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -83,3 +84,17 @@ def renamed_key(config: dict[str, Any], old: str, new: str) -> dict[str, Any]:
     if old in config and new not in config:
         config = {**{k: v for k, v in config.items() if k != old}, new: config[old]}
     return config
+
+
+def right_padded(rows: Sequence[Sequence[int]], min_width: int = 0) -> Features:
+    """Token id rows right-padded with 0 into `input_ids`, and their `attention_mask` (at least `min_width` wide).
+
+    The padding of the input modules that look ids up in a table (static, word and bag-of-words tables).
+    """
+    width = max(min_width, *(len(row) for row in rows)) if rows else min_width
+    input_ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        input_ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return {"input_ids": input_ids, "attention_mask": mask}

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from sbert.errors import ModelFormatError
-from sbert.modules.base import Features, Module, load_weights
+from sbert.modules.base import Features, Module, load_weights, right_padded
 from sbert.vectors.tokens import fast_ids
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -74,13 +74,7 @@ class StaticEmbedding(Module):
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Right-padded ids and mask (an empty input keeps an all-zero mask: a zero vector, as in EmbeddingBag)."""
-        width = max((len(r) for r in rows), default=0)
-        input_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-            mask[i, : len(row)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask}
+        return right_padded(rows)
 
     def tokenize(self, texts: Sequence[str]) -> Features:
         """Padded ids and mask for `forward`."""

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from sbert.errors import ModelFormatError, SbertError
-from sbert.modules.base import Features, Module, load_weights
+from sbert.modules.base import Features, Module, load_weights, right_padded
 from sbert.modules.word_tokenizer import TOKENIZER_CLASS, WhitespaceTokenizer
 
 log = logging.getLogger(__name__)
@@ -76,15 +76,9 @@ class WordEmbeddings(Module):
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Right-padded indices (padding 0), the mask and each row's length; at least one column, as the reference."""
-        lengths = [len(row) for row in rows]
-        width = max(1, *lengths) if lengths else 1
-        input_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-            mask[i, : len(row)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask,
-                "sentence_lengths": torch.tensor(lengths, dtype=torch.long)}  # fmt: skip
+        features = right_padded(rows, min_width=1)
+        features["sentence_lengths"] = torch.tensor([len(row) for row in rows], dtype=torch.long)
+        return features
 
     def tokenize(self, texts: Sequence[str]) -> Features:
         """Padded indices, mask and lengths for `forward`."""
