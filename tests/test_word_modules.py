@@ -112,10 +112,10 @@ def test_the_tokenizer_drops_what_the_reference_drops(glove_file: Path, sentence
 
 def test_cut_rows_and_an_empty_text(glove_file: Path) -> None:
     words = sbert.models.WordEmbeddings.from_text_file(str(glove_file))
-    words.max_seq_length = 3
+    model = sbert.SentenceTransformer(modules=[words, sbert.models.Pooling(50)], device="cpu")
+    model.max_seq_length = 3  # the word table takes it, as the reference's first module does
     rows, cut = words.token_ids(["dogs run fast across the field", "", "cat"])
     assert [len(r) for r in rows] == [3, 0, 1] and cut == [0]
-    model = sbert.SentenceTransformer(modules=[words, sbert.models.Pooling(50)], device="cpu")
     vectors = model.encode(["", "cat"])
     assert not vectors[0].any() and vectors[1].any()  # no word: a zero vector, as the reference gives
 

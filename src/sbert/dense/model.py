@@ -37,6 +37,7 @@ from sbert.modules import (
     Module,
     Router,
     Transformer,
+    WordEmbeddings,
     adapter_ops,
     chain_widths,
     check_chain,
@@ -198,10 +199,11 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        # Every Transformer that starts a route takes it, as sentence-transformers' Router does.
+        # Every input module with a limit (a Transformer, a word table) that starts a route takes it, as
+        # sentence-transformers' Router does; static and bag-of-words tables have none.
         router = self.router
         for route in router.route_lists().values() if router else [self.chain()]:
-            if isinstance(route[0], Transformer):
+            if isinstance(route[0], (Transformer, WordEmbeddings)):
                 route[0].max_seq_length = value
 
     @property
