@@ -205,3 +205,18 @@ def test_weighted_layer_pooling_as_the_reference(bert: Path, sentences: list[str
     assert np.abs(sbert.load(tmp_path / "ref", device="cpu").encode(sentences[:40]) - want).max() < 1e-5
     with pytest.raises(BackendError, match="reads every layer: use backend='torch'"):
         ours.encode(["a"], backend="onnx")
+
+
+def test_a_word_model_served_gives_the_library_s_vectors(
+    glove_file: Path, sentences: list[str], tmp_path: Path
+) -> None:
+    """`sbert serve` of a saved GloVe + WordWeights chain on loopback: /v1/embeddings equals encode."""
+    from tests.serve_helpers import serve_in_thread, served_vectors
+
+    sbert.SentenceTransformer(modules=chains(sbert, glove_file, "weights"), device="cpu").save(str(tmp_path / "glove"))
+    want = sbert.load(tmp_path / "glove", device="cpu").encode(sentences[:20])
+    server = serve_in_thread("--model", tmp_path / "glove")
+    try:
+        assert np.abs(served_vectors(server, sentences[:20], "glove") - want).max() < 1e-6
+    finally:
+        assert server.stop()
