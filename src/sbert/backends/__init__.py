@@ -15,7 +15,7 @@ from sbert.backends.base import Backend, Chain, Rows
 from sbert.device import check_cpu_int8
 from sbert.errors import BackendError
 from sbert.install_hint import install_hint
-from sbert.modules import Transformer
+from sbert.modules import StaticEmbedding, Transformer
 
 BackendName = Literal["torch", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 
@@ -76,10 +76,12 @@ def open_backend(chain: Chain, name: str, device: torch.device, dtype: torch.dty
     if factory is None:
         raise BackendError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     if name != "torch" and not isinstance(chain.modules[0], Transformer):
-        first = type(chain.modules[0]).__name__
-        static = " (or sbert.StaticEncoder, the numpy path of a static table)" if first == "StaticEmbedding" else ""
-        raise BackendError(f"backend {name!r} exports a Transformer chain; this model starts with {first}: "
-                           f"use backend='torch'{static}")  # fmt: skip
+        first = chain.modules[0]
+        static = (
+            " (or sbert.StaticEncoder, the numpy path of a static table)" if isinstance(first, StaticEmbedding) else ""
+        )
+        raise BackendError(f"backend {name!r} exports a Transformer chain; this model starts with "
+                           f"{type(first).__name__}: use backend='torch'{static}")  # fmt: skip
     if name != "torch" and any(getattr(m, "reads_all_layers", False) for m in chain.modules):
         raise BackendError(f"backend {name!r} exports the last hidden state; this model's WeightedLayerPooling "
                            "reads every layer: use backend='torch'")  # fmt: skip

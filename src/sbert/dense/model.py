@@ -32,12 +32,12 @@ from sbert.formats.model_config import EncoderSettings, check_truncate_dim, mode
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import (
     INPUT_MODULES,
+    LIMITED_INPUT_MODULES,
     Features,
     InputModule,
     Module,
     Router,
     Transformer,
-    WordEmbeddings,
     adapter_ops,
     chain_widths,
     check_chain,
@@ -199,11 +199,10 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        # Every input module with a limit (a Transformer, a word table) that starts a route takes it, as
-        # sentence-transformers' Router does; static and bag-of-words tables have none.
+        # Every input module with a limit that starts a route takes it, as sentence-transformers' Router does.
         router = self.router
         for route in router.route_lists().values() if router else [self.chain()]:
-            if isinstance(route[0], (Transformer, WordEmbeddings)):
+            if isinstance(route[0], LIMITED_INPUT_MODULES):
                 route[0].max_seq_length = value
 
     @property

@@ -50,6 +50,9 @@ MODULES: dict[str, type[Module]] = {
 # What may start a chain: it turns texts into token ids (`token_ids`, `pad`) and its forward reads them.
 InputModule = Transformer | StaticEmbedding | WordEmbeddings | BoW
 INPUT_MODULES = (Transformer, StaticEmbedding, WordEmbeddings, BoW)
+# The input modules that cut their inputs at a token limit, which the model's max_seq_length sets (static and
+# bag-of-words tables have none).
+LIMITED_INPUT_MODULES = (Transformer, WordEmbeddings)
 
 
 def check_chain(modules: list[Module]) -> None:
@@ -78,6 +81,7 @@ def module_class(type_name: str) -> type[Module]:
 __all__ = [
     "CNN",
     "INPUT_MODULES",
+    "LIMITED_INPUT_MODULES",
     "LSTM",
     "MODULES",
     "POOLERS",

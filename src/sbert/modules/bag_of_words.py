@@ -8,7 +8,6 @@ counts each time it occurs, else once. Saved as the reference saves it: its conf
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +15,8 @@ import torch
 
 from sbert.modules.base import Features, Module, right_padded
 from sbert.modules.static_embedding import NO_LIMIT
+from sbert.modules.word_heads import vocabulary_weights
 from sbert.modules.word_tokenizer import WhitespaceTokenizer
-
-log = logging.getLogger(__name__)
 
 
 class BoW(Module):
@@ -35,12 +33,8 @@ class BoW(Module):
         self.vocab = list(dict.fromkeys(vocab))  # one index a word
         self.word_weights = dict(word_weights)
         self.unknown_word_weight, self.cumulative_term_frequency = unknown_word_weight, cumulative_term_frequency
-        found = self.word_weights
-        self.register_buffer("weights", torch.tensor(
-            [found.get(w, found.get(w.lower(), unknown_word_weight)) for w in self.vocab], dtype=torch.float32),
-            persistent=False)  # fmt: skip
-        unknown = sum(1 for w in self.vocab if w not in found and w.lower() not in found)
-        log.info("%d of %d words without a weight: %s each", unknown, len(self.vocab), unknown_word_weight)
+        weights = vocabulary_weights(self.vocab, self.word_weights, unknown_word_weight)
+        self.register_buffer("weights", torch.tensor(weights, dtype=torch.float32), persistent=False)
         self.tokenizer = WhitespaceTokenizer(self.vocab, stop_words=(), do_lower_case=False)
 
     @property

@@ -18,13 +18,17 @@ from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module
 
 
-def mean_pool(tokens: Tensor, mask: Tensor) -> Tensor:
-    """Mean of the non-padding token vectors."""
+def divided(summed: Tensor, counts: Tensor, divisor: Tensor | None) -> Tensor:
+    """A pooled sum over its row's counts, or over `divisor` (B,) where one is given (WordWeights' weight sums)."""
+    counts = counts if divisor is None else divisor.unsqueeze(-1).to(summed.dtype)
+    return summed / counts.clamp(min=1e-9)  # an all-padding row gives 0, not NaN
+
+
+def mean_pool(tokens: Tensor, mask: Tensor, divisor: Tensor | None = None) -> Tensor:
+    """Mean of the non-padding token vectors (their sum over `divisor` where one is given)."""
     # tokens: (B, T, H); mask: (B, T) with 1 for real tokens -> (B, H)
     weights = mask.unsqueeze(-1).to(tokens.dtype)
-    summed = (tokens * weights).sum(dim=1)
-    counts = weights.sum(dim=1).clamp(min=1e-9)  # an all-padding row gives 0, not NaN
-    return summed / counts
+    return divided((tokens * weights).sum(dim=1), weights.sum(dim=1), divisor)
 
 
 def without_prompt(mask: Tensor, prompt_length: int | Tensor) -> Tensor:
@@ -54,20 +58,24 @@ def cls_pool(tokens: Tensor, mask: Tensor) -> Tensor:
     return tokens[torch.arange(tokens.shape[0], device=tokens.device), first]
 
 
-def mean_sqrt_len_pool(tokens: Tensor, mask: Tensor) -> Tensor:
-    """Sum of the non-padding token vectors over the square root of their count."""
+def mean_sqrt_len_pool(tokens: Tensor, mask: Tensor, divisor: Tensor | None = None) -> Tensor:
+    """Sum of the non-padding token vectors over the square root of their count (or of `divisor`)."""
     # tokens: (B, T, H); mask: (B, T) -> (B, H)
     weights = mask.unsqueeze(-1).to(tokens.dtype)
-    return (tokens * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9).sqrt()
+    counts = weights.sum(dim=1) if divisor is None else divisor.unsqueeze(-1).to(tokens.dtype)
+    return (tokens * weights).sum(dim=1) / counts.clamp(min=1e-9).sqrt()
 
 
-def weightedmean_pool(tokens: Tensor, mask: Tensor, start: Tensor) -> Tensor:
-    """Mean with token i of the real tokens weighted i (1-based, counted from `start`, the first real token)."""
+def weightedmean_pool(tokens: Tensor, mask: Tensor, start: Tensor, divisor: Tensor | None = None) -> Tensor:
+    """Mean with token i of the real tokens weighted i (1-based, counted from `start`, the first real token).
+
+    Over `divisor` instead of the position weights' sum where one is given (WordWeights' weight sums).
+    """
     # tokens: (B, T, H); mask: (B, T); start: (B,) -> (B, H). `start` comes from the mask before any
     # prompt was taken out, so a prompt keeps its positions, as in sentence-transformers.
     positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device, dtype=tokens.dtype)
     weights = (mask.to(tokens.dtype) * (positions.unsqueeze(0) - start.unsqueeze(1).to(tokens.dtype))).unsqueeze(-1)
-    return (tokens * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+    return divided((tokens * weights).sum(dim=1), weights.sum(dim=1), divisor)
 
 
 def lasttoken_pool(tokens: Tensor, mask: Tensor) -> Tensor:
@@ -79,23 +87,8 @@ def lasttoken_pool(tokens: Tensor, mask: Tensor) -> Tensor:
     return tokens[rows, last] * mask[rows, last].unsqueeze(-1).to(tokens.dtype)
 
 
-# The means a WordWeights module's `token_weights_sum` divides instead of the token count (as the reference does).
+# The means a WordWeights module's `token_weights_sum` divides instead of their counts (as the reference's do).
 WEIGHTED_MEANS = ("mean", "mean_sqrt_len_tokens", "weightedmean")
-
-
-def weighted_mean(tokens: Tensor, mask: Tensor, weights_sum: Tensor, mode: str) -> Tensor:
-    """The `mode` mean of already weighted token vectors, divided by their weights' sum (B,) (its root for sqrt_len).
-
-    weightedmean's position weights stay on the tokens, as in the reference, whose divisor is then the sum alone.
-    """
-    # tokens: (B, T, H); mask: (B, T); weights_sum: (B,) -> (B, H)
-    real = mask.unsqueeze(-1).to(tokens.dtype)
-    if mode == "weightedmean":
-        start = mask.to(torch.int32).argmax(dim=1)
-        positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device, dtype=tokens.dtype)
-        real = real * (positions.unsqueeze(0) - start.unsqueeze(1).to(tokens.dtype)).unsqueeze(-1)
-    divisor = weights_sum.unsqueeze(-1).clamp(min=1e-9)
-    return (tokens * real).sum(dim=1) / (divisor.sqrt() if mode == "mean_sqrt_len_tokens" else divisor)
 
 
 # weightedmean also takes each row's first real token (Pooling.forward passes it).
@@ -143,14 +136,19 @@ class Pooling(Module):
         start = mask.to(torch.int32).argmax(dim=1)  # first real token of each row, before the prompt is taken out
         if not self.include_prompt and "prompt_length" in features:
             mask = without_prompt(mask, features["prompt_length"])
-        pooled = [weightedmean_pool(tokens, mask, start) if m == "weightedmean" else POOLING_FUNCTIONS[m](tokens, mask)
-                  for m in self.modes]  # fmt: skip
-        weights = features.get("token_weights_sum")  # a WordWeights module ran: its weights' sum is the means' divisor
-        if weights is not None:
-            pooled = [weighted_mean(tokens, mask, weights, m) if m in WEIGHTED_MEANS else p
-                      for m, p in zip(self.modes, pooled, strict=True)]  # fmt: skip
+        divisor = features.get("token_weights_sum")  # where a WordWeights module ran: the means' divisor
+        pooled = [self._pool(m, tokens, mask, start, divisor) for m in self.modes]
         features["sentence_embedding"] = pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)
         return features
+
+    @staticmethod
+    def _pool(mode: str, tokens: Tensor, mask: Tensor, start: Tensor, divisor: Tensor | None) -> Tensor:
+        """One mode's pooled vectors; the means over `divisor` where it is given."""
+        if mode == "weightedmean":
+            return weightedmean_pool(tokens, mask, start, divisor)
+        if mode in WEIGHTED_MEANS:
+            return POOLING_FUNCTIONS[mode](tokens, mask, divisor)
+        return POOLING_FUNCTIONS[mode](tokens, mask)
 
     def get_config(self) -> dict[str, Any]:
         """The legacy sentence-transformers layout, which old and new versions both read."""

@@ -20,6 +20,13 @@ from sbert.modules.base import Features, Module, renamed_key
 log = logging.getLogger(__name__)
 
 
+def vocabulary_weights(vocab: list[str], word_weights: dict[str, float], unknown: float) -> list[float]:
+    """Each word's weight: its own, else its lower-cased form's, else `unknown` (one log line counts those)."""
+    missing = sum(1 for w in vocab if w not in word_weights and w.lower() not in word_weights)
+    log.info("%d of %d words without a weight: %s each", missing, len(vocab), unknown)
+    return [word_weights.get(w, word_weights.get(w.lower(), unknown)) for w in vocab]
+
+
 class CNN(Module):
     """Convolutions of several widths over the token vectors, concatenated per token (padding zeroed first)."""
 
@@ -145,10 +152,7 @@ class WordWeights(Module):
     def __init__(self, vocab: list[str], word_weights: dict[str, float], unknown_word_weight: float = 1) -> None:
         super().__init__()
         self.vocab, self.word_weights, self.unknown_word_weight = list(vocab), dict(word_weights), unknown_word_weight
-        # A word's own weight, else its lower-cased form's, else unknown_word_weight.
-        weights = [word_weights.get(w, word_weights.get(w.lower(), unknown_word_weight)) for w in self.vocab]
-        unknown = sum(1 for w in self.vocab if w not in word_weights and w.lower() not in word_weights)
-        log.info("%d of %d words without a weight: %s each", unknown, len(self.vocab), unknown_word_weight)
+        weights = vocabulary_weights(self.vocab, word_weights, unknown_word_weight)
         self.emb_layer = nn.Embedding(len(self.vocab), 1)
         with torch.no_grad():
             self.emb_layer.weight.copy_(torch.tensor(weights, dtype=torch.float32).unsqueeze(1))
