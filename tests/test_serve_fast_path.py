@@ -163,3 +163,31 @@ def test_with_opentelemetry_set_up_every_request_goes_through_fastapi_to_be_reco
     assert answer.status_code == 200
     assert len(answer.json()["data"][0]["embedding"]) == 384
     assert taken[0] == 0
+
+
+# Every JSON type in every field: an unhashable value once made the lean path's membership test raise.
+ODD_VALUES = [["float"], {"task": "query"}, None, 1, 1.5, True, "x", [], {}, "query", "float"]
+
+
+@pytest.mark.parametrize("field", sorted(EmbeddingsRequest.model_fields))
+def test_any_value_in_any_field_is_read_as_pydantic_reads_it_or_left_to_it(field):
+    from pydantic import ValidationError
+
+    for value in ODD_VALUES:
+        raw = json.dumps({"input": ["a"], "model": "m", field: value}).encode()
+        taken = plain_body(raw, "application/json")  # never raises
+        try:
+            expected = EmbeddingsRequest.model_validate_json(raw).model_dump()
+        except ValidationError:
+            assert taken is None, (field, value)
+            continue
+        assert taken is None or taken.model_dump() == expected, (field, value)
+
+
+@pytest.mark.parametrize("change", [{"encoding_format": ["float"]}, {"input_type": {"task": "query"}}])
+def test_a_list_or_object_where_a_choice_goes_is_a_422_naming_the_field(server, change):
+    body = {"input": "a", "model": MODEL} | change
+    answer = httpx.post(server.url + "/v1/embeddings", json=body, headers={"Authorization": f"Bearer {KEY}"},
+                        timeout=60)  # fmt: skip
+    assert answer.status_code == 422, answer.text
+    assert next(iter(change)) in answer.text

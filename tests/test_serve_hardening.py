@@ -1,12 +1,14 @@
 """`sbert serve` under hostile input: lone surrogates, vanished clients, foreign Host headers."""
 
 import concurrent.futures
+import re
+import socket
 import time
 
 import httpx
 import pytest
 
-from sbert.serve.app import host_name
+from sbert.serve.host_rule import BadHostError, host_name
 from sbert.serve.settings import ServeSettings
 from tests.serve_helpers import serve_in_thread, start_server
 
@@ -86,9 +88,52 @@ def test_host_allow_list_rules():
     assert ServeSettings(model=MODEL).host_allow_list() == {"127.0.0.1", "localhost", "::1", ""}
     assert "api.example" in ServeSettings(model=MODEL, allowed_hosts=("API.example",)).host_allow_list()
     assert ServeSettings(model=MODEL, host="0.0.0.0").host_allow_list() is None  # no list given: any host
-    assert host_name({"headers": [(b"host", b"[::1]:8000")]}) == "::1"
-    assert host_name({"headers": [(b"host", b"LocalHost:80")]}) == "localhost"
-    assert host_name({"headers": []}) == ""
+    assert host_name([(b"host", b"[::1]:8000")], "1.1") == "::1"
+    assert host_name([(b"host", b"LocalHost:80")], "1.1") == "localhost"
+    assert host_name([(b"host", b"")], "1.1") == ""  # RFC 9112 §3.2: empty when the target has no authority
+    assert host_name([], "1.0") == ""
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [(b"host", b"127.0.0.1"), (b"host", b"evil.example")],
+        [],
+        [(b"host", b"[::1]evil.example")],
+        [(b"host", b"[::1]:80x")],
+        [(b"host", b"localhost:80:80")],
+        [(b"host", b"local host")],
+        [(b"host", b"[evil.example]")],
+    ],
+)
+def test_the_host_rule_refuses_what_rfc_9112_refuses(headers):
+    with pytest.raises(BadHostError):
+        host_name(headers, "1.1")
+
+
+@pytest.fixture(scope="module")
+def h11_server():
+    srv = serve_in_thread("--model", MODEL, "--http", "h11")
+    yield srv
+    assert srv.stop()
+
+
+BAD_HOSTS = [b"Host: 127.0.0.1\r\nHost: evil.example\r\n", b"", b"Host: [::1]evil.example\r\n"]
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_second_missing_or_malformed_host_line_is_a_400_with_either_parser(parser, request):
+    srv = request.getfixturevalue("server" if parser == "httptools" else "h11_server")
+    port = int(srv.url.rsplit(":", 1)[1])
+    for host_lines in BAD_HOSTS:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\n" + host_lines + b"Connection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        assert re.findall(rb"HTTP/1\.1 (\d+)", data) == [b"400"], (parser, host_lines, data[:200])
+    ok = httpx.get(srv.url + "/health", timeout=30)
+    assert ok.status_code == 200
 
 
 def test_urllib_sending_a_large_body_whole_still_reads_the_413(server):

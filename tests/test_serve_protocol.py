@@ -117,3 +117,14 @@ def test_an_unknown_parser_and_a_negative_single_thread_limit_are_named():
         ServeSettings(model="none", http="picohttp").validate()
     with pytest.raises(ValueError, match="--single-thread-tokens must be >= 0, got -1"):
         ServeSettings(model="none", single_thread_tokens=-1).validate()
+
+
+def test_content_length_beside_transfer_encoding_is_answered_and_the_connection_closed(server):
+    # RFC 9112 §6.1: a request with both framings is request smuggling's precondition; the server answers and
+    # closes, so the pipelined GET behind it is never read under another framing. Both parsers answer alike.
+    smuggled = (b"POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"0\r\n\r\nGET /x HTTP/1.1\r\nHost: localhost\r\n\r\n")  # fmt: skip
+    with connect(server) as s:
+        s.sendall(smuggled)
+        data = read_all(s)  # returns only once the server has closed the connection
+    assert re.findall(rb"HTTP/1\.1 (\d+)", data) == [b"400"], data

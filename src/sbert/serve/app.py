@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sbert.serve.cohere import cohere_router
 from sbert.serve.fast_path import FAST_PATH, serve_embeddings
+from sbert.serve.host_rule import BadHostError, host_name
 from sbert.serve.multivector_routes import multivector_router
 from sbert.serve.ollama import ollama_router
 from sbert.serve.routes import router
@@ -238,7 +239,12 @@ class Guard:
             await send(message)
 
         try:
-            if self.hosts is not None and (host := host_name(scope)) not in self.hosts:
+            try:
+                host = host_name(scope.get("headers", []), scope.get("http_version", "1.1"))
+            except BadHostError as bad:
+                await _reply(send_tracked, 400, error_body(400, str(bad), "invalid_host"))
+                return
+            if self.hosts is not None and host not in self.hosts:
                 message = f"Host {host!r} is not served here; start the server with --allowed-host {host} to allow it"
                 await _reply(send_tracked, 400, error_body(400, message, "host_not_allowed"))
                 return
@@ -254,15 +260,6 @@ class Guard:
             await self.app(scope, _limited(receive, limit), send_tracked)
         finally:
             self._record(route, status[0], time.monotonic() - started)
-
-
-def host_name(scope: Scope) -> str:
-    """The Host header's name, lower case, without its port ("[::1]:8000" -> "::1")."""
-    raw = next((v for k, v in scope.get("headers", []) if k == b"host"), b"").decode("latin-1").strip().lower()
-    if raw.startswith("["):
-        return raw[1 : raw.find("]")] if "]" in raw else raw
-    name, _, port = raw.rpartition(":")
-    return name if name and port.isdigit() else raw
 
 
 def _declared_length(scope: Scope) -> int:

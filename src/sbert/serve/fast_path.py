@@ -61,7 +61,7 @@ def plain_body(raw: bytes, content_type: str | None) -> EmbeddingsRequest | None
         return None
     if data.get("modality") is not None or data.get("chunks") is not None:
         return None  # images and late chunking: the full path
-    if data.get("encoding_format", "float") not in _FORMATS or data.get("input_type") not in _INPUT_TYPES:
+    if not _one_of(data.get("encoding_format", "float"), _FORMATS) or not _one_of(data.get("input_type"), _INPUT_TYPES):
         return None
     dimensions = data.get("dimensions")
     if dimensions is not None and (type(dimensions) is not int or dimensions < 1):
@@ -70,6 +70,11 @@ def plain_body(raw: bytes, content_type: str | None) -> EmbeddingsRequest | None
         return None
     fields = {k: v for k, v in data.items() if k in EmbeddingsRequest.model_fields}
     return EmbeddingsRequest.model_construct(**fields)
+
+
+def _one_of(value: Any, choices: frozenset[Any]) -> bool:
+    """Whether `value` is one of a Literal field's `choices`; False, never TypeError, for a list or an object."""
+    return (value is None or type(value) is str) and value in choices
 
 
 def _plain_input(value: Any) -> bool:

@@ -74,7 +74,7 @@ def _guarded_h11(read_timeout: float, max_header_bytes: int) -> type[asyncio.Pro
             super().connection_made(transport)
             self._deadline = _Deadline(self.loop, read_timeout)
             self._deadline.arm(transport)
-            self.conn.next_event = _capped_events(self.conn.next_event, max_header_bytes)  # type: ignore[method-assign]
+            self.conn.next_event = _checked_events(self.conn.next_event, max_header_bytes)  # type: ignore[method-assign]
 
         def data_received(self, data: bytes) -> None:
             if not self._deadline.armed and self.conn.their_state is not h11.DONE:
@@ -90,23 +90,29 @@ def _guarded_h11(read_timeout: float, max_header_bytes: int) -> type[asyncio.Pro
     return GuardedH11Protocol
 
 
-def _capped_events(next_event: Callable[[], Any], max_header_bytes: int) -> Callable[[], Any]:
-    """h11's next_event, refusing a request whose target, header names and values come to over the cap.
+def _checked_events(next_event: Callable[[], Any], max_header_bytes: int) -> Callable[[], Any]:
+    """h11's next_event, refusing a request head over the cap or framed twice (both as httptools refuses them).
 
     h11 bounds only the bytes it holds while a head is incomplete: a whole oversized head that came in
-    one read would reach the app. The protocol error is uvicorn's cue to answer 400 and close.
+    one read would reach the app. A request with both Content-Length and Transfer-Encoding is request
+    smuggling's precondition (RFC 9112 §6.1: answer, then close); h11 would frame it by Transfer-Encoding
+    and keep the connection open. The protocol error is uvicorn's cue to answer 400 and close.
     """
 
-    def capped() -> Any:
+    def checked() -> Any:
         event = next_event()
         if isinstance(event, h11.Request):
             size = len(event.target) + sum(len(name) + len(value) for name, value in event.headers)
             if size > max_header_bytes:
                 log.info("refusing a request whose head is over %d bytes", max_header_bytes)
                 raise h11.RemoteProtocolError(f"request head over {max_header_bytes} bytes", error_status_hint=400)
+            names = {name for name, _ in event.headers}  # h11 gives them lower case
+            if b"content-length" in names and b"transfer-encoding" in names:
+                log.info("refusing a request with both Content-Length and Transfer-Encoding")
+                raise h11.RemoteProtocolError("Content-Length beside Transfer-Encoding", error_status_hint=400)
         return event
 
-    return capped
+    return checked
 
 
 class _HeadCap:
