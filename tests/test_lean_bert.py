@@ -60,7 +60,7 @@ def test_a_roberta_encoder_takes_the_lean_forward_with_its_offset_positions(tiny
     # RoBERTa's positions start at padding_idx + 1: a lean forward reading them from 0 would fail the probe
     model = SentenceEncoder.from_transformer(tiny_dirs["roberta"], device="cpu", normalize=True)
     engine = packed_engine(model)
-    assert isinstance(engine._lean, LeanBert) and engine._offset > 0
+    assert isinstance(engine._lean, LeanBert) and engine._positions.first > 0
     ids = model.transformer.token_ids(SENTENCES)[0]
     lean = engine.embed(ids)
     engine._lean = None

@@ -17,6 +17,7 @@ from sbert.encoding.engine import embed_rows, plan_batches
 from sbert.modules.pooling import cls_pool, max_pool, mean_pool
 from sbert.serve.server import CPU_GROUP_TOKENS, group_budget
 from sbert.vectors.batching import packed_batches
+from sbert.vectors.positions import Positions
 from tests.noise_floor import half_noise_floor, neighbour_gap
 from tests.tiny_models import CORPUS
 
@@ -29,7 +30,7 @@ def packed_engine(model: SentenceEncoder) -> CudaBackend:
 
 
 def test_pack_lays_rows_end_to_end():
-    batch = pack([[5, 6, 7], [8], [9, 10]], position_offset=2)
+    batch = pack([[5, 6, 7], [8], [9, 10]], Positions(1))  # RoBERTa: from padding_idx + 1
     assert batch.input_ids.tolist() == [5, 6, 7, 8, 9, 10]
     assert batch.position_ids.tolist() == [2, 3, 4, 2, 2, 3]
     assert batch.cu_seqlens.tolist() == [0, 3, 4, 6] and batch.cu_seqlens.dtype == torch.int32

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional
 
-from sbert.backends.packing import restart_positions
+from sbert.vectors.positions import restart_positions
 
 # A sequence shorter than this share of its bucket's longest starts a new bucket: attention in a bucket then
 # wastes at most 1 - 0.75^2 = 44% of a row's area, against up to 97% in one grid (lengths 6 against 40).

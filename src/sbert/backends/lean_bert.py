@@ -23,13 +23,14 @@ from torch import Tensor
 from torch.nn import functional
 
 from sbert.backends import varlen
-from sbert.backends.packing import PackedBatch, pack
+from sbert.backends.packing import PLAIN, PackedBatch, pack
 from sbert.backends.projections import Projection, projection
 from sbert.errors import first_line
+from sbert.vectors.positions import Positions
 
 # The transformers classes whose forward this file repeats, op for op (transformers 5's modeling_bert and
 # the RoBERTa family's, BERT's layers under other names), each with its config's model_type. RoBERTa's
-# position ids start at padding_idx + 1: the packed batch carries them so (packed_chain.position_offset).
+# position ids by the backbone's rule (RoBERTa's from padding_idx + 1): the packed batch carries them.
 LEAN_CLASSES = {"BertModel": "bert", "RobertaModel": "roberta", "XLMRobertaModel": "xlm-roberta",
                 "CamembertModel": "camembert"}  # fmt: skip
 
@@ -134,19 +135,19 @@ PROBE_LENGTHS = (5, 1, 17, 9)
 
 
 def lean_encoder(model: Any, kernel: varlen.Kernel, reference: Callable[[PackedBatch], Tensor],
-                 offset: int = 0) -> Callable[[PackedBatch], Tensor] | None:  # fmt: skip
+                 positions: Positions = PLAIN) -> Callable[[PackedBatch], Tensor] | None:  # fmt: skip
     """The lean forward of `model` when it matches `reference` (the modules' packed forward) on a probe batch.
 
     None, with one log line saying why, for a model it does not cover or does not match: the caller keeps
     the modules. The probe is random token ids in the model's vocabulary, packed as the backend packs
-    (positions from `offset`, packed_chain.position_offset's).
+    (positions by `positions`, packed_chain.position_numbering's).
     """
     blocker = lean_blocker(model)
     lean = None
     if blocker is None:
         try:
             lean = LeanBert(model, kernel)
-            blocker = probe_mismatch(lean, reference, int(model.config.vocab_size), offset)
+            blocker = probe_mismatch(lean, reference, int(model.config.vocab_size), positions)
         except (AttributeError, RuntimeError, TypeError, ValueError) as e:  # a layout this file does not know
             blocker = f"its modules do not have BERT's layout ({first_line(e)})"
     if blocker is not None:
@@ -156,11 +157,11 @@ def lean_encoder(model: Any, kernel: varlen.Kernel, reference: Callable[[PackedB
 
 
 def probe_mismatch(lean: LeanBert, reference: Callable[[PackedBatch], Tensor], vocab: int,
-                   offset: int = 0) -> str | None:  # fmt: skip
+                   positions: Positions = PLAIN) -> str | None:  # fmt: skip
     """Why the lean forward's hidden states differ from `reference`'s on a probe batch (None when they agree)."""
     gen = torch.Generator().manual_seed(0)
     rows = [torch.randint(0, vocab, (n,), generator=gen).tolist() for n in PROBE_LENGTHS]
-    batch = pack(rows, offset)
+    batch = pack(rows, positions)
     with torch.inference_mode():
         want, got = reference(batch).float(), lean(batch).float()
     if got.shape != want.shape:

@@ -14,6 +14,8 @@ from sbert.backends.base import Chain, cast_copy
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, packed_weightedmean, segment_positions, unpack
 from sbert.device import precision_name
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
+from sbert.modules.transformer import position_rule
+from sbert.vectors.positions import Positions
 
 if TYPE_CHECKING:
     from sbert.modules.logit_score import LogitPairScorer
@@ -114,12 +116,9 @@ def is_causal(config: Any) -> bool:
     return getattr(config, "model_type", "") in DECODERS and not getattr(config, "use_bidirectional_attention", False)
 
 
-def position_offset(transformer: Transformer) -> int:
-    """The first position id of every sentence: 0, or padding_idx + 1 for the RoBERTa family."""
-    config = transformer.auto_model.config
-    if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
-        return int(getattr(config, "pad_token_id", 1) or 1) + 1
-    return 0
+def position_numbering(transformer: Transformer) -> Positions:
+    """How the packed rows' position ids are numbered: the backbone's own rule (modules/transformer.py)."""
+    return position_rule(transformer.auto_model.config)
 
 
 def packed_token_embeddings(transformer: Transformer, batch: PackedBatch) -> Tensor:

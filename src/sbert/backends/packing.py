@@ -15,13 +15,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sbert.vectors.positions import Positions
+
+PLAIN = Positions()  # 0, 1, 2, ... in every row
+
 
 @dataclass(frozen=True)
 class PackedBatch:
     """One packed batch, on the host or on the device."""
 
     input_ids: Tensor  # (N,) int64
-    position_ids: Tensor  # (N,) int64, restarting at every sentence (plus the model's offset)
+    position_ids: Tensor  # (N,) int64, restarting at every sentence, by the backbone's rule (vectors/positions.py)
     cu_seqlens: Tensor  # (B+1,) int32, cumulative lengths starting at 0
     max_len: int  # longest sentence of the batch
     min_len: int = 0  # shortest: SDPA on nested tensors would otherwise read it back from the GPU
@@ -39,20 +43,15 @@ class PackedBatch:
         return PackedBatch(ids, positions, cu, self.max_len, self.min_len)
 
 
-def restart_positions(lengths: np.ndarray) -> np.ndarray:
-    """Each token's position in its own sequence, for sequences of `lengths` laid end to end: (B,) -> (N,)."""
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-
-
-def pack(rows: Sequence[Sequence[int]], position_offset: int = 0, pin: bool = False) -> PackedBatch:
-    """Lay `rows` of token ids end to end (pinned host memory when `pin`, for async copies)."""
+def pack(rows: Sequence[Sequence[int]], positions: Positions = PLAIN, pin: bool = False) -> PackedBatch:
+    """Lay `rows` of token ids end to end, numbered by the backbone's `positions` rule (pinned when `pin`)."""
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     cu = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=cu[1:])
     total = int(cu[-1])
     ids = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=total)
-    positions = restart_positions(lengths) + position_offset
-    tensors = [torch.from_numpy(ids), torch.from_numpy(positions), torch.from_numpy(cu.astype(np.int32))]
+    numbered = positions.of(ids, lengths)
+    tensors = [torch.from_numpy(ids), torch.from_numpy(numbered), torch.from_numpy(cu.astype(np.int32))]
     if pin:
         tensors = [t.pin_memory() for t in tensors]
     shortest = int(lengths.min()) if len(rows) else 0

@@ -19,8 +19,13 @@ from sbert.adapters.peft_io import has_adapter
 from sbert.backends import varlen
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded, is_large, lane_workers, run_threaded
 from sbert.backends.lean_bert import lean_encoder
-from sbert.backends.packed_chain import packed_chain_forward, packed_token_embeddings, position_offset, switch_to_packed
-from sbert.backends.packing import PackedBatch, pack
+from sbert.backends.packed_chain import (
+    packed_chain_forward,
+    packed_token_embeddings,
+    position_numbering,
+    switch_to_packed,
+)
+from sbert.backends.packing import PLAIN, PackedBatch, pack
 from sbert.backends.pages import trim_heap
 from sbert.modules import Module, Transformer
 from sbert.vectors.batching import even_runs
@@ -116,7 +121,7 @@ def lean_forward(packed: tuple[Module, ...], kernel: str) -> Callable[[PackedBat
     if not isinstance(transformer, Transformer) or transformer.packed_output != "token_states" or is_large(packed):
         return None
     modules = lambda batch: packed_token_embeddings(transformer, batch)  # noqa: E731 (the probe's reference)
-    return lean_encoder(transformer.auto_model, varlen.KERNELS[kernel], modules, position_offset(transformer))
+    return lean_encoder(transformer.auto_model, varlen.KERNELS[kernel], modules, position_numbering(transformer))
 
 
 class TorchCpuBackend:
@@ -132,7 +137,7 @@ class TorchCpuBackend:
         self.modules = cast_copy(chain.modules, device, dtype)
         self.packable = device.type == "cpu" and packs_on_cpu(chain)
         self._packed_modules: tuple[Module, ...] | None = None  # switched to varlen attention on first need
-        self._offset = 0  # the packed batches' first position id (set with the packed modules)
+        self._positions = PLAIN  # how the packed batches number positions (set with the packed modules)
         self._lean: Callable[[PackedBatch], torch.Tensor] | None = None  # lean_bert's forward, where it matches
         self._switch = threading.Lock()
         self.workers = torch.get_num_threads() if device.type == "cpu" else 1
@@ -147,7 +152,7 @@ class TorchCpuBackend:
             packed = None  # through the modules, a batch with little padding costs less padded
         with torch.inference_mode():
             if packed is not None:
-                return packed_chain_forward(packed, pack(rows, self._offset), skip, self._lean).float().numpy()
+                return packed_chain_forward(packed, pack(rows, self._positions), skip, self._lean).float().numpy()
             return embed_padded(self.modules, self.chain.pad(rows), self.device, skip).float().cpu().numpy()
 
     @property
@@ -168,7 +173,7 @@ class TorchCpuBackend:
             if self.packable and self._packed_modules is None:
                 modules, kernel = switch_to_packed(self.chain, self.modules, self.device, self.dtype, keep=True)
                 self._packed_modules, self.packable = (modules, True) if kernel is not None else (None, False)
-                self._offset = position_offset(self.chain.transformer) if kernel is not None else 0
+                self._positions = position_numbering(self.chain.transformer) if kernel is not None else PLAIN
                 if self._packed_modules is not None and kernel is not None:
                     self._lean = lean_forward(self._packed_modules, kernel)
             return self._packed_modules

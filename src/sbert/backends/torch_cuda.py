@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
-from sbert.backends.packed_chain import packed_chain_forward, position_offset, switch_to_packed
+from sbert.backends.packed_chain import packed_chain_forward, position_numbering, switch_to_packed
 from sbert.backends.packing import PackedBatch, pack
 from sbert.device import no_cudnn_attention
 from sbert.errors import DeviceError
@@ -62,7 +62,7 @@ class CudaBackend:
         self.chain, self.device, self.dtype = chain, device, dtype
         self.modules = cast_copy(chain.modules, device, dtype)
         self.pin = device.type == "cuda"
-        self.offset = position_offset(chain.transformer)
+        self.positions = position_numbering(chain.transformer)
         self.kernel = self._pick_attention()
         self.packed = self.kernel is not None
         # Planned batches hold this many tokens, and larger ones (a caller's batch_tokens) are cut to
@@ -78,7 +78,7 @@ class CudaBackend:
     def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features:
         """Host-side work for one batch: packed (or padded) ids, pinned for an async copy."""
         if self.packed:
-            return pack(rows, self.offset, pin=self.pin)
+            return pack(rows, self.positions, pin=self.pin)
         features = self.chain.pad(rows)
         return {k: v.pin_memory() for k, v in features.items()} if self.pin else features
 

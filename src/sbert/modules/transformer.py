@@ -19,6 +19,7 @@ from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.formats.modality import check_text_only
 from sbert.modules.base import Features, Module
 from sbert.progress import weight_bars
+from sbert.vectors.positions import Positions
 from sbert.vectors.tokens import fast_ids
 
 log = logging.getLogger(__name__)
@@ -381,7 +382,18 @@ def load_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
 def position_limit(config: Any) -> int:
     """The longest input the encoder's position table can take (a two-tower model's: its text tower's)."""
     config = getattr(config, "text_config", None) or config
-    limit = int(getattr(config, "max_position_embeddings", 512) or 512)
-    if getattr(config, "model_type", "") in _OFFSET_POSITION_MODELS:
-        limit -= int(getattr(config, "pad_token_id", 1) or 1) + 1
-    return limit
+    return int(getattr(config, "max_position_embeddings", 512) or 512) - position_rule(config).first
+
+
+def position_rule(config: Any) -> Positions:
+    """How the backbone numbers a row's tokens: RoBERTa's rule around its padding index, else a plain range.
+
+    The RoBERTa family's padding index is config.pad_token_id (0 is a valid one); MPNet's is fixed at 1.
+    """
+    model_type = getattr(config, "model_type", "")
+    if model_type == "mpnet":
+        return Positions(1)
+    pad = getattr(config, "pad_token_id", None)
+    if model_type in _OFFSET_POSITION_MODELS:
+        return Positions(1 if pad is None else int(pad))
+    return Positions()

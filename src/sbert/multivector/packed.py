@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from sbert.backends.base import cast_copy
-from sbert.backends.packed_chain import packed_token_embeddings, position_offset, varlen_attention
+from sbert.backends.packed_chain import packed_token_embeddings, position_numbering, varlen_attention
 from sbert.backends.packing import pack
 from sbert.modules import Module, Transformer
 from sbert.multivector.tokens import TokenRules
@@ -40,7 +40,7 @@ class PackedMultiVector:
         assert isinstance(encoder, Transformer)
         encoder.auto_model.set_attn_implementation(attention)
         self.encoder, self.rules, self.device = encoder, rules, device
-        self.offset = position_offset(transformer)
+        self.positions = position_numbering(transformer)
 
     def packable(self, task: str | None) -> bool:
         """Whether `task`'s rows can run here (see TokenRules.packable)."""
@@ -52,7 +52,7 @@ class PackedMultiVector:
         if not rows:
             return []
         runs, seen = zip(*(self.rules.packed_row(r, task) for r in rows), strict=True)
-        batch = pack(runs, self.offset, pin=self.device.type == "cuda").to(self.device, non_blocking=True)
+        batch = pack(runs, self.positions, pin=self.device.type == "cuda").to(self.device, non_blocking=True)
         features = {TOKENS: packed_token_embeddings(self.encoder, batch)}  # (N, H)
         for module in self.modules[1:]:  # Dense and Normalize act on the last axis: packed rows as they are
             features = module(features)

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from sbert.backends.base import cast_copy
-from sbert.backends.packed_chain import packed_hidden, position_offset, varlen_attention
+from sbert.backends.packed_chain import packed_hidden, position_numbering, varlen_attention
 from sbert.backends.packing import pack, segment_ids
 from sbert.sparse.engine import CHUNK_TOKENS
 from sbert.sparse.mlm import MLMTransformer
@@ -41,7 +41,7 @@ class PackedSplade:
         assert isinstance(copy, MLMTransformer)
         copy.auto_model.set_attn_implementation(attention)
         self.mlm, self.pooling, self.device, self.dtype = copy, pooling, device, dtype
-        self.offset = position_offset(mlm)
+        self.positions = position_numbering(mlm)
 
     @torch.inference_mode()
     def embed(self, rows: Sequence[Sequence[int]], chunk: int = CHUNK_TOKENS) -> Tensor:
@@ -49,7 +49,7 @@ class PackedSplade:
         split = self.mlm.split()
         assert split is not None
         backbone, head = split
-        batch = pack(rows, self.offset, pin=self.device.type == "cuda").to(self.device, non_blocking=True)
+        batch = pack(rows, self.positions, pin=self.device.type == "cuda").to(self.device, non_blocking=True)
         tokens = packed_hidden(backbone, self.mlm.model_inputs, batch)  # (N, H): no padding anywhere
         owners = segment_ids(batch.cu_seqlens, tokens.shape[0])
         out = torch.zeros(batch.rows, self.mlm.vocab_size, dtype=tokens.dtype, device=tokens.device)
