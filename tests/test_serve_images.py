@@ -93,3 +93,58 @@ def test_limits_corrupt_images_and_urls_answer_4xx(served):
         answer = httpx.post(f"{server.url}/v1/embeddings", json={"model": model, **body}, timeout=60)
         assert answer.status_code == status, (name, answer.text)
         assert words in answer.text, (name, answer.text)
+
+
+def rotated_jpeg_and_transparent_png() -> list[str]:
+    """A JPEG whose EXIF says "rotate 90°" (orientation 6) and a PNG whose lower rows are transparent."""
+    rng = np.random.default_rng(5)
+    jpeg = Image.fromarray((rng.random((30, 44, 3)) * 255).astype("uint8"))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buffer = io.BytesIO()
+    jpeg.save(buffer, format="JPEG", exif=exif)
+    rgba = (rng.random((36, 36, 4)) * 255).astype("uint8")
+    rgba[18:, :, 3] = 0
+    return ["data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode(), data_url(Image.fromarray(rgba))]
+
+
+def test_exif_rotation_and_alpha_are_read_as_the_library_and_sentence_transformers_read_them(served):
+    folder, server = served
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = st.SentenceTransformer(str(folder), device="cpu")
+    urls = rotated_jpeg_and_transparent_png()
+    want = reference.encode(urls)  # sentence-transformers opens the data URLs itself
+    np.testing.assert_allclose(sbert.load(str(folder)).encode(urls), want, atol=1e-5)
+    model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
+    openai = httpx.post(f"{server.url}/v1/embeddings", json={"model": model, "input": urls}, timeout=60)
+    assert openai.status_code == 200, openai.text
+    np.testing.assert_allclose([d["embedding"] for d in openai.json()["data"]], want, atol=1e-5)
+    cohere = httpx.post(f"{server.url}/v2/embed", json={"images": urls, "input_type": "image",
+                                                         "embedding_types": ["float"]}, timeout=60)  # fmt: skip
+    assert cohere.status_code == 200, cohere.text
+    np.testing.assert_allclose(cohere.json()["embeddings"]["float"], want, atol=1e-5)
+
+
+def test_a_tiny_long_strip_is_refused_for_the_pixels_the_processor_would_make(served):
+    # 1000x1 is under the 10,000-pixel limit as sent; the processor's 32-pixel shortest edge would make it
+    # 32 x 32,000 float pixels. A 60x30 image resizes to 64x32 and passes.
+    _, server = served
+    model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
+    strip = httpx.post(f"{server.url}/v1/embeddings", timeout=60,
+                       json={"model": model, "input": [data_url(Image.new("RGB", (1000, 1)))]})  # fmt: skip
+    assert strip.status_code == 413 and "in the model's processor" in strip.text, strip.text
+    fine = httpx.post(f"{server.url}/v1/embeddings", timeout=60,
+                      json={"model": model, "input": [data_url(Image.new("RGB", (60, 30)))]})  # fmt: skip
+    assert fine.status_code == 200, fine.text
+
+
+def test_resized_pixels_follows_each_size_setting():
+    from sbert.formats.image_inputs import resized_pixels
+
+    assert resized_pixels({"shortest_edge": 224}, 1000, 1) == 224 * 224_000
+    assert resized_pixels({"height": 224, "width": 224}, 1000, 1) == 224 * 224
+    assert resized_pixels({"shortest_edge": 800, "longest_edge": 1333}, 4000, 10) == 1333 * 4
+    assert resized_pixels({"longest_edge": 100}, 400, 200) == 100 * 50
+    assert resized_pixels({"max_pixels": 10_000}, 1000, 1000) == 100 * 100
+    assert resized_pixels({}, 30, 20) == 600

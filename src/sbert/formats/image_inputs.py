@@ -2,13 +2,18 @@
 
 An input is an image when it is a PIL image, a `data:image/...` URI, an existing file (or an http(s) URL)
 with an image suffix, an HWC array or tensor, or `{"image": x}`; a batch holds one kind of input (6.2's
-rule). Strings and files are opened by transformers' own `load_image`; the model's processor does the rest.
+rule). One reader opens every encoded image, for the library and every server route alike (`decode_image`:
+transformers' `load_image` steps, EXIF rotation then RGB with any alpha dropped), and says before decoding
+how many pixels the model's processor will make of it (`resized_pixels`), which the server's limits count.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +68,57 @@ def split_images(inputs: Any) -> tuple[list[Any], bool] | None:
 
 
 def open_image(item: Any) -> Any:
-    """A PIL image for a path, URL or data URI (transformers' load_image); arrays and images as they are."""
+    """A PIL image for a path, URL or data URI (as transformers' load_image opens it); arrays and images as they are."""
     if not isinstance(item, str):
         return item
-    from transformers.image_utils import load_image
-
     try:
-        return load_image(item)
-    except (OSError, ValueError) as e:
+        if item.startswith(("http://", "https://")):
+            from transformers.image_utils import load_image
+
+            return load_image(item)
+        if os.path.isfile(item):
+            return decode_image(Path(item).read_bytes())
+        payload = item.split(",", 1)[1] if item.startswith("data:image/") else item
+        return decode_image(base64.decodebytes(payload.encode()))
+    except (OSError, ValueError, SyntaxError) as e:
         raise ValueError(f"cannot open image {item[:64]!r}: {e}") from None
+
+
+def decode_image(raw: bytes, check: Callable[[int, int], None] | None = None) -> Any:
+    """The upright RGB image in `raw`: EXIF orientation applied, alpha dropped (transformers' load_image).
+
+    `check(width, height)` runs on the header's size before any pixel is decoded; it raises to refuse.
+    """
+    from PIL import Image, ImageOps
+
+    with Image.open(io.BytesIO(raw)) as probe:
+        if check is not None:
+            check(*probe.size)
+        probe.load()
+        return ImageOps.exif_transpose(probe).convert("RGB")
+
+
+def resized_pixels(size: Mapping[str, Any] | None, width: int, height: int) -> int:
+    """Pixels of a `width` x `height` image once an image processor with this `size` setting resizes it.
+
+    The processor's resize is its largest allocation (float copies follow at that size): a 1000x1 image
+    resized to a 224-pixel shortest edge becomes 224 x 224,000. Fixed `height`/`width`, `shortest_edge`
+    (capped by `longest_edge`), `longest_edge`, and `max_pixels`/`min_pixels` are read; any other
+    setting counts the image as it is.
+    """
+    size = size or {}
+    if "height" in size and "width" in size:
+        return int(size["height"]) * int(size["width"])
+    short, long = max(min(width, height), 1), max(width, height, 1)
+    scale = 1.0
+    if "shortest_edge" in size:
+        scale = int(size["shortest_edge"]) / short
+        if size.get("longest_edge") and long * scale > int(size["longest_edge"]):
+            scale = int(size["longest_edge"]) / long
+    elif "longest_edge" in size:
+        scale = int(size["longest_edge"]) / long
+    elif "max_pixels" in size or "min_pixels" in size:
+        pixels = max(width * height, 1)
+        target = min(max(pixels, size.get("min_pixels") or 0), size.get("max_pixels") or pixels)
+        scale = math.sqrt(target / pixels)
+    return math.ceil(width * scale) * math.ceil(height * scale)

@@ -22,7 +22,7 @@ import torch
 from transformers import AutoModel, AutoProcessor, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from sbert.errors import ModelFormatError, first_line
-from sbert.formats.image_inputs import input_kind, open_image
+from sbert.formats.image_inputs import input_kind, open_image, resized_pixels
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, architectures, read_json, write_json
 from sbert.install_hint import install_hint
 from sbert.modules.base import Features
@@ -148,6 +148,12 @@ class ImageTextTransformer(Transformer):
         vision = self.auto_model.config.vision_config
         tokens = (vision.image_size // vision.patch_size) ** 2 + 1
         return [ImageRow(v["image"] if isinstance(v, dict) else v, tokens) for v in values], []
+
+    def image_pixels(self, width: int, height: int) -> int:
+        """Pixels the processor's resize makes of a `width` x `height` image (the server's limits count them)."""
+        processor = getattr(self.processor, "image_processor", self.processor)
+        size = self.processing_kwargs.get("image", {}).get("size") or getattr(processor, "size", None) or {}
+        return resized_pixels({k: v for k, v in dict(size).items() if v is not None}, width, height)
 
     def image_features(self, images: list[Any]) -> Features:
         """The image tower's inputs for a batch, by the model's own processor (and its saved image settings).

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import urllib.request
 from typing import Any
 
 import numpy as np
 from fastapi.concurrency import run_in_threadpool
 
+from sbert.formats.image_inputs import decode_image
 from sbert.serve.scheduler import on_model_thread
 from sbert.serve.state import ApiError, ServerState
 
@@ -54,28 +54,40 @@ def request_items(values: list[Any], modality: str | None) -> list[tuple[str, An
 
 
 def read_image(value: object, where: str, st: ServerState) -> Any:
-    """A loaded PIL image from a data URL (or an allowed http(s) URL), within the byte and pixel limits."""
+    """A loaded RGB image from a data URL (or an allowed http(s) URL), within the byte and pixel limits.
+
+    Decoded by the library's own reader (formats/image_inputs.py: EXIF rotation, alpha dropped), so a
+    served vector is the library's. The pixel limit holds for the image and for what the model's processor
+    resizes it to, both known from the header before anything is decoded: the resized copy is float32 (4
+    bytes a channel against the decoded image's 1), so it may have a quarter of the pixels. Without that,
+    an 87-byte 1000x1 PNG became a 224 x 224,000 float image (+488 MB) under a 224-pixel shortest edge.
+    """
     from PIL import Image
 
-    settings = st.settings
     if not isinstance(value, str):
         raise ApiError(422, f"{where}: an image is a data URL or an http(s) URL string", "invalid_image")
     raw = _image_bytes(value, where, st)
-    if len(raw) > settings.max_image_bytes:
-        raise ApiError(413, f"{where}: {len(raw)} image bytes; the limit is {settings.max_image_bytes}",
-                       "image_too_large")  # fmt: skip
+    limit = st.settings.max_image_bytes
+    if len(raw) > limit:
+        raise ApiError(413, f"{where}: {len(raw)} image bytes; the limit is {limit}", "image_too_large")
     try:
-        with Image.open(io.BytesIO(raw)) as probe:
-            width, height = probe.size  # read from the header: nothing decoded yet
-            if width * height > settings.max_image_pixels:
-                raise ApiError(413, f"{where}: {width}x{height} pixels; the limit is {settings.max_image_pixels}",
-                               "image_too_large")  # fmt: skip
-            probe.load()
-            return probe.copy()
+        return decode_image(raw, lambda width, height: _check_pixels(width, height, where, st))
     except ApiError:
         raise
     except (OSError, ValueError, Image.DecompressionBombError, SyntaxError) as e:
         raise ApiError(400, f"{where}: not a readable image ({type(e).__name__})", "invalid_image") from None
+
+
+def _check_pixels(width: int, height: int, where: str, st: ServerState) -> None:
+    """413 when the image, or the model processor's resize of it (counted 4x: float32), is over the pixel limit."""
+    limit = st.settings.max_image_pixels
+    if width * height > limit:
+        raise ApiError(413, f"{where}: {width}x{height} pixels; the limit is {limit}", "image_too_large")
+    pixels_of = getattr(st.dense.input_module, "image_pixels", None)
+    resized = pixels_of(width, height) if pixels_of is not None else width * height
+    if 4 * resized > limit:
+        raise ApiError(413, f"{where}: {width}x{height} pixels become {resized} float pixels in the model's "
+                       f"processor; the limit is {limit // 4} (--max-image-pixels / 4)", "image_too_large")  # fmt: skip
 
 
 def _image_bytes(value: str, where: str, st: ServerState) -> bytes:
