@@ -16,6 +16,7 @@ Transformer built with `config_kwargs={"output_hidden_states": True}`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -41,6 +42,7 @@ from sbert.modules.dense import Dense as _Dense
 from sbert.modules.pooling import Pooling as _Pooling
 from sbert.modules.router import Router as _Router
 from sbert.modules.transformer import Transformer as _Transformer
+from sbert.renamed_kwargs import LEGACY_POOLING_FLAGS, pooling_mode_from_flags, renamed_kwargs
 from sbert.sparse.mlm import MLMTransformer as _MLMTransformer
 from sbert.sparse.mlm import check_mlm_head
 
@@ -65,6 +67,7 @@ class _From62Arguments:
     def check(model_name_or_path: str) -> None:
         """Refuse a folder before loading it (nothing to check for a plain encoder)."""
 
+    @renamed_kwargs(model_args="model_kwargs", tokenizer_args="processor_kwargs", config_args="config_kwargs")
     def __init__(
         self,
         model_name_or_path: str,
@@ -158,11 +161,23 @@ class MLMTransformer(_From62Arguments, _MLMTransformer):
 
 
 class Pooling(_Pooling):
-    """`Pooling(embedding_dimension, pooling_mode="mean", include_prompt=True)` as in 6.2 (modes, or a list)."""
+    """`Pooling(embedding_dimension, pooling_mode="mean", include_prompt=True)` as in 6.3 (modes, or a list).
 
+    v2-v5's `word_embedding_dimension=` and `pooling_mode_*_tokens=True` flags are taken as 6.3 takes them.
+    """
+
+    @renamed_kwargs(word_embedding_dimension="embedding_dimension")
     def __init__(
-        self, embedding_dimension: int, pooling_mode: str | Sequence[str] = "mean", include_prompt: bool = True
-    ) -> None:
+        self, embedding_dimension: int, pooling_mode: str | Sequence[str] = "mean", include_prompt: bool = True,
+        **flags: bool,
+    ) -> None:  # fmt: skip
+        unknown = sorted(set(flags) - set(LEGACY_POOLING_FLAGS))
+        if unknown:
+            raise TypeError(f"Pooling() got unexpected keyword arguments: {', '.join(unknown)}")
+        legacy = pooling_mode_from_flags(flags)
+        if legacy is not None:
+            warnings.warn("the pooling_mode_* flags were replaced by pooling_mode=", FutureWarning, stacklevel=3)
+            pooling_mode = legacy
         super().__init__(embedding_dimension, pooling_mode if isinstance(pooling_mode, str) else list(pooling_mode),
                          include_prompt)  # fmt: skip
 

@@ -14,6 +14,7 @@ from sbert.compat.model_card import ModelCardData, SentenceTransformerModelCardD
 from sbert.compat.model_parts import ModelParts
 from sbert.errors import SbertError
 from sbert.formats.model_config import EncoderSettings
+from sbert.renamed_kwargs import renamed_kwargs
 
 
 def apply_prompts(settings: EncoderSettings, prompts: dict[str, str] | None, default: str | None) -> None:
@@ -63,10 +64,12 @@ class TaskEncodes:
     A mixin placed first, so these two come before the native class's; `encode` is the subclass's (with a task).
     """
 
+    @renamed_kwargs(sentences="inputs")
     def encode_query(self: Any, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:
         """`encode` with the model's "query" prompt (none when it has none), unless a prompt is given."""
         return self.encode(inputs, **with_task(options, "query", self.settings.prompts))
 
+    @renamed_kwargs(sentences="inputs")
     def encode_document(self: Any, inputs: str | Sequence[str] | None = None, **options: Any) -> Any:
         """`encode` with the model's "document" prompt (none when it has none), unless a prompt is given."""
         return self.encode(inputs, **with_task(options, "document", self.settings.prompts))

@@ -27,6 +27,7 @@ from sbert.formats import layout
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules.classifier import PairClassifier
 from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
+from sbert.renamed_kwargs import renamed_kwargs
 from sbert.reranker.model import CrossEncoder as NativeCrossEncoder
 from sbert.similarity import rank_order
 
@@ -221,6 +222,7 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
         with torch.inference_mode():
             return scores if raw else apply(scores)
 
+    @renamed_kwargs(sentences="inputs", activation_fct="activation_fn")  # the reference's own pair of renames
     def rank(
         self,
         query: str,

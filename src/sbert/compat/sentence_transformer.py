@@ -28,6 +28,7 @@ from sbert.errors import SbertError
 from sbert.formats.aliases import DEFAULT_MODEL
 from sbert.formats.model_config import check_truncate_dim
 from sbert.modules import Module
+from sbert.renamed_kwargs import renamed_kwargs
 from sbert.search.quantize import PRECISIONS as QUANTIZED
 from sbert.search.quantize import quantize_embeddings
 from sbert.similarity import pairwise_similarity
@@ -40,6 +41,7 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
     native_class = SentenceEncoder  # what `sbert.native.native()` gives the trainer, evaluators, server and index
     model_type = "SentenceTransformer"
 
+    @renamed_kwargs(tokenizer_kwargs="processor_kwargs")
     def __init__(
         self,
         model_name_or_path: str | os.PathLike[str] | Sequence[Any] | None = None,

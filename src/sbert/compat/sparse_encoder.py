@@ -23,6 +23,7 @@ from sbert.compat.constructor_options import check_options
 from sbert.compat.conventions import ModelFacts, TaskEncodes, apply_prompts, routed_prompt
 from sbert.compat.model_card import SparseEncoderModelCardData
 from sbert.compat.model_parts import warn_pool_unused
+from sbert.renamed_kwargs import renamed_kwargs
 from sbert.similarity import check_similarity, pairwise_similarity, similarity_matrix
 from sbert.sparse.engine import check_k, csr_to_torch
 from sbert.sparse.loading import parts_from_modules
@@ -36,6 +37,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
     model_type = "SparseEncoder"
     model_card_data_class = SparseEncoderModelCardData
 
+    @renamed_kwargs(tokenizer_kwargs="processor_kwargs")
     def __init__(
         self,
         model_name_or_path: str | os.PathLike[str] | None = None,
@@ -114,6 +116,7 @@ class SparseEncoder(ModelFacts, TaskEncodes, NativeSparseEncoder):  # type: igno
             raise NotImplementedError("forward runs a SPLADE model's modules; this is a CSR model (dense + SAE)")
         return cast(dict[str, torch.Tensor], self.pooling(self.mlm(dict(input))))
 
+    @renamed_kwargs(sentences="inputs")
     def encode(  # type: ignore[override]
         self,
         inputs: str | Sequence[str] | None = None,

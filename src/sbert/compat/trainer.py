@@ -30,6 +30,7 @@ from sbert.errors import SbertError
 from sbert.evaluation.evaluators.base import SentenceEvaluator, SequentialEvaluator
 from sbert.formats.layout import write_json_atomic
 from sbert.losses import CoSENTLoss, Loss, MultipleNegativesRankingLoss
+from sbert.renamed_kwargs import renamed_kwargs
 from sbert.training.checkpoint import checkpoint_dirs
 from sbert.training.config import Objective, Stage, TrainConfig
 from sbert.training.trainer import Trainer
@@ -59,6 +60,7 @@ class SentenceTransformerTrainer:
     model_class: type = object  # SentenceTransformer, set by sbert.compat (this module does not import the model's)
     training_args_class = SentenceTransformerTrainingArguments
 
+    @renamed_kwargs(tokenizer="processing_class")
     def __init__(
         self,
         model: Any = None,

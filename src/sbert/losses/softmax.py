@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from sbert.formats.layout import write_json
 from sbert.losses.base import Loss
+from sbert.renamed_kwargs import renamed_kwargs
 
 HEAD_FOLDER = "classifier_head"
 CONCAT_PARTS = {
@@ -67,6 +68,7 @@ class SoftmaxLoss(Loss):
 
     kinds = ("pair-class",)
 
+    @renamed_kwargs(sentence_embedding_dimension="embedding_dimension")
     def __init__(
         self,
         model: nn.Module | None = None,

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module
+from sbert.renamed_kwargs import renamed_kwargs
 
 STRATEGIES = ("max", "sum")
 ACTIVATIONS = ("relu", "log1p_relu")
@@ -45,6 +46,7 @@ class SpladePooling(Module):
 
     module_type = "sentence_transformers.sparse_encoder.modules.SpladePooling"
 
+    @renamed_kwargs(word_embedding_dimension="embedding_dimension")
     def __init__(
         self, pooling_strategy: str = "max", activation_function: str = "relu", embedding_dimension: int | None = None,
         **_ignored: Any,
