@@ -12,6 +12,7 @@ native class returns.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from typing import Any, Self
@@ -133,15 +134,16 @@ class MultiVectorEncoder(ModelFacts, TaskEncodes, NativeMultiVectorEncoder):  # 
         """Token vectors as sentence-transformers 6.2 returns them (see the module docstring for the types)."""
         if "task_metadata" in options or "output" in options:  # mteb's call, or sbert's own spelling
             return super().encode(cast_inputs(inputs), task=task, prompt_name=prompt_name, prompt=prompt, **options)
+        extras = {name: options.pop(name) for name in NATIVE_EXTRAS & set(options)}  # sbert's own keywords
         _refuse(output_value, token_pooling, options)
         warn_pool_unused(pool, "MultiVectorEncoder.encode")
         if batch_size <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
         prompt = routed_prompt(self.settings, task, prompt_name, prompt)
         single = isinstance(inputs, str)
+        extras = {"show_progress": bool(show_progress_bar), "backend": self.get_backend(), **extras}
         mats = super().encode(cast_inputs(inputs), task=task, prompt_name=prompt_name, prompt=prompt,
-                              batch_size=batch_size, show_progress=bool(show_progress_bar),
-                              backend=self.get_backend(), truncate_dim=truncate_dim)  # fmt: skip
+                              batch_size=batch_size, truncate_dim=truncate_dim, **extras)  # fmt: skip
         rows: list[np.ndarray] = [mats] if single else list(mats)
         if normalize_embeddings:
             rows = [r / np.maximum(np.linalg.norm(r, axis=-1, keepdims=True), 1e-12) for r in rows]
@@ -170,6 +172,13 @@ def _load_or_new(path: str | os.PathLike[str], device: Any, trust_remote_code: b
         return NativeMultiVectorEncoder.load(root, device=device, trust_remote_code=trust_remote_code)
     return NativeMultiVectorEncoder.from_transformer(root, dim=128, device=device,
                                                      prompts={"query": "", "document": ""})  # fmt: skip
+
+
+# sbert's keywords of the native encode that the reference's signature lacks (backend, precision, batch_tokens,
+# token_format, show_progress): taken as extra keywords, as the dense drop-in takes them. `output` changes
+# the return type, so it stays the native entry's own.
+NATIVE_EXTRAS = frozenset(inspect.signature(NativeMultiVectorEncoder.encode).parameters) - {
+    "self", "sentences", "task", "prompt_name", "prompt", "batch_size", "truncate_dim", "output"}  # fmt: skip
 
 
 def cast_inputs(inputs: Any) -> Any:

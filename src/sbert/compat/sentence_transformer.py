@@ -118,15 +118,16 @@ class SentenceTransformer(ModelFacts, TaskEncodes, SentenceEncoder):  # type: ig
         # Nothing to embed: 6.2's empty answers, unshaped (an image has no length).
         if not isinstance(inputs, str) and hasattr(inputs, "__len__") and len(inputs) == 0:
             return torch.tensor([]) if convert_to_tensor else np.asarray([]) if convert_to_numpy else []
-        if "show_progress" in kwargs:  # sbert's name for it
+        if "show_progress" in kwargs:  # sbert's names for the reference's own options
             show_progress_bar = kwargs.pop("show_progress")
+        normalize_embeddings = kwargs.pop("normalize", normalize_embeddings)
         prompt = routed_prompt(self.settings, kwargs.get("task"), prompt_name, prompt)
         if output_value != "sentence_embedding":
             return self._outputs(inputs, output_value, prompt_name, prompt, batch_size, kwargs.get("task"))
         if precision not in QUANTIZED:
             raise SbertError(f"precision={precision!r}: use one of {', '.join(QUANTIZED)} (the compute dtype is "
                              "compute_precision=)")  # fmt: skip
-        devices = [str(d) for d in device] if isinstance(device, list) else None
+        devices = [str(d) for d in device] if isinstance(device, list) else kwargs.pop("devices", None)
         if pool is not None:
             devices = list(pool["devices"])
         one_device = None if isinstance(device, list) else device
