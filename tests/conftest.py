@@ -32,7 +32,7 @@ MISSING_DATA = (
     f"no test data in {SHARED_DATA} (missing: {', '.join(missing_sets(SHARED_DATA))}): `sbert data fetch stsb sst2` "
     f"fills it, or set {DATA_ENV} to a folder holding stsbenchmark/, snli/ and sst2/ (docs/evaluation.md: SNLI)"
 )
-# What `bash ../shared/gpu/pack.sh` puts beside the checkout for the GPU machine, where neither
+# What `bash benchmarks/gpu/pack_device.sh` puts beside the checkout for the GPU machine, where neither
 # ../shared nor the packaged default model exists.
 DEVICE_DIR = ROOT / ".device"
 
@@ -108,7 +108,7 @@ def real_model_dir() -> Path:
     """The real default model's folder; skips (with how to provide it) where there is none."""
     found = find_real_model()
     if found is None:
-        pytest.skip("no all-MiniLM-L6-v2: set SBERT_TEST_MODEL, run ../shared/gpu/pack.sh, or install the model")
+        pytest.skip("no all-MiniLM-L6-v2: set SBERT_TEST_MODEL, run benchmarks/gpu/pack_device.sh, or install the model")
     return found
 
 

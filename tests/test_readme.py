@@ -68,3 +68,10 @@ def wait_for(url: str, process: subprocess.Popen, timeout: float = 300.0) -> Non
         except httpx.TransportError:
             time.sleep(0.2)
     raise AssertionError(f"{url} did not answer within {timeout} s")
+
+
+def test_the_readme_and_the_docs_name_no_path_outside_the_repository():
+    root = Path(__file__).resolve().parents[1]
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            assert "../shared" not in line, f"{page.name}:{number} names a path outside the repository: {line.strip()}"

@@ -3,7 +3,7 @@
 # each under its own timeout, each writing its log under OUT as it goes (a step killed by its timeout
 # still leaves every row it finished), then one summary table (OUT/summary.md, printed last).
 #
-# On the lent GPU (from here: `bash ../shared/gpu/pack.sh && bash benchmarks/gpu/gpu_wheels.sh`, then
+# On the lent GPU (from here: `bash benchmarks/gpu/pack_device.sh && bash benchmarks/gpu/gpu_wheels.sh`, then
 # carry [".device", ".whl"]); one device command may run 10 minutes, so two commands:
 #     bash benchmarks/gpu/gpu_check.sh $OUT tests encode
 #     GPU_CHECK_TRAIN_S=400 bash benchmarks/gpu/gpu_check.sh $OUT profile train   # profile: gpu_profile.py's table

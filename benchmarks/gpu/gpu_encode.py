@@ -9,7 +9,7 @@ timed in this run). Then the most similar pair among 10,000 sentences, in proces
 process against a bare `import torch`. Checks in the same run: sbert fp32 against
 sentence-transformers fp32 (max abs diff), bf16 cosine to fp32, STSb test Spearman fp32 vs bf16.
 
-On the lent GPU (data and weights from `bash ../shared/gpu/pack.sh`, carried as .device):
+On the lent GPU (data and weights from `bash benchmarks/gpu/pack_device.sh`, carried as .device):
     PYTHONPATH=src python3 benchmarks/gpu/gpu_encode.py --data .device/data \
         --model .device/all-MiniLM-L6-v2-fp16 --out $OUT/gpu_encode.json
 """

@@ -10,7 +10,7 @@ Rows:
 Steady state: from the first logged step past 20% of the run to the last one (start-up, model
 loading and the first steps excluded), the same window for both libraries.
 
-On the lent GPU, with `.device` from `bash ../shared/gpu/pack.sh` and `.whl` from
+On the lent GPU, with `.device` from `bash benchmarks/gpu/pack_device.sh` and `.whl` from
 `bash benchmarks/gpu/gpu_wheels.sh` (fit needs `datasets`), carry [".device", ".whl"]:
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \
     PYTHONPATH=src:/tmp/site python3 benchmarks/gpu/gpu_train.py --data .device/data \
