@@ -108,7 +108,7 @@ def real_model_dir() -> Path:
     """The real default model's folder; skips (with how to provide it) where there is none."""
     found = find_real_model()
     if found is None:
-        pytest.skip("no all-MiniLM-L6-v2: set SBERT_TEST_MODEL, run benchmarks/gpu/pack_device.sh, or install the model")
+        pytest.skip("no all-MiniLM-L6-v2: set SBERT_TEST_MODEL, pack_device.sh, or install the model")
     return found
 
 
