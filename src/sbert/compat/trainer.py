@@ -33,6 +33,7 @@ from sbert.losses import CoSENTLoss, Loss, MultipleNegativesRankingLoss
 from sbert.renamed_kwargs import renamed_kwargs
 from sbert.training.checkpoint import checkpoint_dirs
 from sbert.training.config import Objective, Stage, TrainConfig
+from sbert.training.eval_loss import dataset_loss
 from sbert.training.trainer import Trainer
 
 LossArg = Loss | Callable[[Any], Loss] | Mapping[str, Loss | Callable[[Any], Loss]] | None
@@ -95,12 +96,12 @@ class SentenceTransformerTrainer:
         if named:  # the engine builds its own batches and optimizer: these would change nothing
             raise SbertError(f"SentenceTransformerTrainer({named[0]}=...) is not supported by sbert's engine")
         warn_unused(self.args)
-        unread = [
-            n for n, v in (("eval_dataset", eval_dataset), ("processing_class", processing_class)) if v is not None
-        ]
-        if unread:  # evaluation runs the evaluators; the model's own tokenizer tokenizes
-            warnings.warn(f"SentenceTransformerTrainer: {' and '.join(unread)} are not read by sbert's engine (the "
-                          "evaluation loss of eval_dataset is not computed: pass an evaluator)", UserWarning,
+        if eval_dataset is not None and evaluator is None:  # evaluate() reads it; the training loop does not
+            warnings.warn("SentenceTransformerTrainer: eval_dataset gives evaluate() its eval_loss; during training "
+                          "sbert's engine selects checkpoints by an evaluator (pass one)", UserWarning,
+                          stacklevel=2)  # fmt: skip
+        if processing_class is not None:  # the model's own tokenizer tokenizes
+            warnings.warn("SentenceTransformerTrainer: processing_class is not read by sbert's engine", UserWarning,
                           stacklevel=2)  # fmt: skip
         self.loss = self._losses(loss)
         self.state = TrainerState()
@@ -232,12 +233,32 @@ class SentenceTransformerTrainer:
 
     def evaluate(self, eval_dataset: Any = None, ignore_keys: list[str] | None = None,
                  metric_key_prefix: str = "eval") -> dict[str, float]:  # fmt: skip
-        """The evaluator's metrics on the model now, keyed `{prefix}_{name}_{metric}`, logged as in training."""
-        if self.evaluator is None:
-            raise SbertError("evaluate() needs an evaluator (the evaluation loss of eval_dataset is not computed)")
-        metrics = {f"{metric_key_prefix}_{k}": v for k, v in self.evaluator(self.model).items()}
+        """`{prefix}_loss` on the eval dataset (`{prefix}_{set}_loss` per set of a dict) and the evaluator's metrics.
+
+        The loss is the training loss's forward without a gradient (training/eval_loss.py); the evaluator's
+        metrics are keyed `{prefix}_{name}_{metric}`. Both are logged as in training.
+        """
+        data = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if self.evaluator is None and data is None:
+            raise SbertError("evaluate() needs an eval_dataset (for eval_loss) or an evaluator")
+        metrics = self._eval_losses(data, metric_key_prefix) if data is not None else {}
+        if self.evaluator is not None:
+            metrics |= {f"{metric_key_prefix}_{k}": v for k, v in self.evaluator(self.model).items()}
         self.log(metrics)
         self._event("on_evaluate", metrics=metrics)
+        return metrics
+
+    def _eval_losses(self, data: Any, prefix: str) -> dict[str, float]:
+        """The mean loss of each eval set, with the loss its training set of the same name (or the only one) has."""
+        sets = self._sets(data)
+        metrics = {}
+        for name, table in sets.items():
+            loss = self.loss.get(name) if len(self.loss) > 1 else next(iter(self.loss.values()))
+            if loss is None:
+                raise SbertError(f"eval_dataset {name!r} has no training set of that name, so no loss to compute")
+            dataset = by_position(table, name, loss, self.args.prompts)
+            key = f"{prefix}_loss" if len(sets) == 1 and not isinstance(data, Mapping) else f"{prefix}_{name}_loss"
+            metrics[key] = dataset_loss(self.model, loss, dataset, self.args.per_device_eval_batch_size)
         return metrics
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
