@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sbert.formats.model_config import EncoderSettings
+from sbert.modules.chat_text import SystemPrompted
 
 # Duck-typed (a Pooling has `include_prompt`, a Transformer `token_ids`): the static encoder shares
 # this policy and imports no torch.
@@ -30,8 +31,12 @@ class PromptPlan:
     text: str = ""  # prepended to every input
     skip: int = 0  # leading token positions (specials included) left out of pooling; 0: all pool
 
+    system: bool = False  # a chat-template model: the prompt goes before each input as a system message
+
     def apply(self, texts: Sequence[str]) -> list[str]:
-        """The inputs with the prompt text in front."""
+        """The inputs with the prompt text in front (or beside them, as a system message, for a chat model)."""
+        if self.text and self.system:
+            return [SystemPrompted(t, self.text) for t in texts]
         return [self.text + t for t in texts] if self.text else list(texts)
 
 
@@ -65,6 +70,8 @@ def plan_for_text(text: str, modules: Sequence[Any]) -> PromptPlan:
 
     `modules[0]` tokenizes the prompt (a Transformer); a chain without one (static) pools every token.
     """
+    if text and modules and getattr(modules[0], "chat", None) is not None:
+        return PromptPlan(text, 0, system=True)  # 6.3 pools a chat model's prompt tokens with the rest
     if not text or not modules or not excludes_prompt(modules) or not hasattr(modules[0], "token_ids"):
         return PromptPlan(text, 0)
     return PromptPlan(text, prompt_tokens(modules[0], text))

@@ -18,6 +18,7 @@ from sbert.errors import ModelFormatError, first_line
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.formats.modality import check_text_only
 from sbert.modules.base import Features, Module
+from sbert.modules.chat_text import ChatText, message_format
 from sbert.progress import weight_bars
 from sbert.vectors.positions import Positions
 from sbert.vectors.tokens import fast_ids
@@ -69,6 +70,7 @@ class Transformer(Module):
         self.do_lower_case = do_lower_case
         # Keys a kind adds to sentence_bert_config.json (a multi-vector model's lengths and query expansion).
         self.extra_config: dict[str, Any] = {}
+        self.chat: ChatText | None = None  # set by read_chat for a 6.3 folder with a `message` modality
         self.position_limit = position_limit(auto_model.config)
         tok_limit = tokenizer.model_max_length
         default = min(self.position_limit, int(tok_limit)) if 0 < tok_limit < 1e9 else self.position_limit
@@ -143,7 +145,21 @@ class Transformer(Module):
         else:
             module = cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype)
         module.do_lower_case = bool(config.get("do_lower_case", False))
+        module.read_chat(config)
         return module
+
+    def read_chat(self, config: dict[str, Any]) -> None:
+        """Render texts through the chat template when the saved modality_config has a `message` entry (6.3).
+
+        The entry and its neighbours are kept in the config this module saves, so the folder round-trips.
+        """
+        entry = (config.get("modality_config") or {}).get("message")
+        template = getattr(self.tokenizer, "chat_template", None)
+        if entry is None or not template:
+            return
+        self.chat = ChatText(self.tokenizer, message_format(entry, template))
+        kept = ("transformer_task", "modality_config", "module_output_name")
+        self.extra_config.update({k: config[k] for k in kept if k in config})
 
     @classmethod
     def from_adapter(
@@ -220,6 +236,8 @@ class Transformer(Module):
         """
         if not texts:
             return [], []
+        if self.chat is not None:  # the template writes the special tokens; prompts are system messages
+            return self.chat.token_ids(texts, limit or self.max_seq_length)
         if self.do_lower_case:
             texts = [t.lower() for t in texts]
         limit = limit or self.max_seq_length

@@ -83,7 +83,7 @@ def _check_pixels(width: int, height: int, where: str, st: ServerState) -> None:
     limit = st.settings.max_image_pixels
     if width * height > limit:
         raise ApiError(413, f"{where}: {width}x{height} pixels; the limit is {limit}", "image_too_large")
-    pixels_of = getattr(st.dense.input_module, "image_pixels", None)
+    pixels_of = getattr(getattr(st.dense, "input_module", None), "image_pixels", None)
     resized = pixels_of(width, height) if pixels_of is not None else width * height
     if 4 * resized > limit:
         raise ApiError(413, f"{where}: {width}x{height} pixels become {resized} float pixels in the model's "
