@@ -116,3 +116,19 @@ def test_the_page_shows_image_hits_as_thumbnails(built, tmp_path):
     finally:
         browser.quit()
         assert server.stop()
+
+
+def test_a_text_index_line_naming_an_existing_image_file_is_not_served(built, tmp_path):
+    _, photos, _ = built
+    picture = sorted(photos.rglob("*.png"))[0].resolve()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(f"{picture}\na note about dogs\n")
+    text_model = tiny_st_folder(tmp_path / "text")
+    built_text = run_cli("index", "build", str(corpus), "--model", str(text_model), "--out", str(tmp_path / "idx"))
+    assert built_text.returncode == 0, built_text.stderr
+    server = serve_in_thread("--model", text_model, "--index", tmp_path / "idx")
+    try:
+        answer = httpx.get(f"{server.url}/image/0", timeout=60)
+        assert answer.status_code == 404 and "holds texts" in answer.text
+    finally:
+        assert server.stop()

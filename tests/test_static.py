@@ -311,3 +311,25 @@ def test_a_static_chain_with_normalize_or_a_head_gives_sentence_transformers_vec
     assert isinstance(chosen, SentenceEncoder)  # the whole chain, on torch
     want = SentenceTransformer(str(dense_dir), device="cpu").encode(texts)
     assert np.abs(chosen.encode(texts) - want).max() <= 1e-5
+
+
+def test_a_truncation_saved_in_tokenizer_json_is_honoured_as_sentence_transformers_honours_it(tiny_static, tmp_path):
+    import json
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    from sbert import load
+
+    folder = tmp_path / "cut"
+    shutil.copytree(tiny_static, folder)
+    tokenizer_file = next(folder.rglob("tokenizer.json"))
+    saved = json.loads(tokenizer_file.read_text())
+    saved["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}
+    tokenizer_file.write_text(json.dumps(saved))
+    texts = [CORPUS[0], LONG]
+    want = SentenceTransformer(str(folder), device="cpu").encode(texts, convert_to_numpy=True)
+    ours = StaticEncoder.load(folder)
+    np.testing.assert_allclose(ours.encode(texts), want, atol=1e-5)
+    assert ours.max_seq_length == 8 and ours.token_rows(texts)[1] == [1]  # the long text was cut, and says so
+    np.testing.assert_allclose(load(str(folder)).encode(texts), want, atol=1e-5)  # the kind's own loader too

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sbert.formats.model_config import EncoderSettings
-from sbert.modules.chat_text import SystemPrompted
+from sbert.vectors.chat_text import SystemPrompted
 
 # Duck-typed (a Pooling has `include_prompt`, a Transformer `token_ids`): the static encoder shares
 # this policy and imports no torch.

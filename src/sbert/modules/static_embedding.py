@@ -19,7 +19,7 @@ from torch import nn
 
 from sbert.errors import ModelFormatError
 from sbert.modules.base import Features, Module, load_weights, right_padded
-from sbert.vectors.tokens import fast_ids
+from sbert.vectors.tokens import cut_by_limit, fast_ids, saved_limit
 
 TOKENIZER_FILE = "tokenizer.json"
 # A static table has no position limit: no input is ever cut (what max_seq_length reports).
@@ -27,7 +27,10 @@ NO_LIMIT = 2**31 - 1
 
 
 class StaticEmbedding(Module):
-    """Mean of per-token vectors over the tokens of each input (special tokens left out, nothing truncated)."""
+    """Mean of per-token vectors over the tokens of each input (special tokens left out).
+
+    Nothing is truncated unless tokenizer.json saves a truncation, which is honoured as sentence-transformers does.
+    """
 
     module_type = "sentence_transformers.models.StaticEmbedding"
 
@@ -36,7 +39,6 @@ class StaticEmbedding(Module):
     ) -> None:
         super().__init__()
         tokenizer.no_padding()
-        tokenizer.no_truncation()
         self.tokenizer = tokenizer
         if embedding_weights is not None:
             if embedding_weights.ndim != 2 or embedding_weights.shape[0] != tokenizer.get_vocab_size():
@@ -57,20 +59,21 @@ class StaticEmbedding(Module):
 
     @property
     def max_seq_length(self) -> int:
-        """No limit: every token of a long text counts."""
-        return NO_LIMIT
+        """The truncation tokenizer.json saves, else no limit: every token of a long text counts."""
+        return saved_limit(self.tokenizer) or NO_LIMIT
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
         raise ValueError("a StaticEmbedding has no token limit to set")
 
     def fast_tokenizer(self, max_length: int) -> Any:
-        """The Rust tokenizer as this module tokenizes: no padding and no limit (`max_length` is NO_LIMIT here)."""
+        """The Rust tokenizer as this module tokenizes: no padding, its saved truncation (`max_length` is not read)."""
         return self.tokenizer
 
     def token_ids(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
-        """Token ids without special tokens, and the (never any) indices that were cut."""
-        return (fast_ids(self.tokenizer, list(texts), add_special_tokens=False) if texts else []), []
+        """Token ids without special tokens, and the indices the saved truncation (if any) cut."""
+        rows = fast_ids(self.tokenizer, list(texts), add_special_tokens=False) if texts else []
+        return rows, cut_by_limit(self.tokenizer, texts, rows, add_special_tokens=False)
 
     def pad(self, rows: Sequence[Sequence[int]]) -> Features:
         """Right-padded ids and mask (an empty input keeps an all-zero mask: a zero vector, as in EmbeddingBag)."""

@@ -18,8 +18,8 @@ from sbert.errors import ModelFormatError, first_line
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, write_json
 from sbert.formats.modality import check_text_only
 from sbert.modules.base import Features, Module
-from sbert.modules.chat_text import ChatText, message_format
 from sbert.progress import weight_bars
+from sbert.vectors.chat_text import ChatText, message_format
 from sbert.vectors.positions import Positions
 from sbert.vectors.tokens import fast_ids
 

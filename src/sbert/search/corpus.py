@@ -6,8 +6,9 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from sbert.formats.image_inputs import input_kind
 from sbert.scale.streaming import encode_to_disk, load_shards
 from sbert.search.index import IndexInfo, build_index, index_scale
 from sbert.similarity import similarity_of
@@ -21,6 +22,12 @@ def shards_folder(out_dir: str | os.PathLike[str]) -> Path:
     """Where the embeddings of an index under construction wait (kept until the index is written)."""
     out = Path(out_dir).resolve()
     return out.with_name(f".{out.name}.shards")
+
+
+def document_kind(model: Any, texts: Sequence[str]) -> str:
+    """The documents' kind: image when the model embedded `texts` as image files (image paths), else text."""
+    embeds_images = "image" in getattr(model, "modalities", ("text",))
+    return "image" if embeds_images and texts and input_kind(texts[0]) == "image" else "text"
 
 
 def index_corpus(
@@ -58,6 +65,7 @@ def index_corpus(
     prompt = model.prompt_plan(task="document").text
     info = build_index(load_shards(work), texts, out_dir, kind, model_name, model.weights_digest(), rescore_vectors,
                        document_prompt=prompt, similarity=similarity,
-                       dtype=held if isinstance(held := getattr(model, "held_dtype", None), str) else None)  # fmt: skip
+                       dtype=held if isinstance(held := getattr(model, "held_dtype", None), str) else None,
+                       documents=document_kind(model, texts))  # fmt: skip
     shutil.rmtree(work, ignore_errors=True)
     return info

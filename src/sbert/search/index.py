@@ -59,6 +59,8 @@ class IndexInfo:
     document_prompt: str = ""  # the prompt text the documents were embedded with
     similarity: str = "cosine"  # cosine (unit vectors, inner product) or dot (raw vectors, inner product)
     dtype: str | None = None  # how the model held its weights (load(dtype=...)): `sbert search` loads it so
+    # "image" when the documents are image files the model embedded as images (the server shows them); else "text"
+    documents: str = "text"
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ def new_index(kind: str, dim: int, count: int) -> Any:
 def build_index(
     vectors: np.ndarray, texts: Sequence[str], out_dir: str | os.PathLike[str], kind: str, model: str, digest: str,
     rescore_vectors: bool = True, document_prompt: str = "", similarity: str = "cosine", dtype: str | None = None,
+    documents: str = "text",
 ) -> IndexInfo:  # fmt: skip
     """Write an index of `vectors` (row i = texts[i], id i) to `out_dir`, atomically.
 
@@ -102,7 +105,8 @@ def build_index(
         raise ValueError(f"{len(vectors)} vectors but {len(texts)} texts")
     rescore = quantized.RESCORE_BY_KIND.get(kind, quantized.RESCORE)
     info = IndexInfo(model, digest, int(vectors.shape[1]), kind, len(vectors), rescore=rescore,
-                     document_prompt=document_prompt, similarity=check_similarity(similarity), dtype=dtype)  # fmt: skip
+                     document_prompt=document_prompt, similarity=check_similarity(similarity), dtype=dtype,
+                     documents=documents)  # fmt: skip
     ranges = None
     if kind in quantized.QUANTIZED_KINDS:
         index, ranges = quantized.new_quantized(kind, scale(vectors))

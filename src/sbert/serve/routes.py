@@ -214,11 +214,16 @@ async def metrics(request: Request) -> Response:
 async def indexed_image(doc_id: int, request: Request) -> Response:
     """The image file an index entry names (an image index's documents are paths): the page shows hits by it.
 
-    Only paths the loaded index holds are served, never one a request names.
+    Only paths the loaded index holds are served, never one a request names, and only from an index whose
+    documents the model embedded as images (index.json `documents`): a text index's line that happens to
+    name an existing image file is text, not a file to serve.
     """
     st = state(request)
     if st.index is None:
         raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
+    if st.index.info.documents != "image":
+        raise ApiError(404, "the loaded index holds texts, not image files (an index built before sbert recorded "
+                       "its documents' kind: rebuild it to serve its images)", "not_found")  # fmt: skip
     with st.index_lock:
         path = st.index.texts([doc_id]).get(doc_id)
     if path is None or not is_image_string(path) or path.startswith(("data:", "http://", "https://")):

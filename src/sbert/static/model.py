@@ -25,7 +25,7 @@ from sbert.formats.layout import MODEL_CONFIG_FILE, MODULES_FILE, atomic_directo
 from sbert.formats.model_config import EncoderSettings, check_truncate_dim, read_settings, settings_config
 from sbert.mteb_protocol import MtebEncoder, mteb_entry
 from sbert.similarity import similarity_matrix
-from sbert.vectors.tokens import fast_ids
+from sbert.vectors.tokens import cut_by_limit, fast_ids, saved_limit
 
 # The type sentence-transformers 3-6 all resolve to their StaticEmbedding module.
 STATIC_TYPE = "sentence_transformers.models.StaticEmbedding"
@@ -96,8 +96,8 @@ class StaticEncoder(MtebEncoder):
             raise ModelFormatError(
                 f"static table of shape {table.shape} does not match a vocabulary of {tokenizer.get_vocab_size()}"
             )
-        # No truncation: a static model has no position limit, every token of a long text counts.
-        tokenizer.no_truncation()
+        # A static table has no position limit: every token counts, unless tokenizer.json saves a truncation,
+        # which sentence-transformers' StaticEmbedding honours (its tokenizer cuts there), and so does this.
         tokenizer.no_padding()
         self.tokenizer, self.table = tokenizer, np.ascontiguousarray(table, dtype=np.float32)
         self.info = info or StaticInfo(dim=table.shape[1])
@@ -106,9 +106,9 @@ class StaticEncoder(MtebEncoder):
         self.settings = EncoderSettings()  # prompts from config_sentence_transformers.json, as for encoders
 
     @property
-    def max_seq_length(self) -> None:
-        """None: a static table has no token limit, and no input is ever cut."""
-        return None
+    def max_seq_length(self) -> int | None:
+        """The truncation tokenizer.json saves, else None: a static table has no token limit of its own."""
+        return saved_limit(self.tokenizer)
 
     @property
     def embedding_dimension(self) -> int:
@@ -170,12 +170,11 @@ class StaticEncoder(MtebEncoder):
         return ("static",)
 
     def fast_tokenizer(self) -> Any:
-        """A copy of the Rust tokenizer as the model tokenizes: no padding and no limit (a static table has none)."""
+        """A copy of the Rust tokenizer as the model tokenizes: no padding, the saved truncation (if any)."""
         from tokenizers import Tokenizer
 
         copy = Tokenizer.from_str(self.tokenizer.to_str())
         copy.no_padding()
-        copy.no_truncation()
         return copy
 
     def run_plan(self, backend: str | None = None, precision: str = "auto", processes: int = 1) -> tuple[str, str]:
@@ -188,14 +187,17 @@ class StaticEncoder(MtebEncoder):
     def token_rows(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[list[int]], list[int]]:
-        """Token ids per text as encode(task=, prompt_name=) averages them, and the cut: none (no limit)."""
-        return self.token_ids(self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))), []
+        """Token ids per text as encode(task=, prompt_name=) averages them, and the indices the saved truncation cut."""
+        prompted = self.prompt_plan(task=task, prompt_name=prompt_name).apply(list(texts))
+        rows = self.token_ids(prompted)
+        return rows, cut_by_limit(self.tokenizer, prompted, rows, add_special_tokens=False)
 
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[int], list[int]]:
-        """Tokens per text as encode(task=, prompt_name=) averages them; none is ever cut (no limit)."""
-        return [len(row) for row in self.token_rows(texts, task, prompt_name)[0]], []
+        """Tokens per text as encode(task=, prompt_name=) averages them, and the indices cut (see token_rows)."""
+        rows, cut = self.token_rows(texts, task, prompt_name)
+        return [len(row) for row in rows], cut
 
     def encode_token_rows(
         self, rows: Sequence[Sequence[int]], task: str | None = None, prompt_name: str | None = None,

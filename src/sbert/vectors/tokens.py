@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,3 +33,23 @@ def fast_ids(tokenizer: Any, texts: list[str], add_special_tokens: bool = True) 
     chunks = [texts[i : i + step] for i in range(0, len(texts), step)]
     with ThreadPoolExecutor(len(chunks), thread_name_prefix="sbert-tokenize") as pool:
         return [row for part in pool.map(ids, chunks) for row in part]
+
+
+def saved_limit(tokenizer: Any) -> int | None:
+    """The length a Rust tokenizer cuts at, as its tokenizer.json saves it (None: it cuts nothing)."""
+    truncation = getattr(tokenizer, "truncation", None)
+    return int(truncation["max_length"]) if truncation else None
+
+
+def cut_by_limit(
+    tokenizer: Any, texts: Sequence[str], rows: Sequence[Sequence[int]], add_special_tokens: bool
+) -> list[int]:
+    """Indices of `texts` whose `rows` the tokenizer's saved truncation cut (rows at the limit, checked whole)."""
+    limit = saved_limit(tokenizer)
+    at_limit = [i for i, row in enumerate(rows) if limit is not None and len(row) >= limit]
+    if not at_limit:
+        return []
+    whole = type(tokenizer).from_str(tokenizer.to_str())
+    whole.no_truncation()
+    full = whole.encode_batch([texts[i] for i in at_limit], add_special_tokens=add_special_tokens)
+    return [i for i, encoding in zip(at_limit, full, strict=True) if len(encoding.ids) > len(rows[i])]
