@@ -166,6 +166,9 @@ def test_maxsim_family_scores_as_6_2():
     mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(d)) for d in documents], batch_first=True).bool()
     half_mask = mask.clone()
     half_mask[0, :2] = False  # drop two real tokens of the first document
+    padded_queries = torch.nn.utils.rnn.pad_sequence(queries, batch_first=True)
+    weights = torch.rand(padded_queries.shape[:2], generator=g)
+    weights[0, 0] = 0.0
     for name in ("maxsim", "mean_maxsim", "maxsim_pairwise", "mean_maxsim_pairwise"):
         for args, kwargs in (
             ((queries, documents), {}),
@@ -173,10 +176,15 @@ def test_maxsim_family_scores_as_6_2():
             ((queries, padded), {"b_mask": half_mask}),
             ((queries, documents), {"length_normalize": True, "chunk_elements": 64}),
             ((queries[0].numpy(), documents[0].numpy()), {}),
+            # a fractional query mask weighs each token's best match; a document mask keeps non-zero entries
+            ((padded_queries, padded), {"a_mask": weights, "b_mask": mask.float() * 0.5}),
+            ((padded_queries, padded), {"a_mask": weights, "length_normalize": True}),
         ):
             same(getattr(ours, name)(*args, **kwargs), getattr(theirs, name)(*args, **kwargs))
     with pytest.raises(ValueError, match="same number of items"):
         ours.maxsim_pairwise(queries[:2], documents)
+    with pytest.raises(ValueError, match=">= 0"):
+        ours.maxsim(padded_queries, padded, a_mask=-weights)
     rows = torch.tensor([[0.0, 1.5, 0.0, 2.0], [0.0, 0.5, 0.0, 0.0]])
     for x in (rows, rows.to_sparse(), rows[0]):
         same(ours.compute_count_vector(x), theirs.compute_count_vector(x))
