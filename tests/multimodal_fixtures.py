@@ -138,3 +138,53 @@ def saved_clip(base: Path) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return st_clip(tiny_clip(base), base / "st")
+
+
+def tiny_blip(base: Path) -> Path:
+    """A random BlipModel (text, image and image+text by its get_*_features methods) with its processor."""
+    import torch
+    from transformers import BertTokenizerFast, BlipConfig, BlipImageProcessor, BlipModel, BlipProcessor
+
+    from tests.tiny_models import wordpiece
+
+    specials = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                "mask_token": "[MASK]"}  # fmt: skip
+    tokenizer = BertTokenizerFast(tokenizer_object=wordpiece(), model_max_length=64, **specials)
+    towers = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
+    text = {**towers, "vocab_size": tokenizer.vocab_size, "max_position_embeddings": 64, "encoder_hidden_size": 32,
+            "bos_token_id": tokenizer.cls_token_id, "sep_token_id": tokenizer.sep_token_id,
+            "pad_token_id": tokenizer.pad_token_id}  # fmt: skip
+    config = BlipConfig(
+        text_config=text, vision_config={**towers, "image_size": 32, "patch_size": 8}, projection_dim=16
+    )
+    torch.manual_seed(0)
+    out = base / "blip"
+    BlipModel(config).save_pretrained(out)
+    images = BlipImageProcessor(size={"height": 32, "width": 32})
+    BlipProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    return out
+
+
+def tiny_clap(base: Path) -> Path:
+    """A random ClapModel (text and audio by get_text_features / get_audio_features): 8 kHz, 1 s, 16 mel bins."""
+    import torch
+    from transformers import ClapConfig, ClapFeatureExtractor, ClapModel, ClapProcessor, RobertaTokenizerFast
+
+    from tests.tiny_models import _byte_bpe
+
+    tokenizer = RobertaTokenizerFast(tokenizer_object=_byte_bpe(), bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                     pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
+                                     model_max_length=64)  # fmt: skip
+    sounds = ClapFeatureExtractor(feature_size=16, sampling_rate=8000, hop_length=160, max_length_s=1,
+                                  fft_window_size=128, truncation="rand_trunc")  # fmt: skip
+    text = {"vocab_size": tokenizer.vocab_size, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "intermediate_size": 64, "max_position_embeddings": 70, "pad_token_id": 1,
+            "projection_dim": 16}  # fmt: skip
+    audio = {"hidden_size": 32, "num_mel_bins": 16, "spec_size": 32, "patch_size": 4, "patch_stride": (4, 4),
+             "depths": [1, 1], "num_attention_heads": [2, 2], "window_size": 4, "patch_embeds_hidden_size": 16,
+             "projection_dim": 16, "enable_fusion": False}  # fmt: skip
+    torch.manual_seed(0)
+    out = base / "clap"
+    ClapModel(ClapConfig(text_config=text, audio_config=audio, projection_dim=16)).save_pretrained(out)
+    ClapProcessor(feature_extractor=sounds, tokenizer=tokenizer).save_pretrained(out)
+    return out

@@ -1,4 +1,4 @@
-"""Multimodal models sbert does not run (audio, video, chat-message VLMs) are refused in one line naming what they
+"""Multimodal models sbert does not run (video, chat-message VLMs, *ForRetrieval) are refused in one line naming
 read, not with a crash inside the chain; a text model given an image answers sentence-transformers 6.2's ValueError.
 (Two-tower image-text models load: tests/test_image_text.py.)"""
 
@@ -19,27 +19,27 @@ pytest.importorskip("sentence_transformers")
 
 
 @pytest.fixture(scope="module")
-def audio_folder(tmp_path_factory):
-    """An image-text folder whose modality_config also reads audio: a kind sbert does not run."""
+def video_folder(tmp_path_factory):
+    """An image-text folder whose modality_config also reads video: a kind sbert does not run."""
     base = tmp_path_factory.mktemp("multimodal")
     folder = saved_clip(base)
     config = json.loads((folder / "sentence_bert_config.json").read_text())
-    config["modality_config"]["audio"] = {"method": "get_audio_features", "method_output_name": "pooler_output"}
+    config["modality_config"]["video"] = {"method": "get_video_features", "method_output_name": "pooler_output"}
     (folder / "sentence_bert_config.json").write_text(json.dumps(config))
     return folder
 
 
-def test_an_unsupported_multimodal_model_is_refused_in_one_line(audio_folder):
+def test_an_unsupported_multimodal_model_is_refused_in_one_line(video_folder):
     for load in (sbert.load, sbert.SentenceTransformer):
-        with pytest.raises(ModelFormatError, match=r"audio.* embeds more than text and images") as caught:
-            load(str(audio_folder))
+        with pytest.raises(ModelFormatError, match=r"video.* is not a model sbert runs yet") as caught:
+            load(str(video_folder))
         assert "\n" not in str(caught.value)
 
 
-def test_serving_it_exits_with_the_line(audio_folder, capsys):
-    assert main(["serve", "--model", str(audio_folder)]) == 2  # before any socket is opened
+def test_serving_it_exits_with_the_line(video_folder, capsys):
+    assert main(["serve", "--model", str(video_folder)]) == 2  # before any socket is opened
     err = capsys.readouterr().err
-    assert "embeds more than text" in err and len(err.strip().splitlines()) == 1, err
+    assert "is not a model sbert runs yet" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_text_model_refuses_an_image_as_6_2_does(tmp_path):

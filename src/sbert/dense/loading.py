@@ -12,7 +12,7 @@ from sbert.adapters.peft_io import is_adapter_dir
 from sbert.errors import ModelFormatError
 from sbert.formats.layout import MODULES_FILE, SPARSE_MODULES, ModuleEntry, read_modules
 from sbert.modules import Module, Pooling, Router, Transformer, module_class
-from sbert.modules.image_text import ImageTextTransformer, is_image_text, load_input_module
+from sbert.modules.multimodal import MultimodalTransformer, is_multimodal, load_input_module
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,8 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
             return [transformer, Pooling(transformer.embedding_dimension, "mean")]
         if not (root / "config.json").is_file():
             raise ModelFormatError(f"{root}: neither {MODULES_FILE} nor a Hugging Face config.json")
-        if is_image_text(root, None):  # a plain CLIP / SigLIP checkpoint: its towers give the vectors
-            return [ImageTextTransformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)]
+        if is_multimodal(root, None):  # a plain CLIP, SigLIP, BLIP or CLAP checkpoint: its towers give the vectors
+            return [MultimodalTransformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)]
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
         transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]
@@ -51,10 +51,10 @@ def load_entries(
 
     def load_one(type_name: str, folder: Path) -> Module:
         cls = module_class(type_name)
-        if cls is Transformer:  # a text encoder, or an image-text model's towers (modules/image_text.py)
+        if cls is Transformer:  # a text encoder, or an image-text model's towers (modules/multimodal.py)
             return load_input_module(folder, trust_remote_code=trust_remote_code, dtype=dtype)
-        if cls is ImageTextTransformer:  # sentence-transformers 5.x's CLIPModel module
-            return ImageTextTransformer.load(folder, trust_remote_code=trust_remote_code, dtype=dtype)
+        if cls is MultimodalTransformer:  # sentence-transformers 5.x's CLIPModel module
+            return MultimodalTransformer.load(folder, trust_remote_code=trust_remote_code, dtype=dtype)
         if cls is Router:  # its routes' modules load by the same rules (remote code, dtype)
             return Router.load_routes(folder, load_one)
         return cls.load(folder)

@@ -27,7 +27,7 @@ from sbert.encoding.prompted import PromptPlan, plan_prompt
 from sbert.errors import ModelFormatError, SbertError
 from sbert.formats import layout
 from sbert.formats.aliases import DEFAULT_MODEL
-from sbert.formats.image_inputs import split_images
+from sbert.formats.image_inputs import split_kinds
 from sbert.formats.model_config import EncoderSettings, check_truncate_dim, model_config, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import (
@@ -148,7 +148,7 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
     def column_tokens(self, column: int) -> Callable[[Sequence[str]], tuple[list[list[int]], list[int]]]:
         """How training tokenizes text column `column`: the same way for every column of a single-vector model.
 
-        An image-text model's column may hold images instead (modules/image_text.py's `column_rows`).
+        An image-text model's column may hold images instead (modules/multimodal.py's `column_rows`).
         """
         return getattr(self.input_module, "column_rows", self.input_module.token_ids)
 
@@ -307,19 +307,22 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
         if self.router is not None:  # the route's own model encodes: its chain, tokenizer and backends
             options = {k: v for k, v in locals().items() if k not in ("self", "sentences", "__class__")}
             return self.routed(task).encode(sentences, **options)
-        if "image" in self.modalities and isinstance(sentences, Iterator):
+        multimodal = len(self.modalities) > 1
+        if multimodal and isinstance(sentences, Iterator):
             sentences = list(sentences)  # read once: looking for images must not use up a generator of texts
-        images = split_images(sentences) if "image" in self.modalities else None
-        texts, single = images if images is not None else check_sentences(sentences)
+        found = split_kinds(sentences, self.modalities) if multimodal else None
+        texts, single = (found[1], found[2]) if found is not None else check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
         width = check_truncate_dim(truncate_dim, self.chain_dimension) or self.settings.truncate_dim
         plan = self.prompt_plan(task=task, prompt_name=prompt_name, prompt=prompt)
         if device is not None:
             self.to(resolve_device(device))
-        if images is not None:  # one engine: the backend's chain, its threads and batches (encoding/images.py)
-            graph = self.image_graph(backend) if backend != "torch" else None  # pixels through ONNX / OpenVINO
-            out = torch.from_numpy(embed_images(self.backend("torch" if graph else backend, precision), texts,
-                                                self.chain_dimension, batch_size, show_progress, graph))  # fmt: skip
+        if found is not None:  # one engine: the backend's chain, its threads and batches (encoding/images.py)
+            kind = found[0]
+            graph = self.image_graph(backend) if backend != "torch" and kind == "image" else None  # ONNX / OpenVINO
+            engine = self.backend("torch" if graph else backend, precision)
+            out = torch.from_numpy(embed_images(engine, texts, self.chain_dimension, batch_size, show_progress, graph,
+                                                kind))  # fmt: skip
         elif devices:
             from sbert.encoding.multi_device import encode_on_devices
 

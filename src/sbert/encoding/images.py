@@ -37,6 +37,15 @@ def balanced_batch(count: int, workers: int, cap: int | None = None) -> int:
     return max(1, -(-count // batches))
 
 
+def opened(kind: str, item: Any) -> Any:
+    """One item as the processor takes it: an image opened (path, URL, data URI), an (image, text) pair's image too."""
+    if kind == "image":
+        return open_image(item)
+    if kind == "image+text":
+        return open_image(item[0]), item[1]
+    return item
+
+
 def probe_images() -> list[Any]:
     """Two small deterministic photos (a colour gradient each way): what an image graph is exported and checked on."""
     from PIL import Image
@@ -47,16 +56,19 @@ def probe_images() -> list[Any]:
 
 
 def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size: int | None,
-                 show_progress: bool | None, graph: Any = None) -> np.ndarray:  # fmt: skip
+                 show_progress: bool | None, graph: Any = None, kind: str = "image") -> np.ndarray:  # fmt: skip
     """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain.
+
+    `kind` is what the items are: images, or the input module's other kinds (sounds, (image, text) pairs),
+    each prepared by the module's own processor (modules/multimodal.py `kind_features`).
 
     With `graph` (an image graph on ONNX Runtime or OpenVINO), the pixels the chain's processor makes run
     there instead, one batch at a time on the runtime's own threads, while the other workers decode and
     resize the next batches.
     """
     modules = getattr(engine, "modules", None)
-    if modules is None or "image" not in getattr(modules[0], "modalities", ()):
-        raise BackendError(f"backend {engine.name!r} embeds text only: images run on the torch backend")
+    if modules is None or kind not in getattr(modules[0], "modalities", ()):
+        raise BackendError(f"backend {engine.name!r} embeds text only: {kind} inputs run on the torch backend")
     first = modules[0]
     try:
         import PIL  # noqa: F401  (the processors and load_image need it)
@@ -67,7 +79,7 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
     one_graph = threading.Lock()
 
     def job(batch: list[int]) -> tuple[list[int], np.ndarray]:
-        features = first.image_features([open_image(images[i]) for i in batch])
+        features = first.kind_features(kind, [opened(kind, images[i]) for i in batch])
         if graph is not None:  # the runtime's threads take every core: one batch at a time runs on it
             with one_graph:
                 return batch, graph.embed(features)
@@ -75,8 +87,9 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
             return batch, embed_padded(modules, features, engine.device).float().cpu().numpy()
 
     workers = getattr(engine, "workers", 1)
+    unit = {"image": "img", "audio": "sound"}.get(kind, "pair")
     batches = fixed_batches(list(range(len(images))), balanced_batch(len(images), workers, batch_size))
-    with tqdm(total=len(images), unit="img", disable=not show_progress) as bar:
+    with tqdm(total=len(images), unit=unit, disable=not show_progress) as bar:
         for rows, vectors in run_threaded(batches, job, workers):
             buffer[rows] = vectors
             bar.update(len(rows))

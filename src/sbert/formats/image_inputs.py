@@ -13,7 +13,7 @@ import base64
 import io
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ def image_files(folder: str | os.PathLike[str]) -> list[str]:
 def input_kind(item: Any) -> str:
     """The kind of one input: image or text (other kinds: their name, which the caller refuses)."""
     if isinstance(item, dict):
+        if "array" in item:  # a sound as 6.3 takes it: {"array": ..., "sampling_rate": ...}
+            return "audio"
         keys = sorted(item)
         return keys[0] if len(keys) == 1 else "+".join(keys)
     if type(item).__module__.startswith("PIL."):
@@ -51,20 +53,48 @@ def input_kind(item: Any) -> str:
     return type(item).__name__
 
 
-def split_images(inputs: Any) -> tuple[list[Any], bool] | None:
-    """(images, single) when `inputs` is an image or a batch of them; None for text. A mixed batch: 6.2's error."""
+def split_kinds(inputs: Any, modalities: Sequence[str]) -> tuple[str, list[Any], bool] | None:
+    """(kind, items, single) when `inputs` are one non-text kind the model embeds; None for text (or a kind it lacks).
+
+    A single input is a string, a dict, an image (HWC array) or a sound (1-D array); items come unwrapped as the
+    encode engine reads them: images and sounds as given (`{"array", "sampling_rate"}` kept: its rate counts),
+    image+text pairs as (image, text). A batch mixing kinds gets 6.3's error.
+    """
     single = not isinstance(inputs, list | tuple) and (
-        not isinstance(inputs, Iterable) or isinstance(inputs, str | dict) or getattr(inputs, "ndim", 0) == 3
+        not isinstance(inputs, Iterable) or isinstance(inputs, str | dict) or getattr(inputs, "ndim", 0) in (1, 3)
     )
     items = [inputs] if single else list(inputs)
     kinds = {input_kind(item) for item in items}
-    if "image" not in kinds:
+    if kinds <= {"text"}:
         return None
-    if kinds != {"image"}:  # sentence-transformers 6.2's words
+    if len(kinds) > 1:  # sentence-transformers' words
         raise ValueError(f"This batch mixes multiple modalities ({', '.join(sorted(kinds))}), which this "
                          "SentenceTransformer model cannot encode in a single batch. Encode each modality separately "
                          "(one call per modality).")  # fmt: skip
-    return [item["image"] if isinstance(item, dict) else item for item in items], single
+    kind = kinds.pop()
+    if kind not in modalities:
+        return None  # the caller's text check answers with the reference's error for an unsupported kind
+    if kind == "audio":
+        sampling_rate(items)  # one rate for the whole call, as 6.3 checks it (before batches split it)
+    return kind, [_unwrapped(kind, item) for item in items], single
+
+
+def sampling_rate(items: Sequence[Any]) -> int | None:
+    """The one sampling rate `{"array", "sampling_rate"}` items name (None when none does); two rates: 6.3's error."""
+    rates = {int(item["sampling_rate"]) for item in items if isinstance(item, dict) and "sampling_rate" in item}
+    if len(rates) > 1:  # the feature extractor takes one rate per batch
+        named = ", ".join(map(str, sorted(rates)))
+        raise ValueError(f"This batch mixes audio with different sampling rates ({named}); resample the audio to a "
+                         "common rate, or encode each sampling rate in a separate call.")  # fmt: skip
+    return rates.pop() if rates else None
+
+
+def _unwrapped(kind: str, item: Any) -> Any:
+    if kind == "image+text":
+        return item["image"], item["text"]
+    if kind == "image" and isinstance(item, dict):
+        return item["image"]
+    return item
 
 
 def open_image(item: Any) -> Any:

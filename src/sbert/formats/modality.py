@@ -19,8 +19,12 @@ from sbert.formats.layout import architectures
 # Chat messages are text too: sentence-transformers 6.2 saves an LLM reranker (LogitScore) with a `message` entry.
 TEXT_MODALITIES = {"text", "message"}
 # Model classes whose checkpoints embed more than text, whatever sentence_bert_config.json says.
-_MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "ForRetrieval", "VLForConditionalGeneration",
-                             "ForImageTextToText")  # fmt: skip
+_MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel", "ForRetrieval",
+                             "VLForConditionalGeneration", "ForImageTextToText", "LlavaForConditionalGeneration",
+                             "LlavaNextForConditionalGeneration", "PaliGemmaForConditionalGeneration",
+                             "Gemma3ForConditionalGeneration", "Idefics3ForConditionalGeneration")  # fmt: skip
+# What the multimodal input module runs (modules/multimodal.py): each kind by a model method of its own.
+RUNS = "text, and images, audio or image+text pairs through a model method per kind (CLIP, SigLIP, BLIP, CLAP)"
 
 
 def check_text_only(folder: Path, modality_config: dict[str, Any] | None) -> None:
@@ -38,7 +42,4 @@ def check_text_only(folder: Path, modality_config: dict[str, Any] | None) -> Non
 def multimodal(what: str, modalities: list[str]) -> str:
     """The one message for a model sbert cannot run because it reads images, audio, video or chat messages."""
     reads = f" (modalities: {', '.join(modalities)})" if modalities else ""
-    return (
-        f"{what}{reads} embeds more than text and images; sbert loads text models and two-tower image-text "
-        "models (CLIP, SigLIP, SigLIP 2)"
-    )
+    return f"{what}{reads} is not a model sbert runs yet; sbert runs {RUNS}"

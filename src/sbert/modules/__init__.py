@@ -8,10 +8,10 @@ from sbert.modules.base import Features, Module
 from sbert.modules.chain import chain_widths
 from sbert.modules.cnn import CNNHead
 from sbert.modules.dense import Dense
-from sbert.modules.image_text import ImageTextTransformer
 from sbert.modules.layer_norm import LayerNorm
 from sbert.modules.layer_pooling import WeightedLayerPooling
 from sbert.modules.multi_vector_mask import MultiVectorMask
+from sbert.modules.multimodal import ImageTextTransformer, MultimodalTransformer
 from sbert.modules.ngram_cnn import NGramCNN
 from sbert.modules.normalize import Normalize
 from sbert.modules.poolers import POOLERS, build_pooler
@@ -95,6 +95,7 @@ __all__ = [
     "LayerNorm",
     "Module",
     "MultiVectorMask",
+    "MultimodalTransformer",
     "NGramCNN",
     "Normalize",
     "Pooling",

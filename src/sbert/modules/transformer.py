@@ -55,7 +55,7 @@ class Transformer(Module):
     # score at each row's last token: an LLM reranker; rows sharing a prefix may share its KV cache too),
     # or None: its model's own head pools a padded row, so it runs padded batches only.
     packed_output: ClassVar[str | None] = "token_states"
-    modalities: ClassVar[tuple[str, ...]] = ("text",)  # the input kinds it embeds (modules/image_text.py: images too)
+    modalities: ClassVar[tuple[str, ...]] = ("text",)  # the input kinds it embeds (modules/multimodal.py: images too)
 
     def __init__(
         self,

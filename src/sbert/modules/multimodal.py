@@ -1,0 +1,271 @@
+"""A model that embeds more than text, driven by its folder: the chain's one multimodal input module.
+
+sentence-transformers 6.3 saves such a model as one root Transformer whose `modality_config` maps each
+input kind to a method of the Hugging Face model and names its output: CLIP, SigLIP and SigLIP 2
+(text -> get_text_features, image -> get_image_features), BLIP (and image+text ->
+get_multimodal_features), CLAP (audio -> get_audio_features). A plain transformers folder gets 6.3's
+default for its model: each `get_<kind>_features` method the model has, and BLIP's multimodal one. The
+5.x layout is a `CLIPModel` module folder. All load here, as one class: what differs is read from the
+folder, never written per family.
+
+Text is tokenized as any Transformer tokenizes it (fixed-length padding where the saved
+`processing_kwargs` ask for it: SigLIP was trained on 64-token rows); images, sounds and image+text
+pairs go through transformers' own processor, called as 6.3 calls it (never a copy of its resize, crop
+or filter bank). The forward runs the method the features call for and writes `sentence_embedding`
+directly: no pooling.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import torch
+from transformers import AutoModel, AutoProcessor, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from sbert.errors import ModelFormatError, first_line
+from sbert.formats.image_inputs import input_kind, open_image, resized_pixels, sampling_rate
+from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, architectures, read_json, write_json
+from sbert.formats.modality import multimodal
+from sbert.install_hint import install_hint
+from sbert.modules.base import Features
+from sbert.modules.transformer import Transformer, load_dtype
+from sbert.progress import weight_bars
+
+log = logging.getLogger(__name__)
+
+# The Hugging Face classes whose towers sbert runs from a plain folder (their `get_<kind>_features` methods).
+MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel")
+# The input kinds this module embeds, each through the model method its modality_config names.
+KINDS = ("text", "image", "audio", "image+text")
+DEFAULT_MODALITIES: dict[str, dict[str, str]] = {  # CLIP's and SigLIP's: what a 5.x CLIPModel folder means
+    "text": {"method": "get_text_features", "method_output_name": "pooler_output"},
+    "image": {"method": "get_image_features", "method_output_name": "pooler_output"},
+}
+OUTPUT_NAME = "sentence_embedding"
+# How 6.3 calls a processor for each kind (its defaults: padded text cut longest first, padded audio).
+_TEXT_KWARGS = {"padding": True, "truncation": "longest_first"}
+_AUDIO_KWARGS = {"padding": True}
+
+
+class ImageRow:
+    """An image in a training column, where a text has token ids: read and processed when its batch is padded.
+
+    Its length is the vision tower's token count (patches and the class token), what the engine's
+    batching by length counts.
+    """
+
+    def __init__(self, image: Any, tokens: int) -> None:
+        self.image, self.tokens = image, tokens
+
+    def __len__(self) -> int:
+        return self.tokens
+
+
+def default_modalities(model: Any) -> dict[str, dict[str, Any]]:
+    """6.3's modality_config for a plain folder: each `get_<kind>_features` the model has, BLIP's image+text."""
+    config: dict[str, dict[str, Any]] = {}
+    for kind in ("text", "image", "audio"):
+        if callable(getattr(model, f"get_{kind}_features", None)):
+            config[kind] = {"method": f"get_{kind}_features", "method_output_name": "pooler_output"}
+    if callable(getattr(model, "get_multimodal_features", None)):
+        config["image+text"] = {"method": "get_multimodal_features", "method_output_name": None}
+    return config
+
+
+def is_multimodal(folder: Path, modality_config: dict[str, Any] | None) -> bool:
+    """Whether `folder` holds a model this module runs: text with images, sounds or both, by a method per kind."""
+    if modality_config:
+        kinds = set(modality_config)
+        return kinds <= set(KINDS) and kinds != {"text"}
+    return any(a in MULTIMODAL_ARCHITECTURES for a in architectures(folder))
+
+
+class MultimodalTransformer(Transformer):
+    """Embeds texts, images, sounds or image+text pairs, each by its own model method, into one shared space."""
+
+    packed_output: ClassVar[str | None] = None  # the towers pool their own rows: padded batches only
+
+    def __init__(self, auto_model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, processor: Any,
+                 modality_config: dict[str, dict[str, str]] | None = None, max_seq_length: int | None = None,
+                 processing_kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__(auto_model, tokenizer, max_seq_length=max_seq_length)
+        self.processor = processor
+        self.modality_config = modality_config or default_modalities(auto_model) or DEFAULT_MODALITIES
+        self.processing_kwargs = processing_kwargs or {}
+        self._inputs = ("input_ids", "attention_mask")
+        self.text_padding = self.processing_kwargs.get("text", {}).get("padding")
+        missing = [
+            k for k, spec in self.modality_config.items() if not callable(getattr(auto_model, spec["method"], None))
+        ]
+        if missing:  # a kind whose method this model lacks could only fail later, inside an encode
+            raise ModelFormatError(multimodal(type(auto_model).__name__, sorted(self.modality_config)))
+
+    @property
+    def modalities(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The input kinds the model embeds, as its modality_config names them (text, image, audio, image+text)."""
+        return tuple(kind for kind in KINDS if kind in self.modality_config)
+
+    @classmethod
+    def from_pretrained(cls, path: Any, max_seq_length: int | None = None, trust_remote_code: bool = False,
+                        dtype: str | torch.dtype | None = None, **config: Any) -> Self:  # fmt: skip
+        """Load the model, its tokenizer and its processor from a Hugging Face folder."""
+        modality_config, processing_kwargs = config.get("modality_config"), config.get("processing_kwargs")
+        if importlib.util.find_spec("PIL") is None:  # transformers' image processors need it
+            raise ModelFormatError(f"{path}: a multimodal model needs Pillow: {install_hint('image')}")
+        try:
+            with weight_bars():
+                model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, weights_only=True,
+                                                  dtype=load_dtype(dtype))  # fmt: skip
+            processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+            tokenizer = getattr(processor, "tokenizer", None) or AutoTokenizer.from_pretrained(path)
+        except (OSError, ValueError, KeyError) as e:
+            raise ModelFormatError(f"{path}: cannot load the multimodal model ({first_line(e)})") from None
+        return cls(model, tokenizer, processor, modality_config, max_seq_length, processing_kwargs)
+
+    @classmethod
+    def load(cls, path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> Self:
+        """Load from 6.2's root Transformer folder or 5.x's `0_CLIPModel` folder (no sentence_bert_config.json)."""
+        config = read_json(path / TRANSFORMER_CONFIG_FILE) if (path / TRANSFORMER_CONFIG_FILE).is_file() else {}
+        unsupported = set(config.get("modality_config") or {}) - set(KINDS)
+        if unsupported:
+            raise ModelFormatError(f"{path}: {multimodal('its model', sorted(config['modality_config']))}")
+        return cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype,
+                                   modality_config=config.get("modality_config"),
+                                   processing_kwargs=config.get("processing_kwargs"))  # fmt: skip
+
+    def get_config(self) -> dict[str, Any]:
+        """sentence_bert_config.json as sentence-transformers 6.2 writes it for this model."""
+        config: dict[str, Any] = {"transformer_task": "feature-extraction", "modality_config": self.modality_config,
+                                  "module_output_name": OUTPUT_NAME, "max_seq_length": self.max_seq_length}  # fmt: skip
+        if self.processing_kwargs:
+            config["processing_kwargs"] = self.processing_kwargs
+        return config
+
+    def save(self, path: Path) -> None:
+        """Write the weights, the processor (tokenizer and image settings) and sentence_bert_config.json."""
+        path.mkdir(parents=True, exist_ok=True)
+        with weight_bars():
+            self.auto_model.save_pretrained(path)
+        self.processor.save_pretrained(path)
+        write_json(path / self.config_file, self.get_config())
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Width of the shared space both towers project into."""
+        config = self.auto_model.config
+        return int(getattr(config, "projection_dim", None) or config.text_config.hidden_size)
+
+    def pad(self, rows: Any) -> Features:
+        """Pad token rows; to max_seq_length when the model's text processing pads to a fixed length (SigLIP).
+
+        A column of ImageRows (training) becomes the processor's pixel_values instead.
+        """
+        if rows and isinstance(rows[0], ImageRow):
+            return self.image_features([open_image(row.image) for row in rows])
+        if self.text_padding != "max_length" or not rows:
+            return super().pad(rows)
+        width = self.processing_kwargs.get("text", {}).get("max_length", self.max_seq_length)
+        features = super().pad([*rows, [self.tokenizer.pad_token_id] * width])
+        return {k: v[:-1] for k, v in features.items()}
+
+    def column_rows(self, values: Sequence[Any]) -> tuple[list[Any], list[int]]:
+        """A training column's rows: token ids for its texts, an ImageRow per image (and the indices cut)."""
+        if not any(input_kind(v) == "image" for v in values):
+            return self.token_ids(values)
+        if not all(input_kind(v) == "image" for v in values):
+            raise ValueError("a training column holds texts or images, not both")
+        vision = self.auto_model.config.vision_config
+        tokens = (vision.image_size // vision.patch_size) ** 2 + 1
+        return [ImageRow(v["image"] if isinstance(v, dict) else v, tokens) for v in values], []
+
+    def image_pixels(self, width: int, height: int) -> int:
+        """Pixels the processor's resize makes of a `width` x `height` image (the server's limits count them)."""
+        processor = getattr(self.processor, "image_processor", self.processor)
+        size = self.processing_kwargs.get("image", {}).get("size") or getattr(processor, "size", None) or {}
+        return resized_pixels({k: v for k, v in dict(size).items() if v is not None}, width, height)
+
+    def image_features(self, images: list[Any]) -> Features:
+        """The image tower's inputs for a batch, by the model's own processor (and its saved image settings).
+
+        `pixel_values`, and what else the tower's method takes (SigLIP 2: its patch mask and shapes).
+        """
+        kwargs = self.processing_kwargs.get("image", {})
+        return self._wanted("image", self.processor(images=images, return_tensors="pt", **kwargs))
+
+    def kind_features(self, kind: str, items: list[Any]) -> Features:
+        """The model method's inputs for a batch of one kind: opened images, audio arrays, (image, text) pairs.
+
+        Audio items are arrays, or `{"array", "sampling_rate"}` (one rate per batch, as the feature extractor
+        takes); the processor is called with 6.3's per-kind arguments.
+        """
+        if kind == "image":
+            return self.image_features(items)
+        calls: dict[str, Any] = {"common_kwargs": {"return_tensors": "pt"}}
+        if kind == "audio":
+            arrays, rate = audio_batch(items)
+            calls["audio_kwargs"] = {**_AUDIO_KWARGS, **({"sampling_rate": rate} if rate else {}),
+                                     **self.processing_kwargs.get("audio", {})}  # fmt: skip
+            return self._wanted(kind, self.processor(audio=arrays, **calls))
+        if kind == "image+text":
+            calls["text_kwargs"] = {**_TEXT_KWARGS, **self.processing_kwargs.get("text", {})}
+            calls["images_kwargs"] = self.processing_kwargs.get("image", {})
+            images, texts = [image for image, _ in items], [text for _, text in items]
+            return self._wanted(kind, self.processor(images=images, text=texts, **calls))
+        raise ValueError(f"{kind!r} inputs: this model embeds {', '.join(self.modalities)}")
+
+    def _wanted(self, kind: str, processed: Any) -> Features:
+        """The processor's outputs the kind's method takes (pixel values always: a tower's main input)."""
+        wanted = inspect.signature(getattr(self.auto_model, self.modality_config[kind]["method"])).parameters
+        return {k: v for k, v in processed.items() if k == "pixel_values" or k in wanted}
+
+    def forward(self, features: Features) -> Features:
+        """`sentence_embedding` by the method of the kind the features are (features_kind)."""
+        kind = features_kind(features)
+        spec = self.modality_config[kind]
+        method = getattr(self.auto_model, spec["method"])
+        inputs: dict[str, Any]
+        if kind == "text":
+            inputs = {k: features[k] for k in ("input_ids", "attention_mask") if k in features}
+        else:
+            wanted = inspect.signature(method).parameters
+            inputs = {k: v for k, v in features.items() if k in wanted}
+            for name in ("pixel_values", "input_features"):  # the towers' float inputs, in the weights' dtype
+                if name in inputs:
+                    inputs[name] = inputs[name].to(self.auto_model.dtype)
+        output = method(**inputs)
+        output_name = spec.get("method_output_name")
+        features[OUTPUT_NAME] = output if not output_name or isinstance(output, torch.Tensor) else output[output_name]
+        return features
+
+
+ImageTextTransformer = MultimodalTransformer  # the name the 5.x CLIPModel layout and older imports use
+
+
+def features_kind(features: Features) -> str:
+    """Which kind a batch's features are: pixels with token ids (image+text), pixels, sound features, or text."""
+    if "pixel_values" in features:
+        return "image+text" if "input_ids" in features else "image"
+    if "input_features" in features or "input_values" in features:
+        return "audio"
+    return "text"
+
+
+def audio_batch(items: list[Any]) -> tuple[list[Any], int | None]:
+    """The arrays of a batch of sounds and their one sampling rate (None when no item names one)."""
+    arrays = [item["array"] if isinstance(item, dict) else item for item in items]
+    return [a.numpy() if isinstance(a, torch.Tensor) else a for a in arrays], sampling_rate(items)
+
+
+def load_input_module(
+    path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None
+) -> Transformer:
+    """A Transformer module folder as the input module it is: multimodal when its model and config say so."""
+    config = read_json(path / TRANSFORMER_CONFIG_FILE) if (path / TRANSFORMER_CONFIG_FILE).is_file() else {}
+    if is_multimodal(path, config.get("modality_config")):
+        return MultimodalTransformer.load(path, trust_remote_code, dtype)
+    return Transformer.load(path, trust_remote_code=trust_remote_code, dtype=dtype)
