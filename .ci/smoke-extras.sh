@@ -12,7 +12,7 @@ ROOT=$PWD
 RUN_VENV=$ROOT/${1:-.venv-run}
 shift || true
 EXTRAS=("$@")
-[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic image)
+[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic image audio)
 work=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -101,6 +101,15 @@ CLIPProcessor(image_processor=CLIPImageProcessor(size={'shortest_edge': 32}, cro
 Image.new('RGB', (40, 30), (200, 40, 40)).save('red.png')
 model = sbert.load('clip')
 assert model.encode(['red.png']).shape == model.encode(['a red square']).shape == (1, 512)" ;;
+        audio)  # libsndfile decodes a FLAC file's bytes into what a CLAP-class model's encode takes
+            "$PY" -c "
+import io
+import numpy as np, soundfile
+from sbert.formats.audio_inputs import decode_audio
+buffer = io.BytesIO()
+soundfile.write(buffer, np.stack([np.linspace(-0.5, 0.5, 800)] * 2, axis=1), 8000, format='FLAC')
+sound = decode_audio(buffer.getvalue(), max_seconds=1)
+assert sound['sampling_rate'] == 8000 and sound['array'].shape == (800,)" ;;
         *) echo "smoke-extras: no command for extra '$extra'"; exit 1 ;;
     esac
 done

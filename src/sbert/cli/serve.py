@@ -92,8 +92,11 @@ def _add_limit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per request (413 beyond)")
     p.add_argument("--max-body-bytes", type=int, default=2_000_000, help="request body size (413 beyond)")
     p.add_argument("--max-queue", type=int, default=16_384, help="texts waiting before 503")
-    p.add_argument("--max-images", type=int, default=64, help="images per request (413 beyond)")
-    p.add_argument("--max-image-bytes", type=int, default=8_000_000, help="encoded bytes of one image (413 beyond)")
+    p.add_argument("--max-images", type=int, default=64, help="images and sounds per request (413 beyond)")
+    p.add_argument("--max-image-bytes", type=int, default=8_000_000,
+                   help="encoded bytes of one image or sound (413 beyond)")  # fmt: skip
+    p.add_argument("--max-audio-seconds", type=float, default=120.0,
+                   help="length of one sound, read from its header before decoding (413 beyond)")  # fmt: skip
     p.add_argument("--max-image-pixels", type=int, default=40_000_000,
                    help="width x height of one image, read before decoding (413 beyond)")  # fmt: skip
     p.add_argument("--allow-image-urls", action="store_true",
@@ -133,6 +136,7 @@ def build_app(args: argparse.Namespace) -> tuple[Any, ServeSettings]:
         read_timeout=args.read_timeout, max_connections=args.max_connections, calibration=args.calibration,
         token_ids=args.token_ids, max_images=args.max_images, max_image_bytes=args.max_image_bytes,
         max_image_pixels=args.max_image_pixels, allow_image_urls=args.allow_image_urls,
+        max_audio_seconds=args.max_audio_seconds,
     )  # fmt: skip
     settings.validate()
     if args.index is not None and not Path(args.index).is_dir():

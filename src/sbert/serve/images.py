@@ -1,12 +1,13 @@
-"""Images in embedding requests: which inputs are images, reading them under the server's limits, their vectors.
+"""Images, sounds and image+text pairs in requests: which inputs are which, read under limits, their vectors.
 
-The shapes clients send today: Infinity's `"modality": "image"` (data URLs or URLs in `input`), Jina's
-`input: [{"text": ...}, {"image": ...}]`, a bare `data:image/...` URL among OpenAI's texts (the OpenAI
-client sends the others through `extra_body`), and Cohere v2's `images`. An image is decoded from its
-data URL (or fetched from an http(s) URL only when the operator allowed it: a server that fetches what
-a client names can be turned against the network it sits in), checked against the byte, pixel and count
-limits (413 beyond; 400 for a corrupt image), and embedded apart from the texts of the same request,
-through the model's own encode (the engine's image path: encoding/images.py).
+The shapes clients send today: Infinity's `"modality": "image"` or `"audio"` (data URLs or URLs in `input`),
+Jina's `input: [{"text": ...}, {"image": ...}, {"text": ..., "image": ...}]` (and `{"audio": ...}`), a bare
+`data:image/...` or `data:audio/...` URL among OpenAI's texts (the OpenAI client sends the others through
+`extra_body`), and Cohere v2's `images`. An image is decoded from its data URL (or fetched from an http(s) URL
+only when the operator allowed it: a server that fetches what a client names can be turned against the
+network it sits in), checked against the byte, pixel and count limits (413 beyond; 400 for a corrupt image);
+a sound is decoded as serve/audio.py says. Each kind is embedded apart from the texts of the same request,
+through the model's own encode (the engine's path for that kind: encoding/images.py).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import base64
 import binascii
 import urllib.request
+from functools import partial
 from typing import Any
 
 import numpy as np
 from fastapi.concurrency import run_in_threadpool
 
 from sbert.formats.image_inputs import decode_image
+from sbert.serve.audio import is_audio_url, read_audio
 from sbert.serve.scheduler import on_model_thread
 from sbert.serve.state import ApiError, ServerState
 
@@ -32,25 +35,34 @@ def is_data_url(value: object) -> bool:
 
 
 def request_items(values: list[Any], modality: str | None) -> list[tuple[str, Any]] | None:
-    """(kind, value) per input when any input is an image; None for an all-text request (the text path).
+    """(kind, value) per input when any input is not text; None for an all-text request (the text path).
 
-    `modality="image"` (Infinity) makes every input an image; a dict names its own kind (Jina); a string is
-    an image when it is a data URL.
+    `modality="image"` or `"audio"` (Infinity) makes every input that kind; a dict names its own kind (Jina;
+    `{"text", "image"}` is an image+text pair); a string is an image or a sound when it is such a data URL.
     """
-    if modality not in (None, "text", "image"):
-        raise ApiError(422, f"modality {modality!r}: this server embeds text and image", "invalid_modality")
+    if modality not in (None, "text", "image", "audio"):
+        raise ApiError(422, f"modality {modality!r}: this server embeds text, image and audio", "invalid_modality")
     items: list[tuple[str, Any]] = []
     for i, value in enumerate(values):
         if isinstance(value, dict):
-            kinds = [k for k in ("text", "image") if k in value]
-            if len(kinds) != 1 or len(value) != 1:
-                raise ApiError(422, f"input[{i}]: one of {{'text': ...}} or {{'image': ...}}", "invalid_input")
-            items.append((kinds[0], value[kinds[0]]))
-        elif modality == "image" or is_data_url(value):
-            items.append(("image", value))
+            items.append(_dict_item(value, f"input[{i}]"))
+        elif modality in ("image", "audio"):
+            items.append((modality, value))
+        elif is_data_url(value) or is_audio_url(value):
+            items.append(("image" if is_data_url(value) else "audio", value))
         else:
             items.append(("text", value))
-    return items if any(kind == "image" for kind, _ in items) else None
+    return items if any(kind != "text" for kind, _ in items) else None
+
+
+def _dict_item(value: dict[str, Any], where: str) -> tuple[str, Any]:
+    """One Jina-style input: {"text"}, {"image"}, {"audio"}, or {"text", "image"} (an image+text pair)."""
+    keys = sorted(value)
+    if keys == ["image", "text"]:
+        return "image+text", (value["image"], value["text"])
+    if len(keys) == 1 and keys[0] in ("text", "image", "audio"):
+        return keys[0], value[keys[0]]
+    raise ApiError(422, f"{where}: one of {{'text'}}, {{'image'}}, {{'audio'}} or {{'text', 'image'}}", "invalid_input")
 
 
 def read_image(value: object, where: str, st: ServerState) -> Any:
@@ -117,20 +129,40 @@ def _fetch(url: str, where: str, limit: int) -> bytes:
 
 
 async def embed_items(st: ServerState, items: list[tuple[str, Any]], embed_texts: Any, field: str) -> np.ndarray:
-    """float32 rows in input order: the texts through `embed_texts` (the dense batcher), the images apart."""
-    images = [(i, v) for i, (kind, v) in enumerate(items) if kind == "image"]
-    if len(images) > st.settings.max_images:
-        raise ApiError(413, f"{len(images)} images; the limit is {st.settings.max_images}", "too_many_images")
-    if "image" not in getattr(st.dense, "modalities", ("text",)):  # a static model embeds text only
-        raise ApiError(422, f"{field}: the served model embeds text only", "unsupported_modality")
+    """float32 rows in input order: the texts through `embed_texts` (the dense batcher), each other kind apart."""
+    media = [(i, kind) for i, (kind, _) in enumerate(items) if kind != "text"]
+    if len(media) > st.settings.max_images:
+        raise ApiError(413, f"{len(media)} images or sounds; the limit is {st.settings.max_images}",
+                       "too_many_images")  # fmt: skip
+    embeds = getattr(st.dense, "modalities", ("text",))
+    for i, kind in media:
+        if kind not in embeds:
+            raise ApiError(422, f"{field}[{i}]: a {kind} input; the served model embeds {', '.join(embeds)}",
+                           "unsupported_modality")  # fmt: skip
     # Decoding is CPU work: off the event loop, as the encode is, so other requests keep being served.
-    pictures = await run_in_threadpool(lambda: [read_image(v, f"{field}[{i}]", st) for i, v in images])
+    read = await run_in_threadpool(lambda: {i: read_item(kind, items[i][1], f"{field}[{i}]", st) for i, kind in media})
+    rows = np.empty((len(items), st.dense_width), dtype=np.float32)
     precision = st.settings.precision
-    image_rows = await on_model_thread(lambda: np.asarray(st.dense.encode(pictures, precision=precision),
-                                                          dtype=np.float32))  # fmt: skip
+    for kind in dict.fromkeys(kind for _, kind in media):  # one encode per kind: a batch holds one kind
+        at = [i for i, k in media if k == kind]
+        rows[at] = await on_model_thread(partial(_encode, st, [read[i] for i in at], precision))
     texts = [(i, v) for i, (kind, v) in enumerate(items) if kind == "text"]
-    rows = np.empty((len(items), image_rows.shape[1]), dtype=np.float32)
-    rows[[i for i, _ in images]] = image_rows
     if texts:
         rows[[i for i, _ in texts]] = await embed_texts([str(v) for _, v in texts])
     return rows
+
+
+def _encode(st: ServerState, values: list[Any], precision: str) -> np.ndarray:
+    return np.asarray(st.dense.encode(values, precision=precision), dtype=np.float32)
+
+
+def read_item(kind: str, value: Any, where: str, st: ServerState) -> Any:
+    """One non-text input as the model's encode takes it: an image, `{"array", "sampling_rate"}`, or a pair."""
+    if kind == "audio":
+        return read_audio(value, where, st)
+    if kind == "image+text":
+        image, text = value
+        if not isinstance(text, str):
+            raise ApiError(422, f"{where}: the pair's text is a string", "invalid_input")
+        return {"image": read_image(image, where, st), "text": text}
+    return read_image(value, where, st)

@@ -20,8 +20,9 @@ class EmbeddingsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")  # OpenAI clients may send fields such as `user`
     input: Texts | TokenIds | Items
     model: StrictStr
-    # Not OpenAI's (Infinity's): "image" reads every input as an image (a data URL, or a URL where allowed).
-    modality: Literal["text", "image"] | None = None
+    # Not OpenAI's (Infinity's): "image" / "audio" reads every input as that kind (a data URL; an image URL where
+    # the operator allows it).
+    modality: Literal["text", "image", "audio"] | None = None
     # OpenAI's float and base64 (of float32), plus quantized rows as Cohere's API returns them.
     encoding_format: Literal["float", "base64", "int8", "uint8", "binary", "ubinary"] = "float"
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None  # "64", 64.0 and true are refused

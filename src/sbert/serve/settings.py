@@ -44,6 +44,7 @@ class ServeSettings:
     max_images: int = 64  # images per request (413 beyond)
     max_image_bytes: int = 8_000_000  # encoded bytes of one image
     max_image_pixels: int = 40_000_000  # width x height of one image, read from its header before decoding
+    max_audio_seconds: float = 120.0  # length of one sound, read from its header before decoding
     allow_image_urls: bool = False  # fetch http(s) image URLs a client names (off: a client could aim the server)
     token_ids: str = (
         "tiktoken"  # whose ids /v1/embeddings' token inputs are: tiktoken's (as clients send) or the model's
@@ -76,6 +77,7 @@ class ServeSettings:
             "--max-images": self.max_images,
             "--max-image-bytes": self.max_image_bytes,
             "--max-image-pixels": self.max_image_pixels,
+            "--max-audio-seconds": self.max_audio_seconds,
             "--lanes": self.lanes,
         }
         for flag, value in positive.items():
