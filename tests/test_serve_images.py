@@ -82,7 +82,7 @@ def test_limits_corrupt_images_and_urls_answer_4xx(served):
     model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
     big = Image.new("RGB", (200, 200))
     cases = {
-        "count": ({"input": [data_url(photos()[0])] * 4}, 413, "4 images; the limit is 3"),
+        "count": ({"input": [data_url(photos()[0])] * 4}, 413, "4 images or sounds; the limit is 3"),
         "pixels": ({"input": [data_url(big)]}, 413, "200x200 pixels"),
         "corrupt": ({"input": ["data:image/png;base64," + base64.b64encode(b"not a png").decode()]}, 400,
                     "not a readable image"),
