@@ -188,3 +188,42 @@ def tiny_clap(base: Path) -> Path:
     ClapModel(ClapConfig(text_config=text, audio_config=audio, projection_dim=16)).save_pretrained(out)
     ClapProcessor(feature_extractor=sounds, tokenizer=tokenizer).save_pretrained(out)
     return out
+
+
+def tiny_colpali(base: Path) -> Path:
+    """A random ColPaliForRetrieval (PaliGemma: SigLIP 32-pixel pages, a 2-layer Gemma) with its processor."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        ColPaliConfig,
+        ColPaliForRetrieval,
+        ColPaliProcessor,
+        GemmaTokenizerFast,
+        PaliGemmaConfig,
+        SiglipImageProcessor,
+    )
+
+    from tests.tiny_models import CORPUS
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<eos>", "<bos>", "<unk>", "<image>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    bpe.train_from_iterator(CORPUS * 4, trainer)
+    tokenizer = GemmaTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
+                                   unk_token="<unk>")  # fmt: skip
+    processor = ColPaliProcessor(image_processor=SiglipImageProcessor(size={"height": 32, "width": 32},
+                                                                      image_seq_length=16), tokenizer=tokenizer)  # fmt: skip
+    vocab = len(processor.tokenizer)  # the processor adds PaliGemma's location and segmentation tokens
+    text = {"model_type": "gemma", "vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+            "max_position_embeddings": 256, "pad_token_id": 0}  # fmt: skip
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "image_size": 32, "patch_size": 8, "projection_dim": 32}  # fmt: skip
+    vlm = PaliGemmaConfig(text_config=text, vision_config=vision, projection_dim=32, vocab_size=vocab,
+                          image_token_index=tokenizer.convert_tokens_to_ids("<image>"))  # fmt: skip
+    torch.manual_seed(0)
+    out = base / "colpali"
+    ColPaliForRetrieval(ColPaliConfig(vlm_config=vlm, embedding_dim=16)).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out

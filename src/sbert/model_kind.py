@@ -51,7 +51,10 @@ def kind_of(root: Path) -> Kind:
     if (root / MODULES_FILE).is_file():
         names = {e.class_name for e in read_modules(root)}
         return "sparse" if names & SPARSE_MODULES else "dense"
-    return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in architectures(root)) else "dense"
+    classes = architectures(root)
+    if any(a.endswith("ForRetrieval") for a in classes):  # ColPali-class: a matrix of token vectors per input
+        return "multi-vector"
+    return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in classes) else "dense"
 
 
 def load(

@@ -30,6 +30,7 @@ from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Module
 from sbert.modules.multi_vector_mask import MultiVectorMask
 from sbert.multivector.layout import MultiVectorSettings
+from sbert.multivector.loading import is_page_model_dir
 from sbert.multivector.model import MultiVectorEncoder as NativeMultiVectorEncoder
 from sbert.multivector.tokens import refuse_token_pooling, served_width
 
@@ -168,7 +169,7 @@ def _load_or_new(path: str | os.PathLike[str], device: Any, trust_remote_code: b
     no skiplist, the encoder's own length (its random weights are the projection's own initialisation).
     """
     root = resolve_model_dir(path)
-    if (root / MODULES_FILE).is_file():
+    if (root / MODULES_FILE).is_file() or is_page_model_dir(root):  # a ColPali-class model needs no new head
         return NativeMultiVectorEncoder.load(root, device=device, trust_remote_code=trust_remote_code)
     return NativeMultiVectorEncoder.from_transformer(root, dim=128, device=device,
                                                      prompts={"query": "", "document": ""})  # fmt: skip

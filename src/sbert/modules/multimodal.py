@@ -82,7 +82,21 @@ def is_multimodal(folder: Path, modality_config: dict[str, Any] | None) -> bool:
     if modality_config:
         kinds = set(modality_config)
         return kinds <= set(KINDS) and kinds != {"text"}
-    return any(a in MULTIMODAL_ARCHITECTURES for a in architectures(folder))
+    return any(a in MULTIMODAL_ARCHITECTURES or is_retrieval_class(a) for a in architectures(folder))
+
+
+def is_retrieval_class(architecture: str) -> bool:
+    """A `*ForRetrieval` class (ColPali, ColQwen2): its forward gives every token's vector, for MaxSim."""
+    return architecture.endswith("ForRetrieval")
+
+
+# A `*ForRetrieval` model's modality_config (6.3's): its forward embeds queries and pages alike.
+RETRIEVAL_MODALITIES: dict[str, dict[str, Any]] = {
+    "text": {"method": "forward", "method_output_name": "embeddings"},
+    "image": {"method": "forward", "method_output_name": "embeddings"},
+}
+TOKENS = "token_embeddings"
+_OUTPUTS = frozenset({TOKENS, "sentence_embedding", "prompt_length"})  # keys the chain adds: never model inputs
 
 
 class MultimodalTransformer(Transformer):
@@ -92,10 +106,14 @@ class MultimodalTransformer(Transformer):
 
     def __init__(self, auto_model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, processor: Any,
                  modality_config: dict[str, dict[str, str]] | None = None, max_seq_length: int | None = None,
-                 processing_kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 processing_kwargs: dict[str, Any] | None = None, task: str | None = None) -> None:  # fmt: skip
         super().__init__(auto_model, tokenizer, max_seq_length=max_seq_length)
         self.processor = processor
-        self.modality_config = modality_config or default_modalities(auto_model) or DEFAULT_MODALITIES
+        retrieval = is_retrieval_class(type(auto_model).__name__)
+        # "retrieval": every token's vector (a multi-vector model's input module); else one vector per input.
+        self.transformer_task = task or ("retrieval" if retrieval else "feature-extraction")
+        default = RETRIEVAL_MODALITIES if retrieval else default_modalities(auto_model) or DEFAULT_MODALITIES
+        self.modality_config = modality_config or default
         self.processing_kwargs = processing_kwargs or {}
         self._inputs = ("input_ids", "attention_mask")
         self.text_padding = self.processing_kwargs.get("text", {}).get("padding")
@@ -119,13 +137,14 @@ class MultimodalTransformer(Transformer):
             raise ModelFormatError(f"{path}: a multimodal model needs Pillow: {install_hint('image')}")
         try:
             with weight_bars():
-                model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, weights_only=True,
-                                                  dtype=load_dtype(dtype))  # fmt: skip
+                model = model_class(path).from_pretrained(path, trust_remote_code=trust_remote_code, weights_only=True,
+                                                          dtype=load_dtype(dtype))  # fmt: skip
             processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
             tokenizer = getattr(processor, "tokenizer", None) or AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError, KeyError) as e:
             raise ModelFormatError(f"{path}: cannot load the multimodal model ({first_line(e)})") from None
-        return cls(model, tokenizer, processor, modality_config, max_seq_length, processing_kwargs)
+        return cls(model, tokenizer, processor, modality_config, max_seq_length, processing_kwargs,
+                   config.get("transformer_task"))  # fmt: skip
 
     @classmethod
     def load(cls, path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> Self:
@@ -136,12 +155,14 @@ class MultimodalTransformer(Transformer):
             raise ModelFormatError(f"{path}: {multimodal('its model', sorted(config['modality_config']))}")
         return cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype,
                                    modality_config=config.get("modality_config"),
-                                   processing_kwargs=config.get("processing_kwargs"))  # fmt: skip
+                                   processing_kwargs=config.get("processing_kwargs"),
+                                   transformer_task=config.get("transformer_task"))  # fmt: skip
 
     def get_config(self) -> dict[str, Any]:
         """sentence_bert_config.json as sentence-transformers 6.2 writes it for this model."""
-        config: dict[str, Any] = {"transformer_task": "feature-extraction", "modality_config": self.modality_config,
-                                  "module_output_name": OUTPUT_NAME, "max_seq_length": self.max_seq_length}  # fmt: skip
+        output = TOKENS if self.transformer_task == "retrieval" else OUTPUT_NAME
+        config: dict[str, Any] = {"transformer_task": self.transformer_task, "modality_config": self.modality_config,
+                                  "module_output_name": output, "max_seq_length": self.max_seq_length}  # fmt: skip
         if self.processing_kwargs:
             config["processing_kwargs"] = self.processing_kwargs
         return config
@@ -158,6 +179,8 @@ class MultimodalTransformer(Transformer):
     def embedding_dimension(self) -> int:
         """Width of the shared space both towers project into."""
         config = self.auto_model.config
+        if self.transformer_task == "retrieval":  # ColPali's and ColQwen2's per-token width
+            return int(config.embedding_dim)
         return int(getattr(config, "projection_dim", None) or config.text_config.hidden_size)
 
     def pad(self, rows: Any) -> Features:
@@ -206,6 +229,9 @@ class MultimodalTransformer(Transformer):
         if kind == "image":
             return self.image_features(items)
         calls: dict[str, Any] = {"common_kwargs": {"return_tensors": "pt"}}
+        if kind == "text":  # a *ForRetrieval processor renders queries itself (its prefix and augmentation)
+            calls["text_kwargs"] = {**_TEXT_KWARGS, **self.processing_kwargs.get("text", {})}
+            return self._wanted(kind, self.processor(text=list(items), **calls))
         if kind == "audio":
             arrays, rate = audio_batch(items)
             calls["audio_kwargs"] = {**_AUDIO_KWARGS, **({"sampling_rate": rate} if rate else {}),
@@ -220,30 +246,51 @@ class MultimodalTransformer(Transformer):
 
     def _wanted(self, kind: str, processed: Any) -> Features:
         """The processor's outputs the kind's method takes (pixel values always: a tower's main input)."""
-        wanted = inspect.signature(getattr(self.auto_model, self.modality_config[kind]["method"])).parameters
-        return {k: v for k, v in processed.items() if k == "pixel_values" or k in wanted}
+        wanted = accepted(getattr(self.auto_model, self.modality_config[kind]["method"]))
+        return {k: v for k, v in processed.items() if k == "pixel_values" or wanted is None or k in wanted}
 
     def forward(self, features: Features) -> Features:
         """`sentence_embedding` by the method of the kind the features are (features_kind)."""
         kind = features_kind(features)
+        if kind == "image+text" and kind not in self.modality_config:  # a page's pixels with its prompt's ids
+            kind = "image"
         spec = self.modality_config[kind]
         method = getattr(self.auto_model, spec["method"])
         inputs: dict[str, Any]
-        if kind == "text":
+        if kind == "text" and self.transformer_task != "retrieval":
             inputs = {k: features[k] for k in ("input_ids", "attention_mask") if k in features}
-        else:
-            wanted = inspect.signature(method).parameters
-            inputs = {k: v for k, v in features.items() if k in wanted}
+        else:  # what the processor made for the method (PaliGemma's token_type_ids mark the prompt prefix)
+            wanted = accepted(method)
+            inputs = {k: v for k, v in features.items() if k not in _OUTPUTS and (wanted is None or k in wanted)}
             for name in ("pixel_values", "input_features"):  # the towers' float inputs, in the weights' dtype
                 if name in inputs:
                     inputs[name] = inputs[name].to(self.auto_model.dtype)
         output = method(**inputs)
+        if self.transformer_task == "retrieval":  # every token's vector (zero at padding), for MaxSim
+            features[TOKENS] = output[spec.get("method_output_name") or "embeddings"]
+            return features
         output_name = spec.get("method_output_name")
         features[OUTPUT_NAME] = output if not output_name or isinstance(output, torch.Tensor) else output[output_name]
         return features
 
 
 ImageTextTransformer = MultimodalTransformer  # the name the 5.x CLIPModel layout and older imports use
+
+
+def accepted(method: Any) -> frozenset[str] | None:
+    """The keyword inputs `method` names; None when it takes any (**kwargs)."""
+    parameters = inspect.signature(method).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
+
+
+def model_class(path: Any) -> Any:
+    """The transformers class a folder's weights load into: its `*ForRetrieval` class (no AutoModel maps one)."""
+    import transformers
+
+    retrieval = [a for a in architectures(Path(path)) if is_retrieval_class(a)]
+    return getattr(transformers, retrieval[0]) if retrieval else AutoModel
 
 
 def features_kind(features: Features) -> str:

@@ -10,6 +10,7 @@ from sbert.errors import ModelFormatError
 from sbert.formats import layout
 from sbert.formats.model_config import EncoderSettings, settings_config
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
+from sbert.modules.multimodal import MultimodalTransformer, is_retrieval_class
 from sbert.multivector.layout import (
     PYLATE_TYPE,
     MultiVectorSettings,
@@ -28,6 +29,8 @@ def load_multivector(root: Path, trust_remote_code: bool = False) -> tuple[list[
     """The chain (Transformer, token Dense heads, Normalize) and settings of the model in `root`."""
     if is_stanford_dir(root):
         return _stanford(root, trust_remote_code)
+    if not (root / layout.MODULES_FILE).is_file() and is_page_model_dir(root):  # a plain ColPali-class folder
+        return [MultimodalTransformer.from_pretrained(root, trust_remote_code=trust_remote_code)], MultiVectorSettings()
     if not (root / layout.MODULES_FILE).is_file():
         raise ModelFormatError(f"{root}: a multi-vector model needs {layout.MODULES_FILE}")
     entries = layout.read_modules(root)
@@ -49,6 +52,11 @@ def load_multivector(root: Path, trust_remote_code: bool = False) -> tuple[list[
     if unknown:
         raise ModelFormatError(f"{root / layout.MODULES_FILE}: modules a multi-vector chain cannot run: {unknown}")
     return [transformer, *heads], settings
+
+
+def is_page_model_dir(root: Path) -> bool:
+    """Whether `root` holds a `*ForRetrieval` model (ColPali, ColQwen2): queries and pages by its own forward."""
+    return any(is_retrieval_class(a) for a in layout.architectures(root))
 
 
 def _stanford(root: Path, trust_remote_code: bool) -> tuple[list[Module], MultiVectorSettings]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import numpy as np
 import torch
@@ -27,10 +27,12 @@ from sbert.formats.model_config import EncoderSettings, model_config, read_setti
 from sbert.formats.model_dirs import resolve_model_dir
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
 from sbert.modules.chain import save_chain
+from sbert.modules.multimodal import MultimodalTransformer
 from sbert.mteb_protocol import MtebMultiVector, mteb_entry
 from sbert.multivector.engine import TOKENS, MultiVectorEngine
 from sbert.multivector.layout import MultiVectorSettings, mask_config, transformer_config
 from sbert.multivector.loading import load_multivector, save_pylate_files
+from sbert.multivector.pages import is_page_model, page_rows
 from sbert.multivector.tokens import SCORED, TokenRules, cut_tokens, served_width
 from sbert.vectors.batching import check_sentences
 from sbert.vectors.maxsim import TokenSets, maxsim_matrix, maxsim_pairs
@@ -226,11 +228,14 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         `truncate_dim`: each token vector cut to that many leading dimensions and made unit length again
         (None: the model's own `truncate_dim`, saved in its folder, else the whole vector).
         """
-        texts, single = check_sentences(sentences)
         if check_token_format(token_format) != "float32" and output != "packed":
             raise ValueError(f"token_format={token_format!r} needs output='packed' (a list holds float32 matrices)")
-        ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
-        mats = self.engine(precision, backend).run(ids, task, batch_size, batch_tokens, show_progress)
+        if is_page_model(self.transformer):  # ColPali-class: queries and page images through its processor
+            mats, single = page_rows(cast(MultimodalTransformer, self.transformer), sentences, batch_size)
+        else:
+            texts, single = check_sentences(sentences)
+            ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
+            mats = self.engine(precision, backend).run(ids, task, batch_size, batch_tokens, show_progress)
         mats = self._served(mats, truncate_dim)
         if output == "packed":
             packed = TokenSets.pack(mats, mats[0].shape[1] if mats else self.embedding_dimension)

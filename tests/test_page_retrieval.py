@@ -1,0 +1,61 @@
+"""ColPali-class models (`*ForRetrieval`) as multi-vector encoders: query token matrices, page-image token
+matrices and MaxSim scores as sentence-transformers 6.3 gives them, from a plain folder or one saved by either
+library, through sbert's own class and the drop-in MultiVectorEncoder."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import sbert
+from tests.multimodal_fixtures import tiny_colpali
+
+st = pytest.importorskip("sentence_transformers")
+Image = pytest.importorskip("PIL.Image")
+
+QUERIES = ["a red car", "two dogs play in the park", "the weather is cold today"]
+
+
+def reference(folder):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return st.MultiVectorEncoder(str(folder), device="cpu")
+
+
+def pages() -> list:
+    rng = np.random.default_rng(7)
+    return [Image.fromarray((rng.random((40 + 8 * i, 30, 3)) * 255).astype("uint8")) for i in range(3)]
+
+
+def as_arrays(rows) -> list[np.ndarray]:
+    return [np.asarray(r.detach().cpu().numpy() if hasattr(r, "detach") else r, dtype=np.float32) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    base = tmp_path_factory.mktemp("colpali")
+    plain = tiny_colpali(base)
+    reference(plain).save(str(base / "st"))
+    return {"plain": plain, "st": base / "st"}
+
+
+@pytest.mark.parametrize("layout", ["plain", "st"])
+def test_queries_pages_and_scores_are_the_references(folders, layout):
+    want = reference(folders[layout])
+    q_want, d_want = as_arrays(want.encode_query(QUERIES)), as_arrays(want.encode_document(pages()))
+    for ours in (sbert.load(str(folders[layout])), sbert.MultiVectorEncoder(str(folders[layout]), device="cpu")):
+        q, d = as_arrays(ours.encode_query(QUERIES)), as_arrays(ours.encode_document(pages()))
+        for got, expected in zip([*q, *d], [*q_want, *d_want], strict=True):
+            np.testing.assert_allclose(got, expected, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(ours.similarity(q, d)), want.similarity(q_want, d_want).numpy(),
+                                   atol=1e-4)  # fmt: skip
+
+
+def test_a_folder_sbert_saves_loads_in_sentence_transformers(folders, tmp_path):
+    sbert.load(str(folders["st"])).save(str(tmp_path / "again"))
+    want, again = reference(folders["st"]), reference(tmp_path / "again")
+    for got, expected in zip(as_arrays(again.encode_document(pages())), as_arrays(want.encode_document(pages())),
+                             strict=True):  # fmt: skip
+        np.testing.assert_allclose(got, expected, atol=1e-5)
