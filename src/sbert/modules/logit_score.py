@@ -25,6 +25,7 @@ from sbert.errors import ModelFormatError
 from sbert.formats import layout
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer
+from sbert.vectors.chat_text import common_tail
 
 LOGIT_SCORE_TYPE = "sentence_transformers.cross_encoder.modules.logit_score.LogitScore"
 LOGIT_SCORE_DIR = "1_LogitScore"
@@ -119,12 +120,7 @@ class LogitPairScorer(Transformer):
         """The tokens every rendering ends with (the template's tail after the document), found once per prompt."""
         if system not in self._endings:
             first, second = (self._rendered_ids(self.render([(f, f)], system))[0] for f in _FILLERS)
-            count = 0
-            for left, right in zip(reversed(first), reversed(second), strict=False):
-                if left != right:
-                    break
-                count += 1
-            self._endings[system] = first[len(first) - count :] if 0 < count < min(len(first), len(second)) else []
+            self._endings[system] = common_tail(first, second)
         return self._endings[system]
 
     def tokenize_pairs(self, pairs: Sequence[tuple[str, str]]) -> Features:

@@ -39,6 +39,16 @@ def message_format(entry: dict[str, Any], template: Any) -> str:
     return "structured" if any(p in template for p in _STRUCTURED_PATTERNS) else "flat"
 
 
+def common_tail(first: Sequence[int], second: Sequence[int]) -> list[int]:
+    """The ids two renders of a template both end with (its tail after the content); [] when they never differ."""
+    count = 0
+    for a, b in zip(reversed(first), reversed(second), strict=False):
+        if a != b:
+            break
+        count += 1
+    return list(first[len(first) - count :]) if 0 < count < min(len(first), len(second)) else []
+
+
 class ChatText:
     """Token ids of texts rendered through a tokenizer's chat template."""
 
@@ -60,12 +70,7 @@ class ChatText:
         key = system or ""
         if key not in self._tails:
             first, second = (self._encode([self.render(filler, system)])[0] for filler in ("0", "1 2 3 4"))
-            count = 0
-            for a, b in zip(reversed(first), reversed(second), strict=False):
-                if a != b:
-                    break
-                count += 1
-            self._tails[key] = first[len(first) - count :] if 0 < count < min(len(first), len(second)) else []
+            self._tails[key] = common_tail(first, second)
         return self._tails[key]
 
     def _encode(self, rendered: list[str]) -> list[list[int]]:
