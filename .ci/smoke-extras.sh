@@ -12,7 +12,7 @@ ROOT=$PWD
 RUN_VENV=$ROOT/${1:-.venv-run}
 shift || true
 EXTRAS=("$@")
-[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic image audio)
+[ ${#EXTRAS[@]} -gt 0 ] || EXTRAS=(serve index onnx openvino lora eval seismic image audio pdf)
 work=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -110,6 +110,14 @@ buffer = io.BytesIO()
 soundfile.write(buffer, np.stack([np.linspace(-0.5, 0.5, 800)] * 2, axis=1), 8000, format='FLAC')
 sound = decode_audio(buffer.getvalue(), max_seconds=1)
 assert sound['sampling_rate'] == 8000 and sound['array'].shape == (800,)" ;;
+        pdf)  # PDFium renders page 2 of a two-page PDF (written by Pillow) through the library's image reader
+            "$PY" -c "
+from PIL import Image
+from sbert.formats.image_inputs import folder_documents, open_image
+Image.new('RGB', (60, 80), 'red').save('doc.pdf', save_all=True, append_images=[Image.new('RGB', (60, 80), 'blue')])
+pages = [p for p in folder_documents('.') if '#page=' in p]
+assert [p.rsplit('=', 1)[1] for p in pages] == ['1', '2'], pages
+assert open_image(pages[1]).getpixel((30, 40))[2] > 200" ;;
         *) echo "smoke-extras: no command for extra '$extra'"; exit 1 ;;
     esac
 done

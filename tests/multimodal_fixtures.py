@@ -212,8 +212,8 @@ def tiny_colpali(base: Path) -> Path:
     bpe.train_from_iterator(CORPUS * 4, trainer)
     tokenizer = GemmaTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
                                    unk_token="<unk>")  # fmt: skip
-    processor = ColPaliProcessor(image_processor=SiglipImageProcessor(size={"height": 32, "width": 32},
-                                                                      image_seq_length=16), tokenizer=tokenizer)  # fmt: skip
+    pages = SiglipImageProcessor(size={"height": 32, "width": 32}, image_seq_length=16)
+    processor = ColPaliProcessor(image_processor=pages, tokenizer=tokenizer)
     vocab = len(processor.tokenizer)  # the processor adds PaliGemma's location and segmentation tokens
     text = {"model_type": "gemma", "vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64,
             "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,

@@ -44,13 +44,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _corpus(source: str) -> list[str]:
-    """The documents: a text file's lines, or a folder's image paths (the image-text model embeds the files)."""
-    if Path(source).is_dir():
-        from sbert.formats.image_inputs import image_files
+    """The documents: a text file's lines, or a folder's images and PDF pages (`file.pdf#page=N`).
 
-        found = image_files(source)
+    The model embeds a folder's documents as images (an image-text or a page-image model).
+    """
+    if Path(source).is_dir():
+        from sbert.formats.image_inputs import folder_documents
+
+        found = folder_documents(source)
         if not found:
-            raise SbertError(f"{source}: a folder corpus holds images (.jpg, .png, ...); found none")
+            raise SbertError(f"{source}: a folder corpus holds images (.jpg, .png, ...) and PDFs; found none")
         return found
     texts = read_lines(source)
     if not texts:

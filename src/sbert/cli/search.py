@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from sbert.cli.common import add_dtype_arg, add_precision_arg, load_m3
+from sbert.formats.pdf_pages import page_fields
 from sbert.search.weighted_fusion import DEFAULT_WEIGHTS, check_weights
 
 
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         hits = index.rerank(reranker, args.query, hits, args.top_k)
     for query, row in zip(args.query, hits, strict=True):
         if args.json:
-            print(json.dumps({"query": query, "hits": [h.__dict__ for h in row]}, ensure_ascii=False))
+            found = [h.__dict__ | page_fields(h.text) for h in row]  # a PDF page's hit names its file and page
+            print(json.dumps({"query": query, "hits": found}, ensure_ascii=False))
             continue
         print(f"# {query}")
         for rank, hit in enumerate(row, start=1):
@@ -101,6 +103,7 @@ def _multivector_search(args: argparse.Namespace) -> int:
     for query, row_s, row_i in zip(args.query, scores, ids, strict=True):
         hits = [{"id": int(i), "score": float(s), "text": texts.get(int(i), "")} for s, i in zip(row_s, row_i,
                 strict=True) if i >= 0]  # fmt: skip
+        hits = [hit | page_fields(str(hit["text"])) for hit in hits]  # a PDF page's hit names its file and page
         if args.json:
             print(json.dumps({"query": query, "hits": hits}, ensure_ascii=False))
             continue

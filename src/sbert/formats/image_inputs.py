@@ -17,17 +17,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sbert.formats.pdf_pages import page_documents, page_reference, render_page
+
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tiff", ".webp")
 
 
 def is_image_string(text: str) -> bool:
-    """A data URI, an http(s) URL ending in an image suffix, or an existing image file."""
+    """A data URI, an http(s) URL ending in an image suffix, an existing image file, or a PDF page reference."""
     if text.startswith("data:image/"):
+        return True
+    if "#page=" in text and page_reference(text) is not None:  # `file.pdf#page=N` (formats/pdf_pages.py)
         return True
     lowered = text.lower()
     if lowered.startswith(("http://", "https://")) and " " not in text:
         return lowered.split("?", 1)[0].endswith(IMAGE_SUFFIXES)
     return lowered.endswith(IMAGE_SUFFIXES) and os.path.isfile(text)
+
+
+def folder_documents(folder: str | os.PathLike[str]) -> list[str]:
+    """A folder corpus: its image files, and every page of its PDFs as `file.pdf#page=N`, in path order."""
+    return page_documents(folder, IMAGE_SUFFIXES)
 
 
 def image_files(folder: str | os.PathLike[str]) -> list[str]:
@@ -102,6 +111,9 @@ def open_image(item: Any) -> Any:
     if not isinstance(item, str):
         return item
     try:
+        page = page_reference(item) if "#page=" in item else None
+        if page is not None:
+            return render_page(*page)
         if item.startswith(("http://", "https://")):
             from transformers.image_utils import load_image
 

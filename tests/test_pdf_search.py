@@ -1,0 +1,71 @@
+"""Search your PDFs by their pages: `sbert index build` over a folder of PDFs (written by Pillow here) and a page
+image, each page rendered by PDFium and embedded with a ColPali-class model; `sbert search` with a text query
+returns each hit's file and page, ranked as sentence-transformers 6.3 ranks the same rendered pages."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from sbert.formats.image_inputs import folder_documents, input_kind, open_image
+from sbert.formats.pdf_pages import page_fields
+from tests.cli_runner import run_cli
+from tests.multimodal_fixtures import tiny_colpali
+
+st = pytest.importorskip("sentence_transformers")
+Image = pytest.importorskip("PIL.Image")
+pytest.importorskip("pypdfium2")
+
+QUERIES = ["a red car", "quarterly revenue table"]
+
+
+def page(seed: int):
+    rng = np.random.default_rng(seed)
+    return Image.fromarray((rng.random((80, 60, 3)) * 255).astype("uint8"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    base = tmp_path_factory.mktemp("pdfs")
+    docs = base / "docs"
+    (docs / "reports").mkdir(parents=True)
+    page(1).save(docs / "a.pdf", save_all=True, append_images=[page(2), page(3)])
+    page(4).save(docs / "reports" / "b.pdf", save_all=True, append_images=[page(5)])
+    page(6).save(docs / "scan.png")
+    (docs / "notes.txt").write_text("not a page")
+    return tiny_colpali(base), docs, base
+
+
+def test_a_folder_lists_every_pdf_page_and_image_in_path_order(corpus):
+    _, docs, _ = corpus
+    found = folder_documents(docs)
+    names = [f"{page_fields(d)['file'].rsplit('/', 1)[1]}:{page_fields(d)['page']}" if "#page=" in d
+             else d.rsplit("/", 1)[1] for d in found]  # fmt: skip
+    assert names == ["a.pdf:1", "a.pdf:2", "a.pdf:3", "b.pdf:1", "b.pdf:2", "scan.png"]
+    assert all(input_kind(d) == "image" for d in found)
+    first = open_image(found[0])
+    assert first.mode == "RGB" and max(first.size) == 1024
+
+
+def test_index_build_then_search_returns_file_and_page_ranked_as_the_reference(corpus):
+    colpali, docs, base = corpus
+    built = run_cli("index", "build", str(docs), "--model", str(colpali), "--out", str(base / "index"))
+    assert built.returncode == 0, built.stderr
+    found = run_cli("search", str(base / "index"), *QUERIES, "--top-k", "6", "--json")
+    assert found.returncode == 0, found.stderr
+    answers = [json.loads(line) for line in found.stdout.splitlines()]
+    documents = folder_documents(docs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = st.MultiVectorEncoder(str(colpali), device="cpu")
+    pages = reference.encode_document([open_image(d) for d in documents])  # the same rendered pages
+    scores = reference.similarity(reference.encode_query(QUERIES), pages).numpy()
+    for answer, row in zip(answers, scores, strict=True):
+        assert [h["text"] for h in answer["hits"]] == [documents[i] for i in np.argsort(-row, kind="stable")]
+        # the index keeps its tokens as float16 (its default token format): scores agree to its rounding
+        np.testing.assert_allclose([h["score"] for h in answer["hits"]], np.sort(row)[::-1], rtol=2e-4)
+        pdf_hits = [h for h in answer["hits"] if h["text"].endswith(tuple(f"#page={n}" for n in (1, 2, 3)))]
+        assert pdf_hits and all(h["file"].endswith(".pdf") and h["page"] >= 1 for h in pdf_hits)
