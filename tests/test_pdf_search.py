@@ -69,3 +69,27 @@ def test_index_build_then_search_returns_file_and_page_ranked_as_the_reference(c
         np.testing.assert_allclose([h["score"] for h in answer["hits"]], np.sort(row)[::-1], rtol=2e-4)
         pdf_hits = [h for h in answer["hits"] if h["text"].endswith(tuple(f"#page={n}" for n in (1, 2, 3)))]
         assert pdf_hits and all(h["file"].endswith(".pdf") and h["page"] >= 1 for h in pdf_hits)
+
+
+def test_an_image_text_index_of_pdfs_serves_each_page_hit_as_a_thumbnail(corpus, tmp_path):
+    import io
+
+    import httpx
+
+    from tests.multimodal_fixtures import saved_clip
+    from tests.serve_helpers import serve_in_thread
+
+    _, docs, _ = corpus
+    clip = saved_clip(tmp_path)
+    built = run_cli("index", "build", str(docs), "--model", str(clip), "--out", str(tmp_path / "index"))
+    assert built.returncode == 0, built.stderr
+    server = serve_in_thread("--model", clip, "--index", tmp_path / "index")
+    try:
+        answer = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "top_k": 6}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        hit = next(h for h in answer.json()["results"][0]["hits"] if "#page=" in h["text"])
+        picture = httpx.get(f"{server.url}/image/{hit['id']}", timeout=60)
+        assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
+        assert max(Image.open(io.BytesIO(picture.content)).size) == 512
+    finally:
+        assert server.stop()

@@ -8,6 +8,7 @@ every PDF under it, with its image files, in path order.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -74,6 +75,13 @@ def render_page(path: str | os.PathLike[str], page: int, long_side: int = RENDER
         return image
     finally:
         document.close()
+
+
+def page_thumbnail(path: str | os.PathLike[str], page: int, long_side: int = 512) -> bytes:
+    """Page `page` of the PDF at `path` as PNG bytes, `long_side` pixels on its longer side (a search hit's picture)."""
+    buffer = io.BytesIO()
+    render_page(path, page, long_side).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def page_documents(folder: str | os.PathLike[str], image_suffixes: tuple[str, ...]) -> list[str]:

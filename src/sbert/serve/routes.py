@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sbert.errors import SbertError
 from sbert.formats.image_inputs import is_image_string
+from sbert.formats.pdf_pages import page_reference, page_thumbnail
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
 from sbert.serve.images import request_items
@@ -228,6 +229,9 @@ async def indexed_image(doc_id: int, request: Request) -> Response:
         path = st.index.texts([doc_id]).get(doc_id)
     if path is None or not is_image_string(path) or path.startswith(("data:", "http://", "https://")):
         raise ApiError(404, f"document {doc_id} is not an indexed image file", "not_found")
+    page = page_reference(path)
+    if page is not None:  # a PDF page: rendered as a thumbnail (off the event loop)
+        return Response(await run_in_threadpool(page_thumbnail, *page), media_type="image/png")
     return FileResponse(path)
 
 
