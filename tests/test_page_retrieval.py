@@ -59,3 +59,15 @@ def test_a_folder_sbert_saves_loads_in_sentence_transformers(folders, tmp_path):
     for got, expected in zip(as_arrays(again.encode_document(pages())), as_arrays(want.encode_document(pages())),
                              strict=True):  # fmt: skip
         np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_what_takes_token_ids_refuses_a_page_model_in_one_line_serving_included(folders, capsys):
+    from sbert.cli.main import main
+    from sbert.errors import SbertError
+
+    model = sbert.load(str(folders["plain"]))
+    with pytest.raises(SbertError, match="renders its queries and pages with its own processor"):
+        model.token_rows(QUERIES)
+    assert main(["serve", "--model", str(folders["plain"])]) == 2
+    err = capsys.readouterr().err
+    assert "own processor" in err and len(err.strip().splitlines()) == 1, err

@@ -21,7 +21,7 @@ from torch import nn
 
 from sbert.device import backend_dtype, resolve_device
 from sbert.encoding.prompted import PromptPlan
-from sbert.errors import ModelFormatError
+from sbert.errors import ModelFormatError, SbertError
 from sbert.formats import layout
 from sbert.formats.model_config import EncoderSettings, model_config, read_settings
 from sbert.formats.model_dirs import resolve_model_dir
@@ -135,6 +135,7 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         Each gets its task's prompt (unless `train_task_prompts` is off) or PyLate prefix, length and
         expansion, exactly as encode_query / encode_document do.
         """
+        self._check_text_rows("training")
         task = _column_task(column)
         prompt = self._prompt(task, None, None) if self.train_task_prompts else ""
         return partial(self._rules.token_ids, self.transformer, task=task, prompt=prompt)
@@ -188,7 +189,15 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
     ) -> tuple[list[list[int]], list[int]]:
         """Token ids per text as encode(task=, prompt_name=) feeds them (prompt and prefix in, cut), and the cut."""
+        self._check_text_rows("token rows (the server's batcher, late interaction on token ids)")
         return self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
+
+    def _check_text_rows(self, what: str) -> None:
+        """One line for a page-image model, whose inputs only its own processor renders (multivector/pages.py)."""
+        if is_page_model(self.transformer):
+            raise SbertError(f"{type(self.transformer.auto_model).__name__} renders its queries and pages with its "
+                             f"own processor: encode, encode_query and encode_document take them; {what} do not "
+                             "(not yet supported for page-image models)")  # fmt: skip
 
     def token_lengths(
         self, texts: Sequence[str], task: str | None = None, prompt_name: str | None = None
