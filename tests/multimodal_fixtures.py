@@ -227,3 +227,56 @@ def tiny_colpali(base: Path) -> Path:
     ColPaliForRetrieval(ColPaliConfig(vlm_config=vlm, embedding_dim=16)).save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+# A chat template that writes images in place (structured content), Qwen's markers around each message.
+VLM_TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
+                "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+                "<image>{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")  # fmt: skip
+
+
+def tiny_llava(base: Path) -> Path:
+    """A random LLaVA (CLIP vision tower, 2-layer Qwen2 language model) with its chat-template processor."""
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        CLIPImageProcessor,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    from tests.tiny_models import build_qwen2
+
+    tokenizer = AutoTokenizer.from_pretrained(build_qwen2(base / "qwen"))
+    tokenizer.model_max_length = 512  # room for a picture's 16 image tokens
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    processor = LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=8, num_additional_image_tokens=1,
+                               vision_feature_select_strategy="default", chat_template=VLM_TEMPLATE)  # fmt: skip
+    text = {"model_type": "qwen2", "vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
+            "pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id}  # fmt: skip
+    vision = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "image_size": 32, "patch_size": 8}  # fmt: skip
+    config = LlavaConfig(text_config=text, vision_config=vision, vision_feature_layer=-1,
+                         vision_feature_select_strategy="default",
+                         image_token_index=tokenizer.convert_tokens_to_ids("<image>"))  # fmt: skip
+    torch.manual_seed(0)
+    out = base / "llava"
+    LlavaForConditionalGeneration(config).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+def st_vlm_embedder(llava: Path, out: Path) -> Path:
+    """The LLaVA folder as 6.3 saves a VLM embedder: its message-modality Transformer, last-token pooling, a prompt."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules
+
+    transformer = SentenceTransformer(str(llava), device="cpu")[0]
+    pooling = modules.Pooling(transformer.get_embedding_dimension(), "lasttoken")
+    SentenceTransformer(modules=[transformer, pooling], device="cpu",
+                        prompts={"query": "Find the picture: "}).save(str(out))  # fmt: skip
+    return out

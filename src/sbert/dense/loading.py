@@ -29,8 +29,12 @@ def load_modules(root: Path, trust_remote_code: bool = False, dtype: str | torch
             return [transformer, Pooling(transformer.embedding_dimension, "mean")]
         if not (root / "config.json").is_file():
             raise ModelFormatError(f"{root}: neither {MODULES_FILE} nor a Hugging Face config.json")
-        if is_multimodal(root, None):  # a plain CLIP, SigLIP, BLIP or CLAP checkpoint: its towers give the vectors
-            return [MultimodalTransformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)]
+        if is_multimodal(root, None):  # a plain CLIP, SigLIP, BLIP, CLAP or VLM checkpoint
+            module = MultimodalTransformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
+            if not module.token_output:  # the towers give the vectors
+                return [module]
+            log.warning("%s has no %s: pooling its token states by their mean (6.3's default)", root, MODULES_FILE)
+            return [module, Pooling(module.embedding_dimension, "mean")]
         log.warning("%s has no %s: using it as a plain encoder with mean pooling", root, MODULES_FILE)
         transformer = Transformer.from_pretrained(root, trust_remote_code=trust_remote_code, dtype=dtype)
         return [transformer, Pooling(transformer.embedding_dimension, "mean")]

@@ -310,7 +310,8 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
         multimodal = len(self.modalities) > 1
         if multimodal and isinstance(sentences, Iterator):
             sentences = list(sentences)  # read once: looking for images must not use up a generator of texts
-        found = split_kinds(sentences, self.modalities) if multimodal else None
+        chat = "message" in self.modalities  # a VLM embedder: texts through its chat template too
+        found = split_kinds(sentences, self.modalities, text_as_kind=chat) if multimodal else None
         texts, single = (found[1], found[2]) if found is not None else check_sentences(sentences)
         check_batch_sizes(batch_size, batch_tokens)
         width = check_truncate_dim(truncate_dim, self.chain_dimension) or self.settings.truncate_dim
@@ -322,7 +323,7 @@ class SentenceEncoder(MtebEncoder, DenseEmbedding, DenseRuntime, AdapterMethods,
             graph = self.image_graph(backend) if backend != "torch" and kind == "image" else None  # ONNX / OpenVINO
             engine = self.backend("torch" if graph else backend, precision)
             out = torch.from_numpy(embed_images(engine, texts, self.chain_dimension, batch_size, show_progress, graph,
-                                                kind))  # fmt: skip
+                                                kind, plan.text if chat else ""))  # fmt: skip
         elif devices:
             from sbert.encoding.multi_device import encode_on_devices
 

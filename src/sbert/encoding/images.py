@@ -42,7 +42,7 @@ def opened(kind: str, item: Any) -> Any:
     if kind == "image":
         return open_image(item)
     if kind == "image+text":
-        return open_image(item[0]), item[1]
+        return {**item, "image": open_image(item["image"])}
     return item
 
 
@@ -56,11 +56,13 @@ def probe_images() -> list[Any]:
 
 
 def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size: int | None,
-                 show_progress: bool | None, graph: Any = None, kind: str = "image") -> np.ndarray:  # fmt: skip
+                 show_progress: bool | None, graph: Any = None, kind: str = "image",
+                 system: str = "") -> np.ndarray:  # fmt: skip
     """float32 (len(images), dimension): row i embeds images[i], through the engine's copy of the chain.
 
     `kind` is what the items are: images, or the input module's other kinds (sounds, (image, text) pairs),
-    each prepared by the module's own processor (modules/multimodal.py `kind_features`).
+    each prepared by the module's own processor (modules/multimodal.py `kind_features`); `system`: a chat
+    model's prompt, put before each input as a system message.
 
     With `graph` (an image graph on ONNX Runtime or OpenVINO), the pixels the chain's processor makes run
     there instead, one batch at a time on the runtime's own threads, while the other workers decode and
@@ -79,7 +81,7 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
     one_graph = threading.Lock()
 
     def job(batch: list[int]) -> tuple[list[int], np.ndarray]:
-        features = first.kind_features(kind, [opened(kind, images[i]) for i in batch])
+        features = first.kind_features(kind, [opened(kind, images[i]) for i in batch], system or None)
         if graph is not None:  # the runtime's threads take every core: one batch at a time runs on it
             with one_graph:
                 return batch, graph.embed(features)
@@ -87,7 +89,7 @@ def embed_images(engine: Any, images: Sequence[Any], dimension: int, batch_size:
             return batch, embed_padded(modules, features, engine.device).float().cpu().numpy()
 
     workers = getattr(engine, "workers", 1)
-    unit = {"image": "img", "audio": "sound"}.get(kind, "pair")
+    unit = {"image": "img", "audio": "sound", "text": "text", "message": "chat"}.get(kind, "pair")
     batches = fixed_batches(list(range(len(images))), balanced_batch(len(images), workers, batch_size))
     with tqdm(total=len(images), unit=unit, disable=not show_progress) as bar:
         for rows, vectors in run_threaded(batches, job, workers):

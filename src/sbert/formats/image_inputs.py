@@ -47,6 +47,8 @@ def image_files(folder: str | os.PathLike[str]) -> list[str]:
 
 def input_kind(item: Any) -> str:
     """The kind of one input: image or text (other kinds: their name, which the caller refuses)."""
+    if isinstance(item, list | tuple) and item and all(isinstance(m, dict) and "role" in m for m in item):
+        return "message"  # a chat: [{"role": ..., "content": ...}, ...]
     if isinstance(item, dict):
         if "array" in item:  # a sound as 6.3 takes it: {"array": ..., "sampling_rate": ...}
             return "audio"
@@ -62,19 +64,23 @@ def input_kind(item: Any) -> str:
     return type(item).__name__
 
 
-def split_kinds(inputs: Any, modalities: Sequence[str]) -> tuple[str, list[Any], bool] | None:
+def split_kinds(
+    inputs: Any, modalities: Sequence[str], text_as_kind: bool = False
+) -> tuple[str, list[Any], bool] | None:
     """(kind, items, single) when `inputs` are one non-text kind the model embeds; None for text (or a kind it lacks).
 
-    A single input is a string, a dict, an image (HWC array) or a sound (1-D array); items come unwrapped as the
-    encode engine reads them: images and sounds as given (`{"array", "sampling_rate"}` kept: its rate counts),
-    image+text pairs as (image, text). A batch mixing kinds gets 6.3's error.
+    `text_as_kind`: texts too (a chat model renders every input through its template). A single input is a
+    string, a dict, a chat, an image (HWC array) or a sound (1-D array); items come as the encode engine reads
+    them: `{"image": x}` as x, the rest as given (`{"array", "sampling_rate"}` keeps its rate, an image+text
+    pair its key order). A batch mixing kinds gets 6.3's error.
     """
-    single = not isinstance(inputs, list | tuple) and (
-        not isinstance(inputs, Iterable) or isinstance(inputs, str | dict) or getattr(inputs, "ndim", 0) in (1, 3)
+    single = input_kind(inputs) == "message" or (
+        not isinstance(inputs, list | tuple)
+        and (not isinstance(inputs, Iterable) or isinstance(inputs, str | dict) or getattr(inputs, "ndim", 0) in (1, 3))
     )
     items = [inputs] if single else list(inputs)
     kinds = {input_kind(item) for item in items}
-    if kinds <= {"text"}:
+    if kinds <= {"text"} and not (text_as_kind and items):
         return None
     if len(kinds) > 1:  # sentence-transformers' words
         raise ValueError(f"This batch mixes multiple modalities ({', '.join(sorted(kinds))}), which this "
@@ -99,8 +105,6 @@ def sampling_rate(items: Sequence[Any]) -> int | None:
 
 
 def _unwrapped(kind: str, item: Any) -> Any:
-    if kind == "image+text":
-        return item["image"], item["text"]
     if kind == "image" and isinstance(item, dict):
         return item["image"]
     return item

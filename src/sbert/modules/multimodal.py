@@ -35,6 +35,7 @@ from sbert.install_hint import install_hint
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer, load_dtype
 from sbert.progress import weight_bars
+from sbert.vectors.chat_text import message_format
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel")
 # The input kinds this module embeds, each through the model method its modality_config names.
 KINDS = ("text", "image", "audio", "image+text")
+# A chat model (a `message` entry: a VLM embedder) renders every kind through its chat template.
+CHAT_KINDS = ("text", "image", "image+text", "message")
 DEFAULT_MODALITIES: dict[str, dict[str, str]] = {  # CLIP's and SigLIP's: what a 5.x CLIPModel folder means
     "text": {"method": "get_text_features", "method_output_name": "pooler_output"},
     "image": {"method": "get_image_features", "method_output_name": "pooler_output"},
@@ -81,8 +84,28 @@ def is_multimodal(folder: Path, modality_config: dict[str, Any] | None) -> bool:
     """Whether `folder` holds a model this module runs: text with images, sounds or both, by a method per kind."""
     if modality_config:
         kinds = set(modality_config)
-        return kinds <= set(KINDS) and kinds != {"text"}
-    return any(a in MULTIMODAL_ARCHITECTURES or is_retrieval_class(a) for a in architectures(folder))
+        return kinds <= {*KINDS, "message"} and not kinds <= {"text", "message"}  # chat text alone: the text path
+    classes = architectures(folder)
+    return any(a in MULTIMODAL_ARCHITECTURES or is_retrieval_class(a) or is_vlm_class(a) for a in classes)
+
+
+# Vision-language models 6.3 runs as chat embedders from a plain folder (their language model's token states).
+VLM_ARCHITECTURES = ("LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration",
+                     "PaliGemmaForConditionalGeneration", "Gemma3ForConditionalGeneration",
+                     "Idefics3ForConditionalGeneration")  # fmt: skip
+
+
+def is_vlm_class(architecture: str) -> bool:
+    """A vision-language (image-text-to-text) class: a chat template over images and text."""
+    return architecture in VLM_ARCHITECTURES or architecture.endswith(("VLForConditionalGeneration",
+                                                                         "ForImageTextToText"))  # fmt: skip
+
+
+def vlm_modalities(processor: Any) -> dict[str, dict[str, Any]]:
+    """6.3's modality_config for a plain VLM folder: text and image by forward's token states, and chats."""
+    entry = {"method": "forward", "method_output_name": "last_hidden_state"}
+    form = message_format({}, getattr(processor, "chat_template", None))
+    return {"text": dict(entry), "image": dict(entry), "message": {**entry, "format": form}}
 
 
 def is_retrieval_class(architecture: str) -> bool:
@@ -106,14 +129,22 @@ class MultimodalTransformer(Transformer):
 
     def __init__(self, auto_model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, processor: Any,
                  modality_config: dict[str, dict[str, str]] | None = None, max_seq_length: int | None = None,
-                 processing_kwargs: dict[str, Any] | None = None, task: str | None = None) -> None:  # fmt: skip
+                 processing_kwargs: dict[str, Any] | None = None, task: str | None = None,
+                 output_name: str | None = None) -> None:  # fmt: skip
         super().__init__(auto_model, tokenizer, max_seq_length=max_seq_length)
         self.processor = processor
         retrieval = is_retrieval_class(type(auto_model).__name__)
+        saved_classes = getattr(auto_model.config, "architectures", None) or []
+        if modality_config is None and any(is_vlm_class(a) for a in saved_classes):
+            modality_config, output_name = vlm_modalities(processor), TOKENS  # a plain VLM folder: 6.3's default
         # "retrieval": every token's vector (a multi-vector model's input module); else one vector per input.
         self.transformer_task = task or ("retrieval" if retrieval else "feature-extraction")
         default = RETRIEVAL_MODALITIES if retrieval else default_modalities(auto_model) or DEFAULT_MODALITIES
         self.modality_config = modality_config or default
+        entry = self.modality_config.get("message")
+        # A VLM embedder: every input a chat (6.3's message format); its forward's token states go to Pooling.
+        self.chat_form = message_format(entry, getattr(processor, "chat_template", None)) if entry else None
+        self.token_output = retrieval or output_name == TOKENS
         self.processing_kwargs = processing_kwargs or {}
         self._inputs = ("input_ids", "attention_mask")
         self.text_padding = self.processing_kwargs.get("text", {}).get("padding")
@@ -125,7 +156,12 @@ class MultimodalTransformer(Transformer):
 
     @property
     def modalities(self) -> tuple[str, ...]:  # type: ignore[override]
-        """The input kinds the model embeds, as its modality_config names them (text, image, audio, image+text)."""
+        """The input kinds the model embeds, as its modality_config names them (text, image, audio, image+text).
+
+        A chat model takes every kind its template renders, chats (`[{"role", "content"}, ...]`) included.
+        """
+        if self.chat_form is not None:
+            return CHAT_KINDS
         return tuple(kind for kind in KINDS if kind in self.modality_config)
 
     @classmethod
@@ -144,23 +180,24 @@ class MultimodalTransformer(Transformer):
         except (OSError, ValueError, KeyError) as e:
             raise ModelFormatError(f"{path}: cannot load the multimodal model ({first_line(e)})") from None
         return cls(model, tokenizer, processor, modality_config, max_seq_length, processing_kwargs,
-                   config.get("transformer_task"))  # fmt: skip
+                   config.get("transformer_task"), config.get("module_output_name"))  # fmt: skip
 
     @classmethod
     def load(cls, path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> Self:
         """Load from 6.2's root Transformer folder or 5.x's `0_CLIPModel` folder (no sentence_bert_config.json)."""
         config = read_json(path / TRANSFORMER_CONFIG_FILE) if (path / TRANSFORMER_CONFIG_FILE).is_file() else {}
-        unsupported = set(config.get("modality_config") or {}) - set(KINDS)
+        unsupported = set(config.get("modality_config") or {}) - {*KINDS, "message"}
         if unsupported:
             raise ModelFormatError(f"{path}: {multimodal('its model', sorted(config['modality_config']))}")
         return cls.from_pretrained(path, config.get("max_seq_length"), trust_remote_code, dtype,
                                    modality_config=config.get("modality_config"),
                                    processing_kwargs=config.get("processing_kwargs"),
-                                   transformer_task=config.get("transformer_task"))  # fmt: skip
+                                   transformer_task=config.get("transformer_task"),
+                                   module_output_name=config.get("module_output_name"))  # fmt: skip
 
     def get_config(self) -> dict[str, Any]:
         """sentence_bert_config.json as sentence-transformers 6.2 writes it for this model."""
-        output = TOKENS if self.transformer_task == "retrieval" else OUTPUT_NAME
+        output = TOKENS if self.token_output else OUTPUT_NAME
         config: dict[str, Any] = {"transformer_task": self.transformer_task, "modality_config": self.modality_config,
                                   "module_output_name": output, "max_seq_length": self.max_seq_length}  # fmt: skip
         if self.processing_kwargs:
@@ -181,6 +218,8 @@ class MultimodalTransformer(Transformer):
         config = self.auto_model.config
         if self.transformer_task == "retrieval":  # ColPali's and ColQwen2's per-token width
             return int(config.embedding_dim)
+        if self.token_output:  # a VLM's token states: its language model's width
+            return int(getattr(config, "text_config", config).hidden_size)
         return int(getattr(config, "projection_dim", None) or config.text_config.hidden_size)
 
     def pad(self, rows: Any) -> Features:
@@ -220,12 +259,14 @@ class MultimodalTransformer(Transformer):
         kwargs = self.processing_kwargs.get("image", {})
         return self._wanted("image", self.processor(images=images, return_tensors="pt", **kwargs))
 
-    def kind_features(self, kind: str, items: list[Any]) -> Features:
+    def kind_features(self, kind: str, items: list[Any], system: str | None = None) -> Features:
         """The model method's inputs for a batch of one kind: opened images, audio arrays, (image, text) pairs.
 
         Audio items are arrays, or `{"array", "sampling_rate"}` (one rate per batch, as the feature extractor
         takes); the processor is called with 6.3's per-kind arguments.
         """
+        if self.chat_form is not None:  # `system`: the prompt, before each chat as 6.3 puts it
+            return self._chat_features(kind, items, system)
         if kind == "image":
             return self.image_features(items)
         calls: dict[str, Any] = {"common_kwargs": {"return_tensors": "pt"}}
@@ -240,9 +281,21 @@ class MultimodalTransformer(Transformer):
         if kind == "image+text":
             calls["text_kwargs"] = {**_TEXT_KWARGS, **self.processing_kwargs.get("text", {})}
             calls["images_kwargs"] = self.processing_kwargs.get("image", {})
-            images, texts = [image for image, _ in items], [text for _, text in items]
+            images, texts = [pair["image"] for pair in items], [pair["text"] for pair in items]
             return self._wanted(kind, self.processor(images=images, text=texts, **calls))
         raise ValueError(f"{kind!r} inputs: this model embeds {', '.join(self.modalities)}")
+
+    def _chat_features(self, kind: str, items: list[Any], system: str | None) -> Features:
+        """A batch of inputs as chats through the processor's chat template (images processed inside), as 6.3."""
+        assert self.chat_form is not None
+        chats = [as_chat(kind, item, system, self.chat_form) for item in items]
+        text = {**_TEXT_KWARGS, "max_length": self.max_seq_length, **self.processing_kwargs.get("text", {})}
+        images = self.processing_kwargs.get("image", {})
+        processed = self.processor.apply_chat_template(
+            chats, tokenize=True, return_dict=True, return_tensors="pt",
+            processor_kwargs={"text_kwargs": text, "images_kwargs": images, "common_kwargs": {}},
+        )  # fmt: skip
+        return self._wanted("message", processed)
 
     def _wanted(self, kind: str, processed: Any) -> Features:
         """The processor's outputs the kind's method takes (pixel values always: a tower's main input)."""
@@ -251,7 +304,7 @@ class MultimodalTransformer(Transformer):
 
     def forward(self, features: Features) -> Features:
         """`sentence_embedding` by the method of the kind the features are (features_kind)."""
-        kind = features_kind(features)
+        kind = "message" if self.chat_form is not None else features_kind(features)
         if kind == "image+text" and kind not in self.modality_config:  # a page's pixels with its prompt's ids
             kind = "image"
         spec = self.modality_config[kind]
@@ -266,8 +319,9 @@ class MultimodalTransformer(Transformer):
                 if name in inputs:
                     inputs[name] = inputs[name].to(self.auto_model.dtype)
         output = method(**inputs)
-        if self.transformer_task == "retrieval":  # every token's vector (zero at padding), for MaxSim
-            features[TOKENS] = output[spec.get("method_output_name") or "embeddings"]
+        if self.token_output:  # every token's vector: MaxSim's (zero at padding), or the Pooling module's
+            default = "embeddings" if self.transformer_task == "retrieval" else "last_hidden_state"
+            features[TOKENS] = output[spec.get("method_output_name") or default]
             return features
         output_name = spec.get("method_output_name")
         features[OUTPUT_NAME] = output if not output_name or isinstance(output, torch.Tensor) else output[output_name]
@@ -275,6 +329,27 @@ class MultimodalTransformer(Transformer):
 
 
 ImageTextTransformer = MultimodalTransformer  # the name the 5.x CLIPModel layout and older imports use
+
+
+def as_chat(kind: str, item: Any, system: str | None, form: str) -> list[dict[str, Any]]:
+    """One input as 6.3's chat: a user message of the input's parts (a chat as given), after the system prompt."""
+    if kind == "message":
+        chat = [{**m, "content": _content(m["content"], form)} for m in item]
+    else:
+        parts = item if kind == "image+text" else {kind: item}
+        content = next(iter(parts.values())) if form == "flat" and len(parts) == 1 else [
+            {"type": name, name: value} for name, value in parts.items()]  # fmt: skip
+        chat = [{"role": "user", "content": content}]
+    return ([{"role": "system", "content": _content(system, form)}] if system else []) + chat
+
+
+def _content(content: Any, form: str) -> Any:
+    """A message's content in the template's form: a string (flat), or a list of typed parts (structured)."""
+    if form == "structured" and isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if form == "flat" and isinstance(content, list) and len(content) == 1 and "text" in content[0]:
+        return content[0]["text"]
+    return content
 
 
 def accepted(method: Any) -> frozenset[str] | None:

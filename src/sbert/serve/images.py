@@ -59,7 +59,7 @@ def _dict_item(value: dict[str, Any], where: str) -> tuple[str, Any]:
     """One Jina-style input: {"text"}, {"image"}, {"audio"}, or {"text", "image"} (an image+text pair)."""
     keys = sorted(value)
     if keys == ["image", "text"]:
-        return "image+text", (value["image"], value["text"])
+        return "image+text", dict(value)  # its key order is the order a chat model reads text and image in
     if len(keys) == 1 and keys[0] in ("text", "image", "audio"):
         return keys[0], value[keys[0]]
     raise ApiError(422, f"{where}: one of {{'text'}}, {{'image'}}, {{'audio'}} or {{'text', 'image'}}", "invalid_input")
@@ -161,8 +161,7 @@ def read_item(kind: str, value: Any, where: str, st: ServerState) -> Any:
     if kind == "audio":
         return read_audio(value, where, st)
     if kind == "image+text":
-        image, text = value
-        if not isinstance(text, str):
+        if not isinstance(value["text"], str):
             raise ApiError(422, f"{where}: the pair's text is a string", "invalid_input")
-        return {"image": read_image(image, where, st), "text": text}
+        return {k: read_image(v, where, st) if k == "image" else v for k, v in value.items()}
     return read_image(value, where, st)
