@@ -61,13 +61,40 @@ def test_a_folder_sbert_saves_loads_in_sentence_transformers(folders, tmp_path):
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
-def test_what_takes_token_ids_refuses_a_page_model_in_one_line_serving_included(folders, capsys):
-    from sbert.cli.main import main
+def test_training_on_token_ids_refuses_a_page_model_in_one_line(folders):
     from sbert.errors import SbertError
 
     model = sbert.load(str(folders["plain"]))
     with pytest.raises(SbertError, match="renders its queries and pages with its own processor"):
         model.token_rows(QUERIES)
-    assert main(["serve", "--model", str(folders["plain"])]) == 2
-    err = capsys.readouterr().err
-    assert "own processor" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_multi_vector_routes_serve_query_and_page_matrices(folders):
+    import base64
+    import io
+
+    import httpx
+
+    from tests.serve_helpers import serve_in_thread
+
+    server = serve_in_thread("--model", folders["st"])
+    try:
+        want = reference(folders["st"])
+        buffer = io.BytesIO()
+        pages()[0].save(buffer, format="PNG")
+        url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+        query = httpx.post(f"{server.url}/embed_all", json={"inputs": QUERIES[:2], "input_type": "query"}, timeout=60)
+        assert query.status_code == 200, query.text
+        for got, expected in zip(query.json(), as_arrays(want.encode_query(QUERIES[:2])), strict=True):
+            np.testing.assert_allclose(np.asarray(got, np.float32), expected, atol=1e-5)
+        page = httpx.post(f"{server.url}/embed_all", json={"inputs": [url]}, timeout=60)
+        assert page.status_code == 200, page.text
+        np.testing.assert_allclose(np.asarray(page.json()[0], np.float32),
+                                   as_arrays(want.encode_document([pages()[0]]))[0], atol=1e-5)  # fmt: skip
+        model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
+        openai = httpx.post(f"{server.url}/v1/embeddings", json={"model": model, "input": [url, QUERIES[0]]},
+                            timeout=60)  # fmt: skip
+        assert openai.status_code == 200, openai.text
+        assert [len(d["embedding"]) for d in openai.json()["data"]] == [len(page.json()[0]), len(query.json()[0])]
+    finally:
+        assert server.stop()

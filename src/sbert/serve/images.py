@@ -95,7 +95,9 @@ def _check_pixels(width: int, height: int, where: str, st: ServerState) -> None:
     limit = st.settings.max_image_pixels
     if width * height > limit:
         raise ApiError(413, f"{where}: {width}x{height} pixels; the limit is {limit}", "image_too_large")
-    pixels_of = getattr(getattr(st.dense, "input_module", None), "image_pixels", None)
+    held = st.model if st.model is not None else st.multivector  # a dense model, or a page-image model (ColPali)
+    first = getattr(held, "input_module", None) or getattr(held, "transformer", None)
+    pixels_of = getattr(first, "image_pixels", None)
     resized = pixels_of(width, height) if pixels_of is not None else width * height
     if 4 * resized > limit:
         raise ApiError(413, f"{where}: {width}x{height} pixels become {resized} float pixels in the model's "

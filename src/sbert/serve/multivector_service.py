@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from fastapi import Request
 
+from sbert.multivector.pages import is_page_model
 from sbert.serve.metrics import Metrics
+from sbert.serve.page_service import page_tokens
 from sbert.serve.scheduler import CPU_GROUP_TOKENS, DynamicBatcher
 from sbert.serve.schemas import EmbeddingsRequest
 from sbert.serve.service import prompt_key
@@ -65,6 +67,8 @@ async def embed_tokens(st: ServerState, texts: list[str], request: Request, fiel
         raise ApiError(424, "this server runs no multi-vector model (serve a ColBERT model with --model)",
                        "model_not_multi_vector")  # fmt: skip
     prompt_key(model.settings.prompts, prompt_name=key[1])  # 422 for a prompt name the model lacks
+    if is_page_model(model.transformer):  # ColPali-class: its processor renders the inputs (serve/page_service.py)
+        return await page_tokens(st, model, texts, field, key[0])
     st.check_limits(texts)
     check_texts(texts, field)
     rows, cut = await counted(model.token_rows, texts, key[0], key[1])

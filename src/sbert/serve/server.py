@@ -78,7 +78,6 @@ def build_server(
     if multivector is not None:
         from sbert.serve.multivector_service import multivector_batcher
 
-        multivector.token_rows(["warm-up"])  # a page-image model (ColPali) is refused here, in one line
         multivector.encode(["warm-up"])
         state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)
         state.colbert_side = colbert_side(index, multivector)
