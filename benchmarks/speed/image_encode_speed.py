@@ -1,7 +1,7 @@
 """Images per second of a CLIP-ViT-B/32-shaped model: sbert against sentence-transformers 6.2, same run, same vectors.
 
 python benchmarks/speed/image_encode_speed.py [--images 96] [--repeats 5] [--size 640x480] [--files]
-    [--backends torch,onnx,openvino]
+    [--backends torch,onnx,openvino] [--precisions fp32,bf16]
 
 The model has ViT-B/32's published shapes (vision 768 wide, 12 layers, 224-pixel images in 32-pixel
 patches; text 512 wide, 12 layers; a 512-wide shared space) with random weights: no pretrained weights
@@ -9,7 +9,9 @@ are obtainable here. The images are deterministic smooth-noise photos of `--size
 memory, or JPEG files with --files, which adds the decode). Both libraries embed the same list, alternating
 rounds; the rate is the median, and the largest difference between their vectors is printed beside it.
 Each of sbert's `--backends` runs as its own contender (onnx / openvino: the image tower exported once
-beside the model, before the timed rounds).
+beside the model, before the timed rounds). Each of `--precisions` is sbert's compute dtype on the torch
+backend (bf16: the CPU's bf16 instructions where it has them); its vectors differ from fp32's by bf16's
+rounding, printed beside the rate as the largest difference and the lowest cosine to the reference's.
 """
 
 from __future__ import annotations
@@ -78,6 +80,13 @@ def photos(count: int, size: tuple[int, int]) -> list:
     return out
 
 
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """The lowest cosine between row i of `a` and row i of `b`."""
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return float((a * b).sum(axis=1).min())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=96)
@@ -86,6 +95,9 @@ def main() -> None:
     parser.add_argument("--files", action="store_true", help="give both libraries JPEG file paths (decode included)")
     parser.add_argument("--reference-batch-size", type=int, default=32, help="sentence-transformers' batch size")
     parser.add_argument("--backends", default="torch", help="sbert's backends, comma-separated (torch, onnx, openvino)")
+    parser.add_argument(
+        "--precisions", default="fp32", help="sbert's torch compute dtypes, comma-separated (fp32, bf16)"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import sentence_transformers
@@ -104,9 +116,14 @@ def main() -> None:
         theirs = sentence_transformers.SentenceTransformer(str(folder), device="cpu")
         batch = args.reference_batch_size
         want = theirs.encode(images, batch_size=batch)
-        backends = args.backends.split(",")
-        gaps = {f"sbert {b}": float(np.abs(ours.encode(images, backend=b) - want).max()) for b in backends}
-        runs = {f"sbert {b}": (lambda b=b: ours.encode(images, backend=b)) for b in backends}
+        contenders = {f"sbert {b}": {"backend": b} for b in args.backends.split(",")}
+        for p in args.precisions.split(","):
+            if p != "fp32":
+                contenders[f"sbert torch {p}"] = {"backend": "torch", "compute_precision": p}
+        got = {name: ours.encode(images, **options) for name, options in contenders.items()}
+        gaps = {name: float(np.abs(rows - want).max()) for name, rows in got.items()}
+        cosines = {name: float(min_cosine(rows, want)) for name, rows in got.items()}
+        runs = {name: (lambda o=options: ours.encode(images, **o)) for name, options in contenders.items()}
         seconds = alternate({**runs, "sentence-transformers": lambda: theirs.encode(images, batch_size=batch)},
                             args.repeats)  # fmt: skip
     rates = {name: args.images / median(times) for name, times in seconds.items()}
@@ -114,7 +131,8 @@ def main() -> None:
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")  # fmt: skip
     reference = rates["sentence-transformers"]
     for name, rate in rates.items():
-        versus = f"   {rate / reference:.2f}x   max |difference| {gaps[name]:.2e}" if name in gaps else ""
+        versus = (f"   {rate / reference:.2f}x   max |difference| {gaps[name]:.2e}   min cosine {cosines[name]:.6f}"
+                  if name in gaps else "")  # fmt: skip
         print(f"{name:>22}: {rate:7.2f} images/s{versus}")
 
 
