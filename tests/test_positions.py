@@ -13,8 +13,7 @@ from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
 
 import sbert
 from sbert.backends.packing import pack
-from sbert.modules.transformer import position_limit, position_rule
-from sbert.vectors.positions import Positions
+from sbert.vectors.positions import Positions, position_limit, position_rule
 from tests.tiny_models import CORPUS, build_roberta
 
 TEXTS = [*CORPUS[:4], "fill the <pad> here", "<pad> a man <pad><pad> is playing"]

@@ -14,8 +14,7 @@ from sbert.backends.base import Chain, cast_copy
 from sbert.backends.packing import PACKED_POOLING, PackedBatch, packed_weightedmean, segment_positions, unpack
 from sbert.device import precision_name
 from sbert.modules import Features, Module, Normalize, Pooling, Transformer
-from sbert.modules.transformer import position_rule
-from sbert.vectors.positions import Positions
+from sbert.vectors.positions import Positions, position_rule
 
 if TYPE_CHECKING:
     from sbert.modules.logit_score import LogitPairScorer

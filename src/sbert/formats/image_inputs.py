@@ -1,8 +1,11 @@
-"""Image inputs as sentence-transformers 6.2 reads them: which inputs are images, and opening them.
+"""Inputs as sentence-transformers 6.3 reads them: which kind each is, and opening images.
 
 An input is an image when it is a PIL image, a `data:image/...` URI, an existing file (or an http(s) URL)
-with an image suffix, an HWC array or tensor, or `{"image": x}`; a batch holds one kind of input (6.2's
-rule). One reader opens every encoded image, for the library and every server route alike (`decode_image`:
+with an image suffix, a PDF page reference (`file.pdf#page=N`), an HWC array or tensor, or `{"image": x}`;
+a sound is a 1-D array or `{"array", "sampling_rate"}`; `{"text", "image"}` is a pair; a list of
+`{"role", "content"}` dicts is a chat. A batch holds one kind of input (6.3's rule).
+
+One reader opens every encoded image, for the library and every server route alike (`decode_image`:
 transformers' `load_image` steps, EXIF rotation then RGB with any alpha dropped), and says before decoding
 how many pixels the model's processor will make of it (`resized_pixels`), which the server's limits count.
 """

@@ -20,7 +20,7 @@ from sbert.formats.modality import check_text_only
 from sbert.modules.base import Features, Module
 from sbert.progress import weight_bars
 from sbert.vectors.chat_text import ChatText, message_format
-from sbert.vectors.positions import Positions
+from sbert.vectors.positions import position_limit
 from sbert.vectors.tokens import fast_ids
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,6 @@ _T5_ENCODERS = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5E
 
 # Encoders whose position ids start after the padding index, so they hold two
 # fewer usable positions than max_position_embeddings says.
-_OFFSET_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "mpnet", "data2vec-text", "longformer"}
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Real text averages 4-6 characters per token; 32 leaves a wide margin before a cut text
 # could hold fewer tokens than the limit (and that case is detected and redone in full).
@@ -395,23 +394,3 @@ def load_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
     if isinstance(dtype, str) and dtype in _LOAD_DTYPES:
         return _LOAD_DTYPES[dtype]
     raise ValueError(f"dtype must be None, 'auto' or one of {', '.join(_LOAD_DTYPES)}, got {dtype!r}")
-
-
-def position_limit(config: Any) -> int:
-    """The longest input the encoder's position table can take (a two-tower model's: its text tower's)."""
-    config = getattr(config, "text_config", None) or config
-    return int(getattr(config, "max_position_embeddings", 512) or 512) - position_rule(config).first
-
-
-def position_rule(config: Any) -> Positions:
-    """How the backbone numbers a row's tokens: RoBERTa's rule around its padding index, else a plain range.
-
-    The RoBERTa family's padding index is config.pad_token_id (0 is a valid one); MPNet's is fixed at 1.
-    """
-    model_type = getattr(config, "model_type", "")
-    if model_type == "mpnet":
-        return Positions(1)
-    pad = getattr(config, "pad_token_id", None)
-    if model_type in _OFFSET_POSITION_MODELS:
-        return Positions(1 if pad is None else int(pad))
-    return Positions()

@@ -9,8 +9,12 @@ is `padding_idx + 1`. A padding token inside a text (`"fill the <pad> here"`) is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+# Encoders that number positions from padding_idx + 1 (transformers' create_position_ids_from_input_ids).
+_OFFSET_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "mpnet", "data2vec-text", "longformer"}
 
 
 def restart_positions(lengths: np.ndarray) -> np.ndarray:
@@ -38,3 +42,23 @@ class Positions:
         starts = np.cumsum(lengths) - lengths  # (B,) each row's first token
         before = np.concatenate(([0], running))[starts]  # (B,) non-padding tokens in the rows before
         return (running - np.repeat(before, lengths)) * counted + self.padding_idx
+
+
+def position_limit(config: Any) -> int:
+    """The longest input the encoder's position table can take (a two-tower model's: its text tower's)."""
+    config = getattr(config, "text_config", None) or config
+    return int(getattr(config, "max_position_embeddings", 512) or 512) - position_rule(config).first
+
+
+def position_rule(config: Any) -> Positions:
+    """How the backbone numbers a row's tokens: RoBERTa's rule around its padding index, else a plain range.
+
+    The RoBERTa family's padding index is config.pad_token_id (0 is a valid one); MPNet's is fixed at 1.
+    """
+    model_type = getattr(config, "model_type", "")
+    if model_type == "mpnet":
+        return Positions(1)
+    pad = getattr(config, "pad_token_id", None)
+    if model_type in _OFFSET_POSITION_MODELS:
+        return Positions(1 if pad is None else int(pad))
+    return Positions()
