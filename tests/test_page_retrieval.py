@@ -53,6 +53,16 @@ def test_queries_pages_and_scores_are_the_references(folders, layout):
                                    atol=1e-4)  # fmt: skip
 
 
+def test_truncate_dim_keeps_leading_dimensions_as_the_reference_does(folders):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = st.MultiVectorEncoder(str(folders["plain"]), device="cpu", truncate_dim=8)
+    got = sbert.load(str(folders["plain"])).encode_document(pages(), truncate_dim=8)
+    for ours, theirs in zip(as_arrays(got), as_arrays(want.encode_document(pages())), strict=True):
+        assert ours.shape[1] == 8
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
 def test_a_folder_sbert_saves_loads_in_sentence_transformers(folders, tmp_path):
     sbert.load(str(folders["st"])).save(str(tmp_path / "again"))
     want, again = reference(folders["st"]), reference(tmp_path / "again")

@@ -57,6 +57,11 @@ def test_index_build_then_search_returns_file_and_page_ranked_as_the_reference(c
     found = run_cli("search", str(base / "index"), *QUERIES, "--top-k", "6", "--json")
     assert found.returncode == 0, found.stderr
     answers = [json.loads(line) for line in found.stdout.splitlines()]
+    for method in ("exact", "muvera"):  # every search method's structures are built for page matrices too
+        other = run_cli("search", str(base / "index"), *QUERIES, "--top-k", "6", "--json", "--method", method)
+        assert other.returncode == 0, other.stderr
+        assert [[h["text"] for h in json.loads(line)["hits"]] for line in other.stdout.splitlines()] == [
+            [h["text"] for h in a["hits"]] for a in answers], method  # fmt: skip
     documents = folder_documents(docs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
