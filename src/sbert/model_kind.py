@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sbert.formats.aliases import DEFAULT_MODEL
 from sbert.formats.layout import MODULES_FILE, SPARSE_MODULES, architectures, read_modules
+from sbert.formats.modality import is_retrieval_class
 from sbert.formats.model_config import read_settings
 from sbert.formats.model_dirs import resolve_model_dir
 
@@ -52,7 +53,7 @@ def kind_of(root: Path) -> Kind:
         names = {e.class_name for e in read_modules(root)}
         return "sparse" if names & SPARSE_MODULES else "dense"
     classes = architectures(root)
-    if any(a.endswith("ForRetrieval") for a in classes):  # ColPali-class: a matrix of token vectors per input
+    if any(is_retrieval_class(a) for a in classes):  # ColPali-class: a matrix of token vectors per input
         return "multi-vector"
     return "cross-encoder" if any(a.endswith("ForSequenceClassification") for a in classes) else "dense"
 

@@ -18,11 +18,14 @@ from sbert.formats.layout import architectures
 
 # Chat messages are text too: sentence-transformers 6.2 saves an LLM reranker (LogitScore) with a `message` entry.
 TEXT_MODALITIES = {"text", "message"}
-# Model classes whose checkpoints embed more than text, whatever sentence_bert_config.json says.
-_MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel", "ForRetrieval",
-                             "VLForConditionalGeneration", "ForImageTextToText", "LlavaForConditionalGeneration",
-                             "LlavaNextForConditionalGeneration", "PaliGemmaForConditionalGeneration",
-                             "Gemma3ForConditionalGeneration", "Idefics3ForConditionalGeneration")  # fmt: skip
+# Model classes whose checkpoints embed more than text, whatever sentence_bert_config.json says: the towers
+# whose `get_<kind>_features` methods the multimodal input module runs from a plain folder (modules/multimodal.py),
+# `*ForRetrieval` page models, and vision-language (image-text-to-text) chat models.
+TOWER_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel")
+VLM_ARCHITECTURES = ("LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration",
+                     "PaliGemmaForConditionalGeneration", "Gemma3ForConditionalGeneration",
+                     "Idefics3ForConditionalGeneration", "VLForConditionalGeneration",
+                     "ForImageTextToText")  # fmt: skip
 # What the multimodal input module runs (modules/multimodal.py): each kind by a model method of its own.
 RUNS = "text, and images, audio or image+text pairs through a model method per kind (CLIP, SigLIP, BLIP, CLAP)"
 
@@ -34,9 +37,20 @@ def check_text_only(folder: Path, modality_config: dict[str, Any] | None) -> Non
     config.json architectures are read too.
     """
     modalities = sorted((modality_config or {}).keys())
-    classes = [a for a in architectures(folder) if any(a.endswith(m) for m in _MULTIMODAL_ARCHITECTURES)]
+    classes = [a for a in architectures(folder) if a.endswith(TOWER_ARCHITECTURES) or is_retrieval_class(a)
+               or is_vlm_class(a)]  # fmt: skip
     if set(modalities) - TEXT_MODALITIES or classes:
         raise ModelFormatError(f"{folder}: {multimodal(classes[0] if classes else 'a multimodal model', modalities)}")
+
+
+def is_retrieval_class(architecture: str) -> bool:
+    """A `*ForRetrieval` class (ColPali, ColQwen2): its forward gives every token's vector, for MaxSim."""
+    return architecture.endswith("ForRetrieval")
+
+
+def is_vlm_class(architecture: str) -> bool:
+    """A vision-language (image-text-to-text) class: a chat template over images and text."""
+    return architecture.endswith(VLM_ARCHITECTURES)
 
 
 def multimodal(what: str, modalities: list[str]) -> str:

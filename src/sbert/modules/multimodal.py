@@ -30,7 +30,7 @@ from transformers import AutoModel, AutoProcessor, AutoTokenizer, PreTrainedMode
 from sbert.errors import ModelFormatError, first_line
 from sbert.formats.image_inputs import input_kind, open_image, resized_pixels, sampling_rate
 from sbert.formats.layout import TRANSFORMER_CONFIG_FILE, architectures, read_json, write_json
-from sbert.formats.modality import multimodal
+from sbert.formats.modality import TOWER_ARCHITECTURES, is_retrieval_class, is_vlm_class, multimodal
 from sbert.install_hint import install_hint
 from sbert.modules.base import Features
 from sbert.modules.transformer import Transformer, load_dtype
@@ -39,8 +39,6 @@ from sbert.vectors.chat_text import message_format
 
 log = logging.getLogger(__name__)
 
-# The Hugging Face classes whose towers sbert runs from a plain folder (their `get_<kind>_features` methods).
-MULTIMODAL_ARCHITECTURES = ("CLIPModel", "SiglipModel", "Siglip2Model", "BlipModel", "ClapModel")
 # The input kinds this module embeds, each through the model method its modality_config names.
 KINDS = ("text", "image", "audio", "image+text")
 # A chat model (a `message` entry: a VLM embedder) renders every kind through its chat template.
@@ -86,19 +84,7 @@ def is_multimodal(folder: Path, modality_config: dict[str, Any] | None) -> bool:
         kinds = set(modality_config)
         return kinds <= {*KINDS, "message"} and not kinds <= {"text", "message"}  # chat text alone: the text path
     classes = architectures(folder)
-    return any(a in MULTIMODAL_ARCHITECTURES or is_retrieval_class(a) or is_vlm_class(a) for a in classes)
-
-
-# Vision-language models 6.3 runs as chat embedders from a plain folder (their language model's token states).
-VLM_ARCHITECTURES = ("LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration",
-                     "PaliGemmaForConditionalGeneration", "Gemma3ForConditionalGeneration",
-                     "Idefics3ForConditionalGeneration")  # fmt: skip
-
-
-def is_vlm_class(architecture: str) -> bool:
-    """A vision-language (image-text-to-text) class: a chat template over images and text."""
-    return architecture in VLM_ARCHITECTURES or architecture.endswith(("VLForConditionalGeneration",
-                                                                         "ForImageTextToText"))  # fmt: skip
+    return any(a in TOWER_ARCHITECTURES or is_retrieval_class(a) or is_vlm_class(a) for a in classes)
 
 
 def vlm_modalities(processor: Any) -> dict[str, dict[str, Any]]:
@@ -108,18 +94,13 @@ def vlm_modalities(processor: Any) -> dict[str, dict[str, Any]]:
     return {"text": dict(entry), "image": dict(entry), "message": {**entry, "format": form}}
 
 
-def is_retrieval_class(architecture: str) -> bool:
-    """A `*ForRetrieval` class (ColPali, ColQwen2): its forward gives every token's vector, for MaxSim."""
-    return architecture.endswith("ForRetrieval")
-
-
 # A `*ForRetrieval` model's modality_config (6.3's): its forward embeds queries and pages alike.
 RETRIEVAL_MODALITIES: dict[str, dict[str, Any]] = {
     "text": {"method": "forward", "method_output_name": "embeddings"},
     "image": {"method": "forward", "method_output_name": "embeddings"},
 }
 TOKENS = "token_embeddings"
-_OUTPUTS = frozenset({TOKENS, "sentence_embedding", "prompt_length"})  # keys the chain adds: never model inputs
+_OUTPUTS = frozenset({TOKENS, OUTPUT_NAME, "prompt_length"})  # keys the chain adds: never model inputs
 
 
 class MultimodalTransformer(Transformer):

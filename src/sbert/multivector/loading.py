@@ -8,9 +8,10 @@ from typing import Any
 from sbert.dense.loading import load_entries
 from sbert.errors import ModelFormatError
 from sbert.formats import layout
+from sbert.formats.modality import is_retrieval_class
 from sbert.formats.model_config import EncoderSettings, settings_config
 from sbert.modules import Dense, Module, MultiVectorMask, Normalize, Transformer
-from sbert.modules.multimodal import MultimodalTransformer, is_retrieval_class
+from sbert.modules.multimodal import MultimodalTransformer
 from sbert.multivector.layout import (
     PYLATE_TYPE,
     MultiVectorSettings,
