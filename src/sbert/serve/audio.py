@@ -7,12 +7,11 @@ corrupt sound, 501 where the `audio` extra is missing.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 from sbert.errors import SbertError
 from sbert.formats.audio_inputs import AudioTooLongError, decode_audio
+from sbert.serve.media_limits import check_bytes, data_url_bytes
 from sbert.serve.state import ApiError, ServerState
 
 AUDIO_DATA_URL = "data:audio/"
@@ -27,16 +26,7 @@ def read_audio(value: object, where: str, st: ServerState) -> dict[str, Any]:
     """`{"array": float32 mono samples, "sampling_rate": Hz}` from a base64 WAV/FLAC data URL, within the limits."""
     if not is_audio_url(value):
         raise ApiError(422, f"{where}: a sound is a base64 data URL (data:audio/wav;base64,...)", "invalid_audio")
-    header, _, payload = str(value).partition(",")
-    if ";base64" not in header:
-        raise ApiError(400, f"{where}: audio data URLs must be base64", "invalid_audio")
-    try:
-        raw = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):
-        raise ApiError(400, f"{where}: the data URL is not valid base64", "invalid_audio") from None
-    if len(raw) > st.settings.max_image_bytes:
-        raise ApiError(413, f"{where}: {len(raw)} audio bytes; the limit is {st.settings.max_image_bytes}",
-                       "audio_too_large")  # fmt: skip
+    raw = check_bytes(data_url_bytes(str(value), where, "audio"), where, "audio", st)
     return _decoded(raw, where, st.settings.max_audio_seconds)
 
 

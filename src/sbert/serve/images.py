@@ -12,8 +12,6 @@ through the model's own encode (the engine's path for that kind: encoding/images
 
 from __future__ import annotations
 
-import base64
-import binascii
 import urllib.request
 from functools import partial
 from typing import Any
@@ -23,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from sbert.formats.image_inputs import decode_image
 from sbert.serve.audio import is_audio_url, read_audio
+from sbert.serve.media_limits import check_bytes, check_count, data_url_bytes
 from sbert.serve.scheduler import on_model_thread
 from sbert.serve.state import ApiError, ServerState
 
@@ -78,10 +77,7 @@ def read_image(value: object, where: str, st: ServerState) -> Any:
 
     if not isinstance(value, str):
         raise ApiError(422, f"{where}: an image is a data URL or an http(s) URL string", "invalid_image")
-    raw = _image_bytes(value, where, st)
-    limit = st.settings.max_image_bytes
-    if len(raw) > limit:
-        raise ApiError(413, f"{where}: {len(raw)} image bytes; the limit is {limit}", "image_too_large")
+    raw = check_bytes(_image_bytes(value, where, st), where, "image", st)
     try:
         return decode_image(raw, lambda width, height: _check_pixels(width, height, where, st))
     except ApiError:
@@ -106,13 +102,7 @@ def _check_pixels(width: int, height: int, where: str, st: ServerState) -> None:
 
 def _image_bytes(value: str, where: str, st: ServerState) -> bytes:
     if value.startswith(DATA_URL):
-        header, _, payload = value.partition(",")
-        if ";base64" not in header:
-            raise ApiError(400, f"{where}: image data URLs must be base64", "invalid_image")
-        try:
-            return base64.b64decode(payload, validate=True)
-        except (binascii.Error, ValueError):
-            raise ApiError(400, f"{where}: the data URL is not valid base64", "invalid_image") from None
+        return data_url_bytes(value, where, "image")
     if value.startswith(("http://", "https://")):
         if not st.settings.allow_image_urls:
             raise ApiError(400, f"{where}: this server does not fetch image URLs (send a data URL; the operator "
@@ -133,9 +123,7 @@ def _fetch(url: str, where: str, limit: int) -> bytes:
 async def embed_items(st: ServerState, items: list[tuple[str, Any]], embed_texts: Any, field: str) -> np.ndarray:
     """float32 rows in input order: the texts through `embed_texts` (the dense batcher), each other kind apart."""
     media = [(i, kind) for i, (kind, _) in enumerate(items) if kind != "text"]
-    if len(media) > st.settings.max_images:
-        raise ApiError(413, f"{len(media)} images or sounds; the limit is {st.settings.max_images}",
-                       "too_many_images")  # fmt: skip
+    check_count(len(media), st)
     embeds = getattr(st.dense, "modalities", ("text",))
     for i, kind in media:
         if kind not in embeds:

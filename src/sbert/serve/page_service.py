@@ -14,8 +14,9 @@ import numpy as np
 from fastapi.concurrency import run_in_threadpool
 
 from sbert.serve.images import is_data_url, read_image
+from sbert.serve.media_limits import check_count
 from sbert.serve.scheduler import on_model_thread
-from sbert.serve.state import ApiError, ServerState, check_texts
+from sbert.serve.state import ServerState, check_texts
 
 if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
@@ -25,8 +26,7 @@ async def page_tokens(st: ServerState, model: MultiVectorEncoder, values: list[s
                       task: str) -> tuple[list[np.ndarray], int]:  # fmt: skip
     """Token matrices of `values` (texts, and image data URLs as pages) in input order, and their token count."""
     pages = [i for i, v in enumerate(values) if is_data_url(v)]
-    if len(pages) > st.settings.max_images:
-        raise ApiError(413, f"{len(pages)} images; the limit is {st.settings.max_images}", "too_many_images")
+    check_count(len(pages), st)
     texts = [i for i in range(len(values)) if i not in set(pages)]
     st.check_limits([values[i] for i in texts])
     check_texts([values[i] for i in texts], field)
