@@ -280,3 +280,14 @@ def st_vlm_embedder(llava: Path, out: Path) -> Path:
     SentenceTransformer(modules=[transformer, pooling], device="cpu",
                         prompts={"query": "Find the picture: "}).save(str(out))  # fmt: skip
     return out
+
+
+def st_reference(folder: Path, cls: str = "SentenceTransformer", **options: Any) -> Any:
+    """sentence-transformers' own `cls` on `folder` (the reference a test compares with), its warnings hushed."""
+    import warnings
+
+    import sentence_transformers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(sentence_transformers, cls)(str(folder), device="cpu", **options)

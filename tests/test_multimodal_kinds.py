@@ -4,13 +4,11 @@ input shapes ({"text", "image"}, arrays, {"array", "sampling_rate"})."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import sbert
-from tests.multimodal_fixtures import tiny_blip, tiny_clap
+from tests.multimodal_fixtures import st_reference, tiny_blip, tiny_clap
 
 st = pytest.importorskip("sentence_transformers")
 Image = pytest.importorskip("PIL.Image")
@@ -19,9 +17,7 @@ TEXTS = ["a red car", "two dogs play in the park"]
 
 
 def reference(folder):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return st.SentenceTransformer(str(folder), device="cpu")
+    return st_reference(folder)
 
 
 def photos() -> list:

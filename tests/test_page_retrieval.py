@@ -4,13 +4,11 @@ library, through sbert's own class and the drop-in MultiVectorEncoder."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import sbert
-from tests.multimodal_fixtures import tiny_colpali
+from tests.multimodal_fixtures import st_reference, tiny_colpali
 
 st = pytest.importorskip("sentence_transformers")
 Image = pytest.importorskip("PIL.Image")
@@ -19,9 +17,7 @@ QUERIES = ["a red car", "two dogs play in the park", "the weather is cold today"
 
 
 def reference(folder):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return st.MultiVectorEncoder(str(folder), device="cpu")
+    return st_reference(folder, "MultiVectorEncoder")
 
 
 def pages() -> list:
@@ -54,9 +50,7 @@ def test_queries_pages_and_scores_are_the_references(folders, layout):
 
 
 def test_truncate_dim_keeps_leading_dimensions_as_the_reference_does(folders):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = st.MultiVectorEncoder(str(folders["plain"]), device="cpu", truncate_dim=8)
+    want = st_reference(folders["plain"], "MultiVectorEncoder", truncate_dim=8)
     got = sbert.load(str(folders["plain"])).encode_document(pages(), truncate_dim=8)
     for ours, theirs in zip(as_arrays(got), as_arrays(want.encode_document(pages())), strict=True):
         assert ours.shape[1] == 8

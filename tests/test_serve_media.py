@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import io
-import warnings
 
 import httpx
 import numpy as np
 import pytest
 
-from tests.multimodal_fixtures import tiny_blip, tiny_clap
+from tests.multimodal_fixtures import st_reference, tiny_blip, tiny_clap
 from tests.serve_helpers import serve_in_thread
 
 st = pytest.importorskip("sentence_transformers")
@@ -21,9 +20,7 @@ Image = pytest.importorskip("PIL.Image")
 
 
 def reference(folder):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return st.SentenceTransformer(str(folder), device="cpu")
+    return st_reference(folder)
 
 
 def sound_url(samples: np.ndarray, rate: int = 8000, fmt: str = "WAV", subtype: str = "FLOAT") -> str:

@@ -4,22 +4,18 @@ message, last-token pooling, as sentence-transformers 6.3 encodes them, both way
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import sbert
-from tests.multimodal_fixtures import st_vlm_embedder, tiny_llava
+from tests.multimodal_fixtures import st_reference, st_vlm_embedder, tiny_llava
 
 st = pytest.importorskip("sentence_transformers")
 Image = pytest.importorskip("PIL.Image")
 
 
 def reference(folder):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return st.SentenceTransformer(str(folder), device="cpu")
+    return st_reference(folder)
 
 
 def pictures() -> list:
