@@ -95,6 +95,15 @@ def test_the_multi_vector_routes_serve_query_and_page_matrices(folders):
         assert page.status_code == 200, page.text
         np.testing.assert_allclose(np.asarray(page.json()[0], np.float32),
                                    as_arrays(want.encode_document([pages()[0]]))[0], atol=1e-5)  # fmt: skip
+        on_disk = folders["st"].parent / "page.png"  # a client's text naming a file here is a text, never opened
+        pages()[1].save(on_disk)
+        named = httpx.post(f"{server.url}/embed_all", json={"inputs": [str(on_disk)]}, timeout=60)
+        assert named.status_code == 200, named.text
+        as_text = sbert.load(str(folders["st"])).encode_known([str(on_disk)], "text")[0]
+        as_page = as_arrays(want.encode_document([pages()[1]]))[0]
+        served = np.asarray(named.json()[0], np.float32)
+        assert served.shape != as_page.shape or np.abs(served - as_page).max() > 1e-3  # the file was not read
+        np.testing.assert_allclose(served, as_text, atol=1e-5)
         model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
         openai = httpx.post(f"{server.url}/v1/embeddings", json={"model": model, "input": [url, QUERIES[0]]},
                             timeout=60)  # fmt: skip

@@ -192,6 +192,14 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         self._check_text_rows("token rows (the server's batcher, late interaction on token ids)")
         return self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, None))
 
+    def encode_known(self, items: Sequence[Any], kind: str) -> list[np.ndarray]:
+        """A page-image model's matrices for `items` all of `kind` ("text" or "image"), as `encode` gives them.
+
+        Nothing is inferred from the items: a server passes a client's texts here, never to be opened as paths.
+        """
+        model = cast(MultimodalTransformer, self.transformer)
+        return self._served(page_rows(model, items, None, kind)[0], None)
+
     def _check_text_rows(self, what: str) -> None:
         """One line for a page-image model, whose inputs only its own processor renders (multivector/pages.py)."""
         if is_page_model(self.transformer):

@@ -25,9 +25,15 @@ def is_page_model(module: Any) -> bool:
     return isinstance(module, MultimodalTransformer) and module.transformer_task == "retrieval"
 
 
-def page_rows(module: MultimodalTransformer, inputs: Any, batch_size: int | None) -> tuple[list[np.ndarray], bool]:
-    """One float32 (tokens, dim) matrix per input (texts or page images), and whether one input was given."""
-    found = split_kinds(inputs, module.modalities)
+def page_rows(
+    module: MultimodalTransformer, inputs: Any, batch_size: int | None, kind: str | None = None
+) -> tuple[list[np.ndarray], bool]:
+    """One float32 (tokens, dim) matrix per input (texts or page images), and whether one input was given.
+
+    `kind` ("text" or "image") says what a list of inputs is, unread: a server's query text is never taken
+    for an image path on the server's disk.
+    """
+    found = split_kinds(inputs, module.modalities) if kind is None else (kind, list(inputs), False)
     if found is None:
         single = isinstance(inputs, str)
         kind, items = "text", [inputs] if single else list(inputs)

@@ -68,7 +68,7 @@ async def embed_tokens(st: ServerState, texts: list[str], request: Request, fiel
                        "model_not_multi_vector")  # fmt: skip
     prompt_key(model.settings.prompts, prompt_name=key[1])  # 422 for a prompt name the model lacks
     if is_page_model(model.transformer):  # ColPali-class: its processor renders the inputs (serve/page_service.py)
-        return await page_tokens(st, model, texts, field, key[0])
+        return await page_tokens(st, model, texts, field)
     st.check_limits(texts)
     check_texts(texts, field)
     rows, cut = await counted(model.token_rows, texts, key[0], key[1])

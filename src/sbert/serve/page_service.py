@@ -22,9 +22,12 @@ if TYPE_CHECKING:
     from sbert.multivector import MultiVectorEncoder
 
 
-async def page_tokens(st: ServerState, model: MultiVectorEncoder, values: list[str], field: str,
-                      task: str) -> tuple[list[np.ndarray], int]:  # fmt: skip
-    """Token matrices of `values` (texts, and image data URLs as pages) in input order, and their token count."""
+async def page_tokens(st: ServerState, model: MultiVectorEncoder, values: list[str],
+                      field: str) -> tuple[list[np.ndarray], int]:  # fmt: skip
+    """Token matrices of `values` (texts, and image data URLs as pages) in input order, and their token count.
+
+    A `*ForRetrieval` processor renders every text as a query, whatever the request's input_type.
+    """
     pages = [i for i, v in enumerate(values) if is_data_url(v)]
     check_count(len(pages), st)
     texts = [i for i in range(len(values)) if i not in set(pages)]
@@ -32,12 +35,12 @@ async def page_tokens(st: ServerState, model: MultiVectorEncoder, values: list[s
     check_texts([values[i] for i in texts], field)
     read = await run_in_threadpool(lambda: [read_image(values[i], f"{field}[{i}]", st) for i in pages])
     out: list[Any] = [None] * len(values)
-    for at, items in ((pages, read), (texts, [values[i] for i in texts])):
-        if at:
-            for i, matrix in zip(at, await on_model_thread(partial(_encode, model, items, task)), strict=True):
+    for kind, at, items in (("image", pages, read), ("text", texts, [values[i] for i in texts])):
+        if at:  # the kind is given: a client's text is never opened as a file path on this machine
+            for i, matrix in zip(at, await on_model_thread(partial(_encode, model, items, kind)), strict=True):
                 out[i] = matrix
     return out, sum(len(m) for m in out)
 
 
-def _encode(model: MultiVectorEncoder, items: list[Any], task: str) -> list[np.ndarray]:
-    return list(model.encode(items, task=task))
+def _encode(model: MultiVectorEncoder, items: list[Any], kind: str) -> list[np.ndarray]:
+    return model.encode_known(items, kind)
