@@ -60,3 +60,22 @@ def test_a_plain_vlm_folder_loads_as_6_3_loads_it(tmp_path):
     want, ours = reference(plain), sbert.load(str(plain))
     for kind, batch in inputs().items():
         np.testing.assert_allclose(ours.encode(batch), want.encode(batch), atol=1e-5, err_msg=kind)
+
+
+def test_the_server_embeds_texts_and_queries_as_the_library_does(folder):
+    import httpx
+
+    from tests.serve_helpers import serve_in_thread
+
+    server = serve_in_thread("--model", folder)
+    try:
+        ours = sbert.load(str(folder))
+        model = httpx.get(f"{server.url}/v1/models", timeout=60).json()["data"][0]["id"]
+        for input_type, want in ((None, ours.encode(inputs()["text"])), ("query", ours.encode_query(inputs()["text"]))):
+            body = {"model": model, "input": inputs()["text"]} | ({"input_type": input_type} if input_type else {})
+            answer = httpx.post(f"{server.url}/v1/embeddings", json=body, timeout=60)
+            assert answer.status_code == 200, answer.text
+            np.testing.assert_allclose([d["embedding"] for d in answer.json()["data"]], want, atol=1e-5,
+                                       err_msg=str(input_type))  # fmt: skip
+    finally:
+        assert server.stop()

@@ -70,7 +70,7 @@ def plan_for_text(text: str, modules: Sequence[Any]) -> PromptPlan:
 
     `modules[0]` tokenizes the prompt (a Transformer); a chain without one (static) pools every token.
     """
-    if text and modules and getattr(modules[0], "chat", None) is not None:
+    if text and modules and getattr(modules[0], "renders_chat", False):
         return PromptPlan(text, 0, system=True)  # 6.3 pools a chat model's prompt tokens with the rest
     if not text or not modules or not excludes_prompt(modules) or not hasattr(modules[0], "token_ids"):
         return PromptPlan(text, 0)

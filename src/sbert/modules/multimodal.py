@@ -136,6 +136,24 @@ class MultimodalTransformer(Transformer):
             raise ModelFormatError(multimodal(type(auto_model).__name__, sorted(self.modality_config)))
 
     @property
+    def renders_chat(self) -> bool:
+        """Whether every input is a chat through the processor's template (a VLM embedder)."""
+        return self.chat_form is not None
+
+    def token_ids(self, texts: Sequence[str], limit: int | None = None) -> tuple[list[list[int]], list[int]]:
+        """Token ids per text, and the indices cut; a chat model's as its processor renders them (kind_features).
+
+        The server's batcher and `token_rows` ask for ids: a VLM embedder's must be the ids its `encode` feeds.
+        """
+        if self.chat_form is None:
+            return super().token_ids(texts, limit)
+        rows = []
+        for text in texts:  # one at a time: a chat alone is never padded
+            ids = self._chat_features("text", [str(text)], getattr(text, "system", None))["input_ids"][0]
+            rows.append([int(i) for i in ids])
+        return rows, [i for i, row in enumerate(rows) if len(row) >= self.max_seq_length]
+
+    @property
     def modalities(self) -> tuple[str, ...]:  # type: ignore[override]
         """The input kinds the model embeds, as its modality_config names them (text, image, audio, image+text).
 

@@ -183,6 +183,11 @@ class Transformer(Module):
         return cls(wrapped, tokenizer, max_seq_length=max_seq_length)
 
     @property
+    def renders_chat(self) -> bool:
+        """Whether inputs go through a chat template (a prompt then becomes a system message: encoding/prompted.py)."""
+        return self.chat is not None
+
+    @property
     def has_adapter(self) -> bool:
         """Whether a LoRA adapter (peft) wraps the backbone."""
         return peft_io.has_adapter(self.auto_model)
