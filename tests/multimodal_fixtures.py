@@ -291,3 +291,18 @@ def st_reference(folder: Path, cls: str = "SentenceTransformer", **options: Any)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return getattr(sentence_transformers, cls)(str(folder), device="cpu", **options)
+
+
+def st_vlm_reranker(llava: Path, out: Path, true_token_id: int = 40, false_token_id: int = 41) -> Path:
+    """A VLM reranker as sentence-transformers 6.3 saves one: its any-to-any Transformer, then LogitScore.
+
+    The tiny tokenizer has no `yes`/`no` tokens, so two ordinary ids stand in for them.
+    """
+    from sentence_transformers import CrossEncoder
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.cross_encoder.modules import LogitScore
+
+    model = CrossEncoder(modules=[Transformer(str(llava), transformer_task="any-to-any"),
+                                  LogitScore(true_token_id=true_token_id, false_token_id=false_token_id)])  # fmt: skip
+    model.save(str(out))
+    return out

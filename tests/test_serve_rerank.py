@@ -153,3 +153,12 @@ def test_a_bad_calibration_file_stops_the_start(tmp_path, capsys):
     np.save(tmp_path / "bad.npy", np.zeros((2, 7), dtype=np.float32))
     assert main(["serve", "--model", MODEL, "--device", "cpu", "--calibration", str(tmp_path / "bad.npy")]) == 2
     assert "expected finite (2, 384) min/max ranges" in capsys.readouterr().err
+
+
+def test_a_text_reranker_takes_jinas_text_objects_and_refuses_images(server):
+    plain = rerank(server, {"query": "who plays music?", "documents": DOCS}).json()["results"]
+    objects = rerank(server, {"query": {"text": "who plays music?"}, "documents": [{"text": d} for d in DOCS]})
+    assert objects.status_code == 200, objects.text
+    assert objects.json()["results"] == plain
+    image = rerank(server, {"query": "who plays music?", "documents": [{"image": "data:image/png;base64,AAAA"}]})
+    assert image.status_code == 422 and "reads text only" in image.text

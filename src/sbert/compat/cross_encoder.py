@@ -29,6 +29,7 @@ from sbert.modules.classifier import PairClassifier
 from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
 from sbert.renamed_kwargs import renamed_kwargs
 from sbert.reranker.model import CrossEncoder as NativeCrossEncoder
+from sbert.reranker.vision_scorer import is_vision_reranker
 from sbert.similarity import rank_order
 
 # The activations sbert records by dotted name, as the torch modules sentence-transformers hands out.
@@ -267,8 +268,11 @@ def _load_or_new(
     root = resolve_model_dir(path)
     config = layout.read_json(root / "config.json") if (root / "config.json").is_file() else {}
     architectures = config.get("architectures") or []
-    # A causal LM loads as an LLM reranker (LogitScore over yes / no), saved or not, as in sentence-transformers.
-    if is_causal_lm(architectures) or any(str(a).endswith("ForSequenceClassification") for a in architectures):
+    # A causal LM loads as an LLM reranker (LogitScore over yes / no), saved or not, as in sentence-transformers;
+    # a vision-language one too.
+    if is_causal_lm(architectures) or is_vision_reranker(root, architectures) or any(
+        str(a).endswith("ForSequenceClassification") for a in architectures
+    ):
         dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
         return NativeCrossEncoder.load(root, device=device, dtype=dtype)
     return NativeCrossEncoder.new(root, num_labels=num_labels or 1, device=device)

@@ -42,7 +42,44 @@ CAUSAL_TASK_CONFIG = {
 _FILLERS = ("0", "1 2 3 4")
 
 
-class LogitPairScorer(Transformer):
+class LogitReading:
+    """The score from two next-token logits, and LogitScore's saved config: text and vision rerankers alike."""
+
+    tokenizer: PreTrainedTokenizerBase
+    true_token_id: int
+    false_token_id: int | None
+
+    def default_tokens(self) -> tuple[int, int | None]:
+        """The ids of the tokens `yes` and `no`, as sentence-transformers picks them for a bare causal LM."""
+        ids = [self.tokenizer.convert_tokens_to_ids(word) for word in ("yes", "no")]
+        unknown = self.tokenizer.unk_token_id
+        return (ids[0] if ids[0] != unknown else -1), (ids[1] if ids[1] != unknown else None)
+
+    def read_score_config(self, root: Path) -> None:
+        """The true / false token ids of the folder's LogitScore module (1_LogitScore/config.json), if it has one."""
+        folder = _logit_score_dir(root)
+        if folder is not None:
+            config = layout.read_json(folder / "config.json")
+            self.true_token_id, self.false_token_id = int(config["true_token_id"]), config.get("false_token_id")
+        if self.true_token_id < 0:
+            raise ModelFormatError(f"{root}: no 'yes' token in the vocabulary and no LogitScore config naming one")
+
+    def save_score_config(self, path: Path) -> None:
+        """LogitScore's config.json in its own module folder, as sentence-transformers writes it."""
+        (path / LOGIT_SCORE_DIR).mkdir(exist_ok=True)
+        layout.write_json(path / LOGIT_SCORE_DIR / "config.json", {
+            "true_token_id": self.true_token_id, "false_token_id": self.false_token_id,
+            "module_input_name": "causal_logits",
+        })  # fmt: skip
+
+    def score_logits(self, last: Tensor) -> Tensor:
+        """The score (B,) from the last position's logits (B, vocabulary): true minus false token, in fp32."""
+        last = last.float()
+        score = last[:, self.true_token_id]
+        return score - last[:, self.false_token_id] if self.false_token_id is not None else score
+
+
+class LogitPairScorer(LogitReading, Transformer):
     """A causal LM over chat-rendered (query, document) pairs, scored by the logits of two tokens."""
 
     module_type = "sentence_transformers.base.modules.transformer.Transformer"
@@ -61,23 +98,8 @@ class LogitPairScorer(Transformer):
                 "'document' roles (chat_template.jinja beside the tokenizer)"
             )
         tokenizer.padding_side = "left"  # the score is read at the last position: it must be a real token
-        self.true_token_id, self.false_token_id = self._default_tokens()
+        self.true_token_id, self.false_token_id = self.default_tokens()
         self._endings: dict[str | None, list[int]] = {}
-
-    def _default_tokens(self) -> tuple[int, int | None]:
-        """The ids of the tokens `yes` and `no`, as sentence-transformers picks them for a bare causal LM."""
-        ids = [self.tokenizer.convert_tokens_to_ids(word) for word in ("yes", "no")]
-        unknown = self.tokenizer.unk_token_id
-        return (ids[0] if ids[0] != unknown else -1), (ids[1] if ids[1] != unknown else None)
-
-    def read_score_config(self, root: Path) -> None:
-        """The true / false token ids of the folder's LogitScore module (1_LogitScore/config.json), if it has one."""
-        folder = _logit_score_dir(root)
-        if folder is not None:
-            config = layout.read_json(folder / "config.json")
-            self.true_token_id, self.false_token_id = int(config["true_token_id"]), config.get("false_token_id")
-        if self.true_token_id < 0:
-            raise ModelFormatError(f"{root}: no 'yes' token in the vocabulary and no LogitScore config naming one")
 
     def render(self, pairs: Sequence[tuple[str, str]], system: str | None = None) -> list[str]:
         """Each pair as the chat template renders its messages (the system turn first when a prompt is given)."""
@@ -139,23 +161,13 @@ class LogitPairScorer(Transformer):
     def save(self, path: Path) -> None:
         """The causal LM and tokenizer (Transformer.save), then LogitScore's config in its own folder."""
         super().save(path)
-        (path / LOGIT_SCORE_DIR).mkdir(exist_ok=True)
-        layout.write_json(path / LOGIT_SCORE_DIR / "config.json", {
-            "true_token_id": self.true_token_id, "false_token_id": self.false_token_id,
-            "module_input_name": "causal_logits",
-        })  # fmt: skip
+        self.save_score_config(path)
 
     def forward(self, features: Features) -> Features:
         """Add the score (B, 1) as `sentence_embedding`: true minus false token logit at the last position."""
         output = self.auto_model(**self.backbone_inputs(features), logits_to_keep=1, return_dict=True)
         features["sentence_embedding"] = self.score_logits(output.logits[:, -1]).unsqueeze(-1)
         return features
-
-    def score_logits(self, last: Tensor) -> Tensor:
-        """The score (B,) from the last position's logits (B, vocabulary): true minus false token, in fp32."""
-        last = last.float()
-        score = last[:, self.true_token_id]
-        return score - last[:, self.false_token_id] if self.false_token_id is not None else score
 
 
 def _logit_score_dir(root: Path) -> Path | None:

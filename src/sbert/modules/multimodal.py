@@ -172,14 +172,19 @@ class MultimodalTransformer(Transformer):
             raise ModelFormatError(f"{path}: a multimodal model needs Pillow: {install_hint('image')}")
         try:
             with weight_bars():
-                model = model_class(path).from_pretrained(path, trust_remote_code=trust_remote_code, weights_only=True,
-                                                          dtype=load_dtype(dtype))  # fmt: skip
+                model = cls.model_class(path).from_pretrained(
+                    path, trust_remote_code=trust_remote_code, weights_only=True, dtype=load_dtype(dtype))  # fmt: skip
             processor = AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
             tokenizer = getattr(processor, "tokenizer", None) or AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError, KeyError) as e:
             raise ModelFormatError(f"{path}: cannot load the multimodal model ({first_line(e)})") from None
         return cls(model, tokenizer, processor, modality_config, max_seq_length, processing_kwargs,
                    config.get("transformer_task"), config.get("module_output_name"))  # fmt: skip
+
+    @classmethod
+    def model_class(cls, path: Any) -> Any:
+        """The transformers class the folder's weights load into (module-level `model_class`)."""
+        return model_class(path)
 
     @classmethod
     def load(cls, path: Path, trust_remote_code: bool = False, dtype: str | torch.dtype | None = None) -> Self:
@@ -288,13 +293,16 @@ class MultimodalTransformer(Transformer):
         """A batch of inputs as chats through the processor's chat template (images processed inside), as 6.3."""
         assert self.chat_form is not None
         chats = [as_chat(kind, item, system, self.chat_form) for item in items]
+        return self._wanted("message", self.render_chats(chats))
+
+    def render_chats(self, chats: list[list[dict[str, Any]]]) -> Any:
+        """A batch of chats through the processor's chat template, tokenized and padded, images processed (6.3)."""
         text = {**_TEXT_KWARGS, "max_length": self.max_seq_length, **self.processing_kwargs.get("text", {})}
         images = self.processing_kwargs.get("image", {})
-        processed = self.processor.apply_chat_template(
+        return self.processor.apply_chat_template(
             chats, tokenize=True, return_dict=True, return_tensors="pt",
             processor_kwargs={"text_kwargs": text, "images_kwargs": images, "common_kwargs": {}},
         )  # fmt: skip
-        return self._wanted("message", processed)
 
     def _wanted(self, kind: str, processed: Any) -> Features:
         """The processor's outputs the kind's method takes (pixel values always: a tower's main input)."""
@@ -335,11 +343,16 @@ def as_chat(kind: str, item: Any, system: str | None, form: str) -> list[dict[st
     if kind == "message":
         chat = [{**m, "content": _content(m["content"], form)} for m in item]
     else:
-        parts = item if kind == "image+text" else {kind: item}
-        content = next(iter(parts.values())) if form == "flat" and len(parts) == 1 else [
-            {"type": name, name: value} for name, value in parts.items()]  # fmt: skip
-        chat = [{"role": "user", "content": content}]
+        chat = [{"role": "user", "content": as_parts(kind, item, form)}]
     return ([{"role": "system", "content": _content(system, form)}] if system else []) + chat
+
+
+def as_parts(kind: str, item: Any, form: str) -> Any:
+    """A message's content for one input of `kind`: the value itself (flat, one part), else typed parts."""
+    parts = item if kind == "image+text" else {kind: item}
+    if form == "flat" and len(parts) == 1:
+        return next(iter(parts.values()))
+    return [{"type": name, name: value} for name, value in parts.items()]
 
 
 def _content(content: Any, form: str) -> Any:

@@ -33,6 +33,7 @@ from sbert.modules.classifier import PairClassifier
 from sbert.modules.logit_score import LogitPairScorer, is_causal_lm
 from sbert.mteb_protocol import MtebCrossEncoder, mteb_entry
 from sbert.reranker.shared_prefix import groups_worth_sharing, prefix_scores
+from sbert.reranker.vision_scorer import VisionPairScorer, is_vision_reranker, load_vision_scorer
 from sbert.similarity import rank_order
 from sbert.weights_state import TracksWeights
 
@@ -50,8 +51,9 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
     """A sequence-classification transformer over text pairs, with predict and rank."""
 
     def __init__(
-        self, classifier: PairClassifier | LogitPairScorer, activation: str | None = None, device: Any = None
-    ) -> None:
+        self, classifier: PairClassifier | LogitPairScorer | VisionPairScorer, activation: str | None = None,
+        device: Any = None,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.classifier = classifier
         self.activation = activation or (SIGMOID if classifier.num_labels == 1 else IDENTITY)
@@ -123,7 +125,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
 
     @mteb_entry
     def predict(
-        self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None, batch_tokens: int | None = None,
+        self, pairs: Sequence[tuple[Any, Any]], batch_size: int | None = None, batch_tokens: int | None = None,
         backend: str = "torch", precision: str = "auto", activation: bool = True, show_progress: bool | None = None,
         prompt_name: str | None = None, prompt: str | None = None,
     ) -> np.ndarray:  # fmt: skip
@@ -134,9 +136,14 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         A prompt (`prompt`, else the saved one named `prompt_name`, else the default) goes where
         sentence-transformers puts it: before each pair's first text, or an LLM reranker's system turn.
         """
-        rows = check_pairs(pairs)
         text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
         check_batch_sizes(batch_size, batch_tokens)
+        if isinstance(self.classifier, VisionPairScorer):  # texts and images through the model's chat template
+            if backend != "torch":
+                raise ValueError(f"backend={backend!r}: a vision-language reranker runs on the torch backend")
+            logits = self.classifier.score(self.classifier.check_pairs(pairs), text or None, batch_size or 8)[0].numpy()
+            return ACTIVATIONS[self.activation](logits) if activation else logits
+        rows = check_pairs(pairs)
         ids = self.classifier.prompted_pair_ids(rows, text)
         engine = self.backend(backend, precision)
         logits = np.zeros((len(ids), self.num_labels), dtype=np.float32)
@@ -162,7 +169,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         return groups_worth_sharing([query for query, _ in pairs], ids)
 
     def rank(
-        self, query: str, documents: Sequence[str], top_k: int | None = None, return_documents: bool = False,
+        self, query: Any, documents: Sequence[Any], top_k: int | None = None, return_documents: bool = False,
         **predict_options: Any,
     ) -> list[dict[str, Any]]:  # fmt: skip
         """The documents ordered by score, best first: dicts with corpus_id, score (and text).
@@ -170,7 +177,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         top_k keeps the best k (default, or more than there are: all, as sentence-transformers);
         no documents rank to []; ties keep input order (search/rerank.py's rule).
         """
-        if not isinstance(query, str):
+        if not isinstance(query, str) and not isinstance(self.classifier, VisionPairScorer):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         docs = list(documents)
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
@@ -243,8 +250,12 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
                 extras(tmp)
 
 
-def _scorer(root: Path, architectures: list[str], dtype: str | torch.dtype | None) -> PairClassifier | LogitPairScorer:
-    """The folder's pair scorer: a sequence classifier, or a causal LM read by LogitScore (an LLM reranker)."""
+def _scorer(
+    root: Path, architectures: list[str], dtype: str | torch.dtype | None
+) -> PairClassifier | LogitPairScorer | VisionPairScorer:
+    """The folder's pair scorer: a sequence classifier, or a causal / vision-language LM read by LogitScore."""
+    if is_vision_reranker(root, architectures):
+        return load_vision_scorer(root, dtype)
     if is_causal_lm(architectures):
         scorer = LogitPairScorer.load(root, dtype=dtype)
         scorer.read_score_config(root)

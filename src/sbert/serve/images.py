@@ -64,7 +64,7 @@ def _dict_item(value: dict[str, Any], where: str) -> tuple[str, Any]:
     raise ApiError(422, f"{where}: one of {{'text'}}, {{'image'}}, {{'audio'}} or {{'text', 'image'}}", "invalid_input")
 
 
-def read_image(value: object, where: str, st: ServerState) -> Any:
+def read_image(value: object, where: str, st: ServerState, module: Any = None) -> Any:
     """A loaded RGB image from a data URL (or an allowed http(s) URL), within the byte and pixel limits.
 
     Decoded by the library's own reader (formats/image_inputs.py: EXIF rotation, alpha dropped), so a
@@ -72,6 +72,7 @@ def read_image(value: object, where: str, st: ServerState) -> Any:
     resizes it to, both known from the header before anything is decoded: the resized copy is float32 (4
     bytes a channel against the decoded image's 1), so it may have a quarter of the pixels. Without that,
     an 87-byte 1000x1 PNG became a 224 x 224,000 float image (+488 MB) under a 224-pixel shortest edge.
+    `module`: the model part whose processor reads the image (default: the served embedding model's).
     """
     from PIL import Image
 
@@ -79,20 +80,20 @@ def read_image(value: object, where: str, st: ServerState) -> Any:
         raise ApiError(422, f"{where}: an image is a data URL or an http(s) URL string", "invalid_image")
     raw = check_bytes(_image_bytes(value, where, st), where, "image", st)
     try:
-        return decode_image(raw, lambda width, height: _check_pixels(width, height, where, st))
+        return decode_image(raw, lambda width, height: _check_pixels(width, height, where, st, module))
     except ApiError:
         raise
     except (OSError, ValueError, Image.DecompressionBombError, SyntaxError) as e:
         raise ApiError(400, f"{where}: not a readable image ({type(e).__name__})", "invalid_image") from None
 
 
-def _check_pixels(width: int, height: int, where: str, st: ServerState) -> None:
+def _check_pixels(width: int, height: int, where: str, st: ServerState, module: Any = None) -> None:
     """413 when the image, or the model processor's resize of it (counted 4x: float32), is over the pixel limit."""
     limit = st.settings.max_image_pixels
     if width * height > limit:
         raise ApiError(413, f"{where}: {width}x{height} pixels; the limit is {limit}", "image_too_large")
     held = st.model if st.model is not None else st.multivector  # a dense model, or a page-image model (ColPali)
-    first = getattr(held, "input_module", None) or getattr(held, "transformer", None)
+    first = module or getattr(held, "input_module", None) or getattr(held, "transformer", None)
     pixels_of = getattr(first, "image_pixels", None)
     resized = pixels_of(width, height) if pixels_of is not None else width * height
     if 4 * resized > limit:
@@ -146,12 +147,15 @@ def _encode(st: ServerState, values: list[Any], precision: str) -> np.ndarray:
     return np.asarray(st.dense.encode(values, precision=precision), dtype=np.float32)
 
 
-def read_item(kind: str, value: Any, where: str, st: ServerState) -> Any:
-    """One non-text input as the model's encode takes it: an image, `{"array", "sampling_rate"}`, or a pair."""
+def read_item(kind: str, value: Any, where: str, st: ServerState, module: Any = None) -> Any:
+    """One non-text input as the model's encode takes it: an image, `{"array", "sampling_rate"}`, or a pair.
+
+    `module`: the model part whose processor reads images (default: the served embedding model's).
+    """
     if kind == "audio":
         return read_audio(value, where, st)
     if kind == "image+text":
         if not isinstance(value["text"], str):
             raise ApiError(422, f"{where}: the pair's text is a string", "invalid_input")
-        return {k: read_image(v, where, st) if k == "image" else v for k, v in value.items()}
-    return read_image(value, where, st)
+        return {k: read_image(v, where, st, module) if k == "image" else v for k, v in value.items()}
+    return read_image(value, where, st, module)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from importlib import resources
+from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, Depends, Request
@@ -137,9 +138,14 @@ async def rerank(body: RerankRequest, request: Request) -> FastJSON:
     ranked = await service.rerank(state(request), request, body.query, body.documents, model=body.model,
                                   top_n=body.top_n)  # fmt: skip
     results = [{"index": i, "relevance_score": score}
-               | ({"document": {"text": body.documents[i]}} if body.return_documents else {})
+               | ({"document": _document(body.documents[i])} if body.return_documents else {})
                for i, score in ranked.order]  # fmt: skip
     return FastJSON({"model": ranked.model_id, "results": results, "usage": {"total_tokens": ranked.tokens}})
+
+
+def _document(value: str | dict[Any, str]) -> dict[str, str]:
+    """A document as a rerank answer returns it: `{"text": ...}`, or the object the client sent (an image)."""
+    return {"text": value} if isinstance(value, str) else dict(value)
 
 
 @router.post("/similarity", dependencies=Protected)

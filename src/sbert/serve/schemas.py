@@ -34,12 +34,16 @@ class EmbeddingsRequest(BaseModel):
     chunks: list[list[Annotated[list[StrictInt], Field(min_length=2, max_length=2)]]] | None = None
 
 
+MediaInput = Annotated[dict[Literal["text", "image"], StrictStr], Field(min_length=1)]
+
+
 class RerankRequest(BaseModel):
     """POST /v1/rerank, in the shape Cohere's, Jina's and TEI-compatible rerank APIs share."""
 
     model_config = ConfigDict(extra="ignore")  # clients send fields such as max_tokens_per_doc
-    query: StrictStr
-    documents: Annotated[list[StrictStr], Field(min_length=1)]
+    # Jina's shape for a vision-language reranker: {"text"}, {"image": data URL} or both, beside plain strings.
+    query: StrictStr | MediaInput
+    documents: Annotated[list[StrictStr | MediaInput], Field(min_length=1)]
     model: StrictStr | None = None  # when given, it must name the served reranker
     top_n: Annotated[StrictInt, Field(ge=1)] | None = None  # default: every document
     return_documents: StrictBool = False

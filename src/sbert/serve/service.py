@@ -18,6 +18,7 @@ from fastapi import Request
 from sbert.search.quantize import quantize_embeddings
 from sbert.serve.images import embed_items as image_rows
 from sbert.serve.state import ApiError, Reranking, ServerState, by_name
+from sbert.serve.vision_rerank import reads_images, text_only, vision_scores
 from sbert.similarity import rank_order, scaled_rows, similarity_of, unit_rows
 
 
@@ -153,13 +154,23 @@ def check_model_name(asked: str | None, served: str) -> None:
 
 
 async def rerank(
-    st: ServerState, request: Request, query: str, documents: list[str], *, model: str | None = None,
+    st: ServerState, request: Request, query: Any, documents: list[Any], *, model: str | None = None,
     top_n: int | None = None, truncate: bool = True, raw: bool = False,
 ) -> Ranked:  # fmt: skip
-    """The documents' scores for the query (`raw`: logits), best first (ties in input order), the top `top_n`."""
+    """The documents' scores for the query (`raw`: logits), best first (ties in input order), the top `top_n`.
+
+    The query and documents are texts, or (for a vision-language reranker) images: serve/vision_rerank.py.
+    """
     served = reranker(st, model)
     if top_n is not None and top_n > len(documents):
         raise ApiError(422, f"top_n={top_n} exceeds the {len(documents)} documents", "invalid_top_n")
-    scores, tokens = await served.scores(st, query, documents, request, raw=raw, truncate=truncate)
+    if reads_images(served.model):
+        scores, tokens = await vision_scores(st, served.model, query, documents, raw)
+    else:
+        texts = text_only([query, *documents])
+        if texts is None:
+            raise ApiError(422, "the served reranker reads text only; send the query and documents as text",
+                           "invalid_input")  # fmt: skip
+        scores, tokens = await served.scores(st, texts[0], texts[1:], request, raw=raw, truncate=truncate)
     order = [(int(i), float(scores[i])) for i in rank_order(scores, top_n)]
     return Ranked(order, tokens, served.model_id)

@@ -219,11 +219,15 @@ class Reranking:
         check_texts([query], "query")
         check_texts(documents, "documents")
         pairs = [(query, d) for d in documents]
+        from sbert.reranker.vision_scorer import VisionPairScorer
+
+        scorer = self.model.classifier
+        assert not isinstance(scorer, VisionPairScorer)  # its pairs hold images: serve/vision_rerank.py scores them
         if not truncate:
-            cut = await run_in_threadpool(self.model.classifier.over_limit, pairs)
+            cut = await run_in_threadpool(scorer.over_limit, pairs)
             if cut:
-                raise too_long("texts", cut, self.model.classifier.max_seq_length)
-        lengths = [len(row) for row in await run_in_threadpool(self.model.classifier.pair_ids, pairs)]
+                raise too_long("texts", cut, scorer.max_seq_length)
+        lengths = [len(row) for row in await run_in_threadpool(scorer.pair_ids, pairs)]
         tokens = server.check_request_tokens(lengths, "send fewer documents")
         logits = (await queued(self.batcher, pairs, lengths, request))[:, 0]
         from sbert.reranker import ACTIVATIONS
