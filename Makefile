@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
+.PHONY: run test test-e2e test-vision lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,19 @@ bench-serve: $(VENV)/.installed-dev $(INFINITY_VENV)/.installed
 
 test-e2e: $(VENV)/.installed-dev $(FLAG_VENV)/.installed
 	SBERT_FLAG_PYTHON=$(FLAG_VENV)/bin/python $(PY) -m pytest -q -m e2e
+
+# Qwen2-VL's processors (ColQwen2) need torchvision, which loads beside torch 2.14.1 with torchvision 0.29.1
+# (both lie on these machines' disk), not beside the 2.13 CPU build: tests/test_colqwen2.py runs in this venv.
+VISION_VENV ?= .venv-vision
+$(VISION_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VISION_VENV)
+	$(VISION_VENV)/bin/pip install -q --no-compile torch==2.14.1 torchvision==0.29.1
+	$(VISION_VENV)/bin/pip install -q --no-compile -e '.[image]' torch==2.14.1 sentence-transformers==6.3.0 \
+		pytest
+	touch $@
+
+test-vision: $(VISION_VENV)/.installed
+	$(VISION_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_colqwen2.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/speed/encode_speed.py

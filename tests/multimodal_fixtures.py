@@ -229,6 +229,47 @@ def tiny_colpali(base: Path) -> Path:
     return out
 
 
+def tiny_colqwen2(base: Path) -> Path:
+    """A random ColQwen2ForRetrieval (a 2-layer Qwen2-VL: 14-pixel patches merged 2x2) with its processor.
+
+    Qwen2-VL's processors need torchvision (its video processor), which loads beside torch 2.14.1 with
+    torchvision 0.29.1, not beside the 2.13 CPU build: `make test-vision` runs these tests in such a venv.
+    """
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        ColQwen2Config,
+        ColQwen2ForRetrieval,
+        ColQwen2Processor,
+        Qwen2VLConfig,
+        Qwen2VLImageProcessor,
+    )
+
+    from tests.tiny_models import build_qwen2
+
+    tokenizer = AutoTokenizer.from_pretrained(build_qwen2(base / "qwen"))
+    marks = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+    tokenizer.add_special_tokens({"additional_special_tokens": marks})
+    tokenizer.model_max_length = 1024
+    pages = Qwen2VLImageProcessor(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16, patch_size=14, merge_size=2,
+                                  temporal_patch_size=2)  # fmt: skip
+    processor = ColQwen2Processor(image_processor=pages, tokenizer=tokenizer)
+    names = (("vision_start_token_id", marks[0]), ("image_token_id", marks[2]), ("video_token_id", marks[3]))
+    ids = {name: tokenizer.convert_tokens_to_ids(mark) for name, mark in names}
+    text = {"model_type": "qwen2_vl_text", "vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1], "rope_theta": 10000.0}}  # fmt: skip
+    vision = {"depth": 2, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "mlp_ratio": 2, "patch_size": 14,
+              "spatial_merge_size": 2, "temporal_patch_size": 2}  # fmt: skip
+    vlm = Qwen2VLConfig(text_config=text, vision_config=vision, vocab_size=len(tokenizer), **ids)
+    torch.manual_seed(0)
+    out = base / "colqwen2"
+    ColQwen2ForRetrieval(ColQwen2Config(vlm_config=vlm, embedding_dim=16)).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
 # A chat template that writes images in place (structured content), Qwen's markers around each message.
 VLM_TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
                 "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}"

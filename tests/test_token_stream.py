@@ -4,6 +4,7 @@ one out while later chunks are still to be tokenized, and encode's streamed path
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -75,3 +76,43 @@ def test_encode_streams_large_calls_with_the_whole_list_vectors_and_warning(tiny
     np.testing.assert_allclose(streamed, whole, atol=1e-6)
     assert str(warned[0].message).startswith(f"{len(cut)} of {len(texts)} inputs exceeded")
     np.testing.assert_allclose(tiny.encode(texts, batch_tokens=512), whole, atol=1e-6)  # token-budget batches too
+
+
+class SlowDevice:
+    """A stand-in device: each batch takes `seconds` (a sleep, as a GPU kernel leaves the host free)."""
+
+    packed, default_batch_tokens, max_rows, workers = False, 10**9, 50, 1
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.starts = seconds, []
+
+    def run(self, ids, batches, skip=0):
+        for batch in batches:
+            self.starts.append(time.perf_counter())
+            time.sleep(self.seconds)
+            yield batch, np.asarray([[float(len(ids[i])), float(sum(ids[i]))] for i in batch], dtype=np.float32)
+
+
+def test_a_long_encode_overlaps_the_host_and_the_device(tiny):
+    """Host (tokenizing, slowed to 20 ms a chunk) and device (20 ms a batch) overlap: the first batch starts after
+    one window, not after the whole corpus, and the wall time is near the larger of the two, not their sum."""
+    from sbert.encoding.engine import embed_streamed
+
+    texts, pause = corpus(2000), 0.02
+
+    def tokenize(chunk: list[str]) -> tuple[list[list[int]], list[int]]:
+        time.sleep(pause)  # a slow tokenizer: sleeps like the Rust tokenizer's GIL-free work
+        return tiny.input_module.token_ids(chunk)
+
+    device, start = SlowDevice(pause), time.perf_counter()
+    got, cut = embed_streamed(device, tokenize, texts, 2, batch_size=50, threads=1, chunk=50,
+                              window=200)  # type: ignore[arg-type]  # fmt: skip
+    wall = time.perf_counter() - start
+    host = pause * len(texts) / 50  # 40 chunks of 50 texts, on one thread
+    busy = pause * len(device.starts)  # 40 batches of 50 rows
+    whole, whole_cut = tiny.input_module.token_ids(texts)
+    want = np.asarray([[float(len(r)), float(sum(r))] for r in whole], dtype=np.float32)
+    np.testing.assert_array_equal(got, want)  # every row in input order, whatever ran when
+    assert sorted(cut) == sorted(whole_cut)
+    assert device.starts[0] - start < 0.25 * host  # the device starts after the first window (4 chunks), not 40
+    assert wall < 0.8 * (host + busy), (wall, host, busy)  # serial would be host + device

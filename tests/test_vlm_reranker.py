@@ -113,8 +113,8 @@ def test_served_rerank_takes_page_images_in_jinas_shape(folders):
                                    atol=1e-5)  # fmt: skip
         assert results[0]["index"] == int(np.argmax(want))
         assert {"image": data_url(page)} in [r["document"] for r in results]
-        bad = httpx.post(f"{server.url}/v1/rerank", json={"query": "a cat", "documents": [{"image": "data:image/png;base64,AAAA"}]},
-                         timeout=60)  # fmt: skip
+        corrupt = {"query": "a cat", "documents": [{"image": "data:image/png;base64,AAAA"}]}
+        bad = httpx.post(f"{server.url}/v1/rerank", json=corrupt, timeout=60)
         assert bad.status_code == 400 and "documents[0]" in bad.text
     finally:
         assert server.stop()

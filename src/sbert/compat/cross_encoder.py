@@ -270,8 +270,10 @@ def _load_or_new(
     architectures = config.get("architectures") or []
     # A causal LM loads as an LLM reranker (LogitScore over yes / no), saved or not, as in sentence-transformers;
     # a vision-language one too.
-    if is_causal_lm(architectures) or is_vision_reranker(root, architectures) or any(
-        str(a).endswith("ForSequenceClassification") for a in architectures
+    if (
+        is_causal_lm(architectures)
+        or is_vision_reranker(root, architectures)
+        or any(str(a).endswith("ForSequenceClassification") for a in architectures)
     ):
         dtype = (model_kwargs or {}).get("torch_dtype", (model_kwargs or {}).get("dtype"))
         return NativeCrossEncoder.load(root, device=device, dtype=dtype)

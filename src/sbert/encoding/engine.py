@@ -97,10 +97,12 @@ def embed_streamed(
     batch_tokens: int | None = None,
     show_progress: bool | None = None,
     skip: int = 0,
+    **stream: int,
 ) -> tuple[np.ndarray, list[int]]:
     """`embed_rows` for texts not yet tokenized: float32 (len(texts), dimension) and the indices `tokenize` cut.
 
-    Tokenizer threads work ahead (vectors/token_stream.py) while the backend embeds the windows already done.
+    Tokenizer threads work ahead (vectors/token_stream.py) while the backend embeds the windows already done;
+    `stream`: token_windows' threads, chunk and window sizes (defaults: every core, 512, 8192).
     """
     cut: list[int] = []
 
@@ -109,5 +111,5 @@ def embed_streamed(
             cut.extend(window.cut)
             yield window
 
-    windows = noted(token_windows(tokenize, texts))
+    windows = noted(token_windows(tokenize, texts, **stream))
     return embed_windows(backend, windows, len(texts), dimension, batch_size, batch_tokens, show_progress, skip), cut

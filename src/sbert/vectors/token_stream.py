@@ -55,7 +55,9 @@ def token_windows(
 ) -> Iterator[Window]:  # fmt: skip
     """Windows of `texts`' token ids in input order, the first one out before the rest are tokenized.
 
-    At most `2 * threads` chunks are in flight, so memory stays bounded whatever the corpus size.
+    The pool works a whole window ahead (plus two chunks a thread): while the consumer embeds one window, the
+    next one is tokenized, so a long encode takes about max(host, device) rather than their sum. Memory stays
+    bounded (about two windows of ids) whatever the corpus size.
     """
     if chunk < 1 or window < 1:
         raise ValueError(f"chunk and window must be >= 1, got {chunk}, {window}")
@@ -70,8 +72,10 @@ def token_windows(
         pending: deque[tuple[int, Future[tuple[list[list[int]], list[int]]]]] = deque()
         submitted = iter(starts)
 
+        ahead = max(2 * workers, -(-window // chunk) + workers)  # chunks in flight: a window's worth at least
+
         def top_up() -> None:
-            while len(pending) < 2 * workers:
+            while len(pending) < ahead:
                 start = next(submitted, None)
                 if start is None:
                     return
