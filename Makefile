@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e test-vision lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
+.PHONY: run test test-e2e test-vision docs lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,8 @@ run: $(VENV)/.installed-run
 	$(VENV)/bin/sbert demo
 
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks tools
+	$(VENV)/bin/ruff format --check src tests benchmarks tools
 
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
@@ -92,6 +92,19 @@ $(VISION_VENV)/.installed: pyproject.toml
 
 test-vision: $(VISION_VENV)/.installed
 	$(VISION_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_colqwen2.py
+
+# The documentation site: MkDocs with Material and mkdocstrings, in a venv of its own; the reference pages
+# are written from the code first, then the site is built in strict mode (a broken link fails).
+DOCS_VENV ?= .venv-docs
+$(DOCS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install -q --no-compile "mkdocs==1.6.1" "mkdocs-material==9.8.2" \
+		"mkdocstrings==1.0.8" "mkdocstrings-python==2.0.11"
+	touch $@
+
+docs: $(VENV)/.installed-dev $(DOCS_VENV)/.installed
+	$(PY) tools/api_reference.py
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/speed/encode_speed.py
@@ -152,4 +165,4 @@ bench-multivector: $(VENV)/.installed-dev $(PYLATE_VENV)/.installed
 	$(PY) benchmarks/speed/multivector_search.py --pylate-python $(PYLATE_VENV)/bin/python $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) $(FLAG_VENV) .venv-run .venv-extra-* build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DOCS_VENV) $(VISION_VENV) site $(LLAMA_VENV) $(PYLATE_VENV) $(STOV_VENV) $(FLAG_VENV) .venv-run .venv-extra-* build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,11 +1,14 @@
-"""Images per second of a CLIP-ViT-B/32-shaped model: sbert against sentence-transformers 6.2, same run, same vectors.
+"""Images per second of a CLIP-ViT-B/32- or SigLIP-base-shaped model: sbert against sentence-transformers, same run.
 
-python benchmarks/speed/image_encode_speed.py [--images 96] [--repeats 5] [--size 640x480] [--files]
-    [--backends torch,onnx,openvino] [--precisions fp32,bf16]
+python benchmarks/speed/image_encode_speed.py [--shape clip-b32|siglip-base] [--images 96] [--repeats 5]
+    [--size 640x480] [--files] [--backends torch,onnx,openvino] [--precisions fp32,bf16] [--reference-bf16]
 
-The model has ViT-B/32's published shapes (vision 768 wide, 12 layers, 224-pixel images in 32-pixel
-patches; text 512 wide, 12 layers; a 512-wide shared space) with random weights: no pretrained weights
-are obtainable here. The images are deterministic smooth-noise photos of `--size` (as PIL images in
+The model has the published shapes with random weights (no pretrained weights are obtainable here):
+ViT-B/32 (vision 768 wide, 12 layers, 224-pixel images in 32-pixel patches: 50 tokens; text 512 wide,
+12 layers; a 512-wide shared space) or SigLIP-base-patch16-224 (both towers 768 wide, 12 layers;
+16-pixel patches: 196 tokens an image, four times ViT-B/32's). `--reference-bf16` adds
+sentence-transformers with its weights in bf16 (`model_kwargs={"dtype": torch.bfloat16}`), its own
+fastest CPU setting, as a contender. The images are deterministic smooth-noise photos of `--size` (as PIL images in
 memory, or JPEG files with --files, which adds the decode). Both libraries embed the same list, alternating
 rounds; the rate is the median, and the largest difference between their vectors is printed beside it.
 Each of sbert's `--backends` runs as its own contender (onnx / openvino: the image tower exported once
@@ -52,6 +55,29 @@ def byte_tokenizer(folder: Path):  # noqa: ANN201 - a transformers CLIPTokenizer
     return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
 
 
+def siglip_base(base: Path) -> Path:
+    """A random SigLIP-base-patch16-224-shaped model saved by sentence-transformers (its root-Transformer layout)."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+
+    tokenizer = byte_tokenizer(base / "tok")
+    n = len(tokenizer)
+    towers = {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12, "num_hidden_layers": 12}
+    text = {**towers, "vocab_size": n, "max_position_embeddings": 64, "bos_token_id": n - 2, "eos_token_id": n - 1,
+            "pad_token_id": n - 1}  # fmt: skip
+    config = SiglipConfig(text_config=text, vision_config={**towers, "image_size": 224, "patch_size": 16},
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)  # fmt: skip
+    torch.manual_seed(0)
+    SiglipModel(config).save_pretrained(base / "hf")
+    images = SiglipImageProcessor(size={"height": 224, "width": 224})
+    SiglipProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(base / "hf")
+    SentenceTransformer(str(base / "hf"), device="cpu").save(str(base / "st"))
+    return base / "st"
+
+
+SHAPES = {"clip-b32": "CLIP-ViT-B/32", "siglip-base": "SigLIP-base-patch16-224"}
+
+
 def clip_b32(base: Path) -> Path:
     """A random ViT-B/32-shaped CLIP saved by sentence-transformers 6.2 (its root-Transformer layout)."""
     from sentence_transformers import SentenceTransformer
@@ -89,6 +115,8 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="clip-b32")
+    parser.add_argument("--reference-bf16", action="store_true", help="sentence-transformers in bf16 too")
     parser.add_argument("--images", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT of each photo")
@@ -106,7 +134,7 @@ def main() -> None:
 
     width, height = (int(x) for x in args.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
-        folder = clip_b32(Path(tmp))
+        folder = (siglip_base if args.shape == "siglip-base" else clip_b32)(Path(tmp))
         images: list = photos(args.images, (width, height))
         if args.files:
             for i, image in enumerate(images):
@@ -124,10 +152,17 @@ def main() -> None:
         gaps = {name: float(np.abs(rows - want).max()) for name, rows in got.items()}
         cosines = {name: float(min_cosine(rows, want)) for name, rows in got.items()}
         runs = {name: (lambda o=options: ours.encode(images, **o)) for name, options in contenders.items()}
-        seconds = alternate({**runs, "sentence-transformers": lambda: theirs.encode(images, batch_size=batch)},
-                            args.repeats)  # fmt: skip
+        runs["sentence-transformers"] = lambda: theirs.encode(images, batch_size=batch)
+        if args.reference_bf16:
+            theirs_bf16 = sentence_transformers.SentenceTransformer(str(folder), device="cpu",
+                                                                    model_kwargs={"dtype": torch.bfloat16})  # fmt: skip
+            rows = theirs_bf16.encode(images, batch_size=batch)
+            gaps["sentence-transformers bf16"] = float(np.abs(rows - want).max())
+            cosines["sentence-transformers bf16"] = min_cosine(rows, want)
+            runs["sentence-transformers bf16"] = lambda: theirs_bf16.encode(images, batch_size=batch)
+        seconds = alternate(runs, args.repeats)
     rates = {name: args.images / median(times) for name, times in seconds.items()}
-    print(f"CLIP-ViT-B/32 shape, {args.images} images of {args.size}{' (JPEG files)' if args.files else ''}, "
+    print(f"{SHAPES[args.shape]} shape, {args.images} images of {args.size}{' (JPEG files)' if args.files else ''}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")  # fmt: skip
     reference = rates["sentence-transformers"]
     for name, rate in rates.items():
