@@ -16,7 +16,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-e2e test-vision docs lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
+.PHONY: run test test-e2e test-vision docs charts lint typecheck pytest bench bench-serve bench-peers bench-decoder bench-multivector clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,10 @@ $(DOCS_VENV)/.installed: pyproject.toml
 docs: $(VENV)/.installed-dev $(DOCS_VENV)/.installed
 	$(PY) tools/api_reference.py
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
+
+# The benchmark charts (docs/figures/*.svg) from the benchmarks' JSON beside them.
+charts: $(VENV)/.installed-dev
+	$(PY) tools/charts.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/speed/encode_speed.py

@@ -4,7 +4,6 @@ and the server's /search returning image paths ranked as the library ranks them,
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import httpx
@@ -85,31 +84,19 @@ def test_the_server_searches_images_and_sends_only_indexed_files(built, tmp_path
 
 @pytest.mark.e2e  # a real browser (CI's e2e step)
 def test_the_page_shows_image_hits_as_thumbnails(built, tmp_path):
-    from tests.test_serve_page import CHROMIUM, DRIVER
+    from tests.browser import headless_chromium, loaded_thumbnails
 
-    if not CHROMIUM.exists() or (not shutil.which(str(DRIVER)) and not Path(DRIVER).exists()):
-        pytest.skip("Debian's chromium and chromium-driver are not installed")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    browser = headless_chromium(tmp_path / "chrome")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     model, photos, index = built
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", f"--user-data-dir={tmp_path / 'chrome'}"):  # fmt: skip
-        options.add_argument(flag)
-    browser = webdriver.Chrome(service=Service(DRIVER), options=options)
     server = serve_in_thread("--model", model, "--index", index)
     try:
         browser.get(server.url + "/")
         browser.find_element(By.ID, "query").send_keys(QUERIES[0])
         browser.find_element(By.ID, "search-button").click()
-        thumbs = WebDriverWait(browser, 30).until(
-            lambda d: [i for i in d.find_elements(By.CSS_SELECTOR, "#hits img.thumb")
-                       if d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i)] or None
-        )  # fmt: skip
+        thumbs = WebDriverWait(browser, 30).until(loaded_thumbnails)
         assert len(thumbs) == 5
         first = browser.find_elements(By.CSS_SELECTOR, "#hits li")[0].text
         assert first.endswith(expected_ranking(model, photos, QUERIES[0])[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import sbert
 from tests.multimodal_fixtures import st_reference, tiny_colpali
@@ -111,3 +112,15 @@ def test_the_multi_vector_routes_serve_query_and_page_matrices(folders):
         assert [len(d["embedding"]) for d in openai.json()["data"]] == [len(page.json()[0]), len(query.json()[0])]
     finally:
         assert server.stop()
+
+
+def test_bf16_runs_the_page_tower_in_a_cast_copy(folders):
+    """`precision="bf16"` casts a copy of the page model once (the CPU's bf16 path); "auto" keeps the reference's."""
+    model = sbert.load(str(folders["plain"]))
+    fp32 = as_arrays(model.encode_document(pages()))
+    half = as_arrays(model.encode_document(pages(), precision="bf16"))
+    assert next(model.transformer.parameters()).dtype == torch.float32  # the held weights are untouched
+    assert model.page_module("bf16") is model.page_module("bf16")  # cast once, then reused
+    for a, b in zip(half, fp32, strict=True):
+        assert a.shape == b.shape and np.abs(a - b).max() > 0  # it really ran in bf16
+        assert ((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min() > 0.99

@@ -98,3 +98,81 @@ def test_an_image_text_index_of_pdfs_serves_each_page_hit_as_a_thumbnail(corpus,
         assert max(Image.open(io.BytesIO(picture.content)).size) == 512
     finally:
         assert server.stop()
+
+
+def test_a_page_index_is_served_with_search_and_page_thumbnails(corpus):
+    """`sbert serve --model COLPALI --index DIR`: /search answers the CLI's hits (file and page included) and
+    /image/{id} renders each page hit; a text query is a text, never a path on the server's disk."""
+    import io
+
+    import httpx
+
+    from tests.serve_helpers import serve_in_thread
+
+    colpali, docs, base = corpus
+    index = base / "served-index"
+    built = run_cli("index", "build", str(docs), "--model", str(colpali), "--out", str(index))
+    assert built.returncode == 0, built.stderr
+    cli = run_cli("search", str(index), QUERIES[0], "--top-k", "4", "--json")
+    want = json.loads(cli.stdout.splitlines()[0])["hits"]
+    server = serve_in_thread("--model", colpali, "--index", index)
+    try:
+        answer = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "top_k": 4}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        hits = answer.json()["results"][0]["hits"]
+        assert [(h["id"], h["text"], h.get("file"), h.get("page")) for h in hits] == [
+            (h["id"], h["text"], h.get("file"), h.get("page")) for h in want]  # fmt: skip
+        np.testing.assert_allclose([h["score"] for h in hits], [h["score"] for h in want], rtol=1e-5)
+        assert httpx.get(f"{server.url}/health", timeout=60).json()["index_size"] == len(folder_documents(docs))
+        page_hit = next(h for h in hits if "page" in h)
+        picture = httpx.get(f"{server.url}/image/{page_hit['id']}", timeout=60)
+        assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
+        assert max(Image.open(io.BytesIO(picture.content)).size) == 512
+        path_query = httpx.post(f"{server.url}/search", json={"query": str(docs / "scan.png")}, timeout=60)
+        assert path_query.status_code == 200  # searched as the text it is
+        sparse = httpx.post(f"{server.url}/search", json={"query": "x", "mode": "sparse"}, timeout=60)
+        assert sparse.status_code == 422 and "MaxSim" in sparse.text
+    finally:
+        assert server.stop()
+
+
+def test_a_text_index_of_a_page_model_serves_no_files(corpus, tmp_path):
+    from tests.serve_helpers import serve_in_thread
+
+    colpali, docs, _ = corpus
+    lines = tmp_path / "lines.txt"
+    lines.write_text(f"{docs / 'scan.png'} is a file name written as text\nanother line\n")
+    built = run_cli("index", "build", str(lines), "--model", str(colpali), "--out", str(tmp_path / "index"))
+    assert built.returncode == 0, built.stderr
+    import httpx
+
+    server = serve_in_thread("--model", colpali, "--index", tmp_path / "index")
+    try:
+        assert httpx.get(f"{server.url}/image/0", timeout=60).status_code == 404
+    finally:
+        assert server.stop()
+
+
+@pytest.mark.e2e  # a real browser (CI's e2e step)
+def test_the_page_shows_pdf_page_hits_as_thumbnails(corpus, tmp_path):
+    from tests.browser import headless_chromium, loaded_thumbnails
+    from tests.serve_helpers import serve_in_thread
+
+    browser = headless_chromium(tmp_path / "chrome")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    colpali, docs, _ = corpus
+    built = run_cli("index", "build", str(docs), "--model", str(colpali), "--out", str(tmp_path / "index"))
+    assert built.returncode == 0, built.stderr
+    server = serve_in_thread("--model", colpali, "--index", tmp_path / "index")
+    try:
+        browser.get(server.url + "/")
+        browser.find_element(By.ID, "query").send_keys(QUERIES[1])
+        browser.find_element(By.ID, "search-button").click()
+        thumbs = WebDriverWait(browser, 30).until(loaded_thumbnails)
+        assert len(thumbs) == 5  # the page's top 5: pages of both PDFs and the scan, each drawn
+        assert all(t.get_property("naturalWidth") > 0 for t in thumbs)
+    finally:
+        browser.quit()
+        assert server.stop()

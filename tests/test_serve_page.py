@@ -1,23 +1,21 @@
 """The search page in a real browser: Debian's headless Chromium driven by Selenium and chromedriver."""
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from sbert import SentenceEncoder
 from sbert.search.index import build_index
+from tests.browser import CHROMIUM, DRIVER, headless_chromium
 from tests.conftest import SHARED_DATA
 from tests.serve_helpers import serve_in_thread
 
-CHROMIUM, DRIVER = Path("/usr/bin/chromium"), shutil.which("chromedriver") or "/usr/bin/chromedriver"
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install 'sbert[dev]')")
 if not CHROMIUM.exists() or not Path(DRIVER).exists():
     pytest.skip(
         "Debian's chromium and chromium-driver are not installed (.ci/run installs them)", allow_module_level=True
     )
 
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -39,14 +37,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    # Without the background-networking flags Chromium keeps dialling Google on this closed network.
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chrome')}"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver = headless_chromium(tmp_path_factory.mktemp("chrome"))
     yield driver
     driver.quit()
 

@@ -118,3 +118,31 @@ def test_served_rerank_takes_page_images_in_jinas_shape(folders):
         assert bad.status_code == 400 and "documents[0]" in bad.text
     finally:
         assert server.stop()
+
+
+def test_one_querys_documents_share_its_rendered_prefix_with_6_3s_scores(folders, monkeypatch):
+    """A text query's pairs run their common prefix once (reranker/vision_prefix.py), once the model is checked to
+    score the same that way; the scores stay 6.3's, documents of texts and page images alike."""
+    from sbert.reranker import vision_prefix
+    from sbert.reranker.model import CrossEncoder
+
+    documents = ["a short text", picture(7), "another, longer text about cats and mats", picture(8, (30, 50)),
+                 {"text": "a caption", "image": picture(9)}, "x"]  # fmt: skip
+    pairs = [("which page shows a cat sleeping on a mat?", d) for d in documents]
+    native = CrossEncoder.load(folders)
+    shared = []
+    real = vision_prefix.prefix_group_scores
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        shared.append(out is not None)
+        return out
+
+    monkeypatch.setattr(vision_prefix, "prefix_group_scores", spy)
+    got = native.predict(pairs, activation=False, batch_size=4)
+    assert native.classifier.prefix_checked is True and shared and all(shared)
+    want = logits(st_reference(folders, "CrossEncoder"), pairs, batch_size=1)  # whole rows, one at a time
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    image_query = native.predict([(picture(7), "a"), (picture(7), "b")], activation=False)  # not shared: pixels
+    np.testing.assert_allclose(image_query, logits(st_reference(folders, "CrossEncoder"),
+                                                   [(picture(7), "a"), (picture(7), "b")]), atol=1e-5)  # fmt: skip

@@ -9,10 +9,11 @@
 #     GPU_CHECK_TRAIN_S=400 bash benchmarks/gpu/gpu_check.sh $OUT profile train   # profile: gpu_profile.py's table
 #     bash benchmarks/gpu/gpu_check.sh $OUT sparse      # SPLADE's packed engine against sentence-transformers
 #     bash benchmarks/gpu/gpu_check.sh $OUT multivector # ColBERT's packed engine against sentence-transformers
+#     bash benchmarks/gpu/gpu_check.sh $OUT pages       # ColPali-shaped page encode against sentence-transformers
 # On the CPU, the same script end to end on tiny sizes (what CI runs; it measures nothing):
 #     bash benchmarks/gpu/gpu_check.sh --smoke /tmp/gpu-check
 # Timeouts (seconds) per step: GPU_CHECK_TESTS_S, GPU_CHECK_ENCODE_S, GPU_CHECK_PROFILE_S, GPU_CHECK_TRAIN_S,
-# GPU_CHECK_SPARSE_S, GPU_CHECK_MULTIVECTOR_S.
+# GPU_CHECK_SPARSE_S, GPU_CHECK_MULTIVECTOR_S, GPU_CHECK_PAGES_S.
 set -uo pipefail
 cd "$(dirname "$0")/../.."  # the project root (this script is in benchmarks/gpu/)
 smoke=0
@@ -85,7 +86,13 @@ for step in "${steps[@]}"; do
                      else mv_args=(--device cuda --rounds 2 --engines sbert,sbert-fp16); fi
                      run_step multivector "${GPU_CHECK_MULTIVECTOR_S:-300}" "$py" benchmarks/speed/multivector_encode.py \
                          --workdir "$out/colbert" "${mv_args[@]}" ;;
-        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, profile, train, sparse, multivector)" >&2; exit 2 ;;
+        # A page-image model (ColPali: PaliGemma-3B's shape, 1,024 image tokens a page) against sentence-transformers,
+        # fp32 and bf16, each in its own process (ColQwen2's processor needs torchvision, which the GPU image may lack).
+        pages) if [ $smoke -eq 1 ]; then pages_args=(--device cpu --layers 1 --pages 1)
+               else pages_args=(--device cuda --pages 4); fi
+               run_step pages "${GPU_CHECK_PAGES_S:-300}" "$py" benchmarks/speed/page_encode_speed.py \
+                   --json "$out/pages.json" "${pages_args[@]}" ;;
+        *) echo "gpu_check.sh: unknown step '$step' (tests, encode, profile, train, sparse, multivector, pages)" >&2; exit 2 ;;
     esac
 done
 "$py" benchmarks/gpu/gpu_summary.py "$out"

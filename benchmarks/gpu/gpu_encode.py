@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -135,11 +136,13 @@ def bench_model(name: str, path: Path, corpora: dict[str, list[str]], args: argp
     st = SentenceTransformer(str(path), device=args.device, model_kwargs=fp32)
     st_half = SentenceTransformer(str(path), device=args.device, model_kwargs=fp32).half()
     flops = linear_flops_per_token(sbert.transformer.auto_model.config)
+    graphed = with_graphs(path, args.device)
     runs: dict[str, Callable[[list[str]], object]] = {
         "sentence-transformers fp32 bs32": lambda t: st.encode(t, batch_size=32),
         "sentence-transformers fp16 bs256": lambda t: st_half.encode(t, batch_size=256),
         "sbert fp32": lambda t: sbert.encode(t, precision="fp32"),
         "sbert bf16": lambda t: sbert.encode(t, precision="bf16"),
+        "sbert bf16 graphs": lambda t: graphed.encode(t, precision="bf16"),
     }
     rows = []
     for corpus, texts in corpora.items():
@@ -155,6 +158,18 @@ def bench_model(name: str, path: Path, corpora: dict[str, list[str]], args: argp
             print(json.dumps(rows[-1]), flush=True)
     rows.append(parity(name, sbert, st, corpora["sts"]))
     return rows
+
+
+def with_graphs(path: Path, device: str) -> SentenceEncoder:
+    """A second copy of the model whose bf16 engine replays CUDA graphs (SBERT_CUDA_GRAPHS=1 while it is built)."""
+    model = SentenceEncoder.load(path, device=device) if (path / "modules.json").exists() else (
+        SentenceEncoder.from_transformer(path, device=device))  # fmt: skip
+    os.environ["SBERT_CUDA_GRAPHS"] = "1"
+    try:
+        model.backend("torch", "bf16")  # the engine reads the switch once, when it is built (then cached)
+    finally:
+        del os.environ["SBERT_CUDA_GRAPHS"]
+    return model
 
 
 def parity(name: str, sbert: SentenceEncoder, st: object, texts: list[str]) -> dict:

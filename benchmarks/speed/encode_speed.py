@@ -25,7 +25,7 @@ import torch
 from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import alternate, gemm_peak, linear_flops_per_token, median, sts_pairs, sts_sentences
+from common import alternate, cpu_facts, gemm_peak, linear_flops_per_token, median, sts_pairs, sts_sentences
 from sbert import SentenceEncoder
 
 
@@ -83,7 +83,8 @@ def main() -> None:
     peak = gemm_peak()
     ceiling = peak * 1e9 / (linear_flops_per_token(ours) * tokens / len(sentences))
     base = rates["sentence-transformers"]
-    result: dict[str, object] = {"sentences": len(sentences), "tokens": tokens, "threads": torch.get_num_threads()}
+    result: dict[str, object] = {"sentences": len(sentences), "tokens": tokens, "threads": torch.get_num_threads(),
+                                 "cpu": cpu_facts()}  # fmt: skip
     result |= {"gemm_gflops": round(peak, 1), "fp32_ceiling_sentences_per_second": round(ceiling, 1)}
     result["backends"] = {}
     print(f"{len(sentences)} sentences, {tokens} tokens, {torch.get_num_threads()} threads, median of {args.repeats}")

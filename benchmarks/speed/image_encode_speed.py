@@ -2,6 +2,7 @@
 
 python benchmarks/speed/image_encode_speed.py [--shape clip-b32|siglip-base] [--images 96] [--repeats 5]
     [--size 640x480] [--files] [--backends torch,onnx,openvino] [--precisions fp32,bf16] [--reference-bf16]
+    [--json FILE]
 
 The model has the published shapes with random weights (no pretrained weights are obtainable here):
 ViT-B/32 (vision 768 wide, 12 layers, 224-pixel images in 32-pixel patches: 50 tokens; text 512 wide,
@@ -33,7 +34,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import alternate, median
+from common import alternate, cpu_facts, median
 
 VISION = {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12, "num_hidden_layers": 12,
           "image_size": 224, "patch_size": 32}  # fmt: skip
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--shape", choices=sorted(SHAPES), default="clip-b32")
     parser.add_argument("--reference-bf16", action="store_true", help="sentence-transformers in bf16 too")
     parser.add_argument("--images", type=int, default=96)
+    parser.add_argument("--json", help="write the figures here (tools/charts.py draws them)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT of each photo")
     parser.add_argument("--files", action="store_true", help="give both libraries JPEG file paths (decode included)")
@@ -165,6 +167,11 @@ def main() -> None:
     print(f"{SHAPES[args.shape]} shape, {args.images} images of {args.size}{' (JPEG files)' if args.files else ''}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")  # fmt: skip
     reference = rates["sentence-transformers"]
+    if args.json:
+        table = {name: {"images_per_s": rate, "vs_reference": rate / reference, "max_diff": gaps.get(name),
+                        "min_cosine": cosines.get(name)} for name, rate in rates.items()}  # fmt: skip
+        run = {"shape": args.shape, "images": args.images, "size": args.size, "cpu": cpu_facts()}
+        Path(args.json).write_text(json.dumps({**run, "rates": table}, indent=2))
     for name, rate in rates.items():
         versus = (f"   {rate / reference:.2f}x   max |difference| {gaps[name]:.2e}   min cosine {cosines[name]:.6f}"
                   if name in gaps else "")  # fmt: skip

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from sbert.backends.base import Chain, Rows, cast_copy, embed_padded
+from sbert.backends.cuda_graphs import GraphBatch, GraphedForward, graphs_wanted
 from sbert.backends.packed_chain import packed_chain_forward, position_numbering, switch_to_packed
 from sbert.backends.packing import PackedBatch, pack
 from sbert.device import no_cudnn_attention
@@ -69,21 +70,38 @@ class CudaBackend:
         # it; a CUDA out-of-memory lowers it for good.
         self.default_batch_tokens = memory_budget(device, chain.transformer.auto_model.config, dtype)
         self._oom_noted = False
+        self.graphs = self._graphs() if graphs_wanted(self.kernel, device) else None
 
     def _pick_attention(self) -> str | None:
         """Switch the copy to varlen attention; None (and one log line) when it must stay padded."""
         self.modules, key = switch_to_packed(self.chain, self.modules, self.device, self.dtype)
         return key
 
-    def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features:
-        """Host-side work for one batch: packed (or padded) ids, pinned for an async copy."""
+    def _graphs(self) -> GraphedForward:
+        """Captured forwards over the engine's token budget (SBERT_CUDA_GRAPHS=1; backends/cuda_graphs.py)."""
+        transformer = self.chain.transformer
+        filler = getattr(transformer.tokenizer, "pad_token_id", None) or 0
+        return GraphedForward(self.modules, self.device, self.default_batch_tokens, MAX_ROWS,
+                              transformer.max_seq_length, self.positions, filler)  # fmt: skip
+
+    def prepare(self, rows: Sequence[Sequence[int]]) -> PackedBatch | Features | GraphBatch:
+        """Host-side work for one batch: packed (or padded) ids, pinned for an async copy.
+
+        Padded to a graph's bucket when graphs replay the forward and the batch fits one.
+        """
+        graphed = self.graphs.prepare(rows, self.pin) if self.graphs is not None else None
+        if graphed is not None:
+            return graphed
         if self.packed:
             return pack(rows, self.positions, pin=self.pin)
         features = self.chain.pad(rows)
         return {k: v.pin_memory() for k, v in features.items()} if self.pin else features
 
-    def forward(self, host: PackedBatch | Features, skip: int = 0) -> torch.Tensor:
+    def forward(self, host: PackedBatch | Features | GraphBatch, skip: int = 0) -> torch.Tensor:
         """Sentence embeddings (B, dim) on the device, in the working dtype (the first `skip` positions not pooled)."""
+        if isinstance(host, GraphBatch):
+            assert self.graphs is not None
+            return self.graphs.run(host, skip)
         with torch.inference_mode():
             if isinstance(host, PackedBatch):
                 return packed_chain_forward(self.modules, host.to(self.device, non_blocking=True), skip)

@@ -180,8 +180,9 @@ def load_served(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
         raise SbertError(f"--model {args.model} is a {kind} model: drop --sparse-model or give a dense --model")
     if kind == "cross-encoder" and args.reranker:
         raise SbertError(f"--model {args.model} is a cross-encoder: drop --reranker or give a dense --model")
-    if kind in ("sparse", "cross-encoder", "multi-vector") and args.index is not None:
-        raise SbertError(f"--index needs the dense model that built it; --model {args.model} is a {kind}")
+    if kind in ("sparse", "cross-encoder") and args.index is not None:
+        raise SbertError(f"--index needs the dense or multi-vector model that built it; --model {args.model} is a "
+                         f"{kind}")  # fmt: skip
     reranker_path = root if kind == "cross-encoder" else args.reranker
     reranker = sparse = multivector = None
     if reranker_path:

@@ -128,6 +128,9 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--gradient-checkpointing", action="store_true", help="recompute activations in backward (less "
                    "memory for long inputs, ~30%% slower)")  # fmt: skip
+    p.add_argument("--compile", nargs="?", const="inductor", choices=["inductor", "aot_eager"], default=None,
+                   help="run each step's forward and loss through torch.compile (fewer GPU kernel launches); "
+                   "eager, with one log line, where compiling is unavailable")  # fmt: skip
     p.add_argument("--no-gather-across-ranks", action="store_true", help="under torchrun, score each rank's share "
                    "of the batch alone (default: in-batch negatives and pairs from every rank)")  # fmt: skip
 
@@ -157,6 +160,8 @@ def build_config(args: argparse.Namespace) -> Any:
     flags["skip_bad"] = args.skip_bad
     if args.gradient_checkpointing:
         flags["gradient_checkpointing"] = True
+    if args.compile:
+        flags["compile"] = args.compile
     if args.no_gather_across_ranks:
         flags["gather_across_ranks"] = False
     if "dense" in flags:

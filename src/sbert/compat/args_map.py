@@ -23,7 +23,8 @@ MAPPED = {
     "batch_sampler", "multi_dataset_batch_sampler", "eval_strategy", "eval_steps", "save_strategy", "save_steps",
     "save_total_limit", "logging_steps", "logging_strategy", "load_best_model_at_end", "metric_for_best_model",
     "prompts", "length_groups", "run_name", "report_to", "disable_tqdm", "lr_scheduler_type", "optim",
-    "per_device_eval_batch_size", "data_seed", "use_cpu", "gradient_checkpointing",
+    "per_device_eval_batch_size", "data_seed", "use_cpu", "gradient_checkpointing", "torch_compile",
+    "torch_compile_backend",
 }  # fmt: skip
 NO_EFFECT = {
     "overwrite_output_dir", "logging_dir", "logging_first_step", "logging_nan_inf_filter", "push_to_hub",
@@ -33,7 +34,7 @@ NO_EFFECT = {
     "save_only_model", "log_level", "log_level_replica", "log_on_each_node", "remove_unused_columns",
     "label_names", "include_num_input_tokens_seen", "skip_memory_metrics", "trackio_space_id", "project",
     "do_train", "do_eval", "do_predict", "prediction_loss_only", "eval_on_start", "greater_is_better",
-    "ddp_find_unused_parameters", "ddp_backend", "ddp_timeout", "local_rank", "tf32", "torch_compile",
+    "ddp_find_unused_parameters", "ddp_backend", "ddp_timeout", "local_rank", "tf32",
     "eval_accumulation_steps", "eval_delay", "eval_do_concat_batches", "ignore_data_skip", "full_determinism",
     "adam_beta1", "adam_beta2", "adam_epsilon",
 }  # fmt: skip
@@ -120,6 +121,7 @@ def engine_settings(args: Any, steps_per_epoch: int, evaluator: bool) -> EngineS
         "checkpoint_steps": save_every, "keep_checkpoints": args.save_total_limit or 1_000_000,
         "load_best": bool(args.load_best_model_at_end), "gradient_checkpointing": bool(args.gradient_checkpointing),
         "device": "cpu" if args.use_cpu else None,
+        "compile": (args.torch_compile_backend or "inductor") if args.torch_compile else "",
     }  # fmt: skip
     metric = args.metric_for_best_model.removeprefix("eval_") if args.metric_for_best_model else None
     return EngineSettings(stage, run, during, metric)

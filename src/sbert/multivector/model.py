@@ -7,6 +7,7 @@ and save in sentence-transformers 6's layout or PyLate's (multivector/layout.py)
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -248,7 +249,7 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
         if check_token_format(token_format) != "float32" and output != "packed":
             raise ValueError(f"token_format={token_format!r} needs output='packed' (a list holds float32 matrices)")
         if is_page_model(self.transformer):  # ColPali-class: queries and page images through its processor
-            mats, single = page_rows(cast(MultimodalTransformer, self.transformer), sentences, batch_size)
+            mats, single = page_rows(self.page_module(precision), sentences, batch_size)
         else:
             texts, single = check_sentences(sentences)
             ids, _ = self._rules.token_ids(self.transformer, texts, task, self._prompt(task, prompt_name, prompt))
@@ -276,6 +277,19 @@ class MultiVectorEncoder(MtebMultiVector, TracksWeights, nn.Sequential):
     def similarity_pairwise(self, queries: Any, documents: Any) -> np.ndarray:
         """float32 (n,): the score of query i with document i."""
         return maxsim_pairs(queries, documents, mean=self.similarity_fn_name == "meanmaxsim")
+
+    def page_module(self, precision: str = "auto") -> MultimodalTransformer:
+        """A page-image model's input module in `precision`'s dtype, for its queries and pages.
+
+        "auto": as held, so its matrices are the reference's; "bf16" / "fp16": a copy cast once per weights
+        state (the CPU's bf16 path for the page tower, as the engines cast a text model).
+        """
+        module = cast(MultimodalTransformer, self.transformer)
+        held = next(module.parameters()).dtype
+        dtype = held if precision == "auto" else backend_dtype("torch", precision, self.device)
+        if dtype == held:
+            return module
+        return self.cached_engine(("pages", self.device.type, dtype), lambda: copy.deepcopy(module).to(dtype))
 
     def engine(self, precision: str = "auto", backend: str = "torch", packed: bool | None = None) -> MultiVectorEngine:
         """The engine for these weights on `backend` in `precision` (rebuilt when the weights change).

@@ -57,6 +57,7 @@ class VisionPairScorer(LogitReading, MultimodalTransformer):
             if hasattr(holder, "padding_side"):
                 holder.padding_side = "left"
         self.true_token_id, self.false_token_id = self.default_tokens()
+        self.prefix_checked: bool | None = None  # whether the shared-prefix path holds here (vision_prefix.py)
 
     @classmethod
     def model_class(cls, path: Any) -> Any:
@@ -106,15 +107,36 @@ class VisionPairScorer(LogitReading, MultimodalTransformer):
 
     @torch.inference_mode()
     def score(self, pairs: Sequence[tuple[Any, Any]], system: str | None, batch_size: int) -> tuple[Tensor, int]:
-        """Scores (n,) for the pairs in input order, `batch_size` pairs a forward, and the tokens they took."""
+        """Scores (n,) for the pairs in input order, `batch_size` pairs a forward, and the tokens they took.
+
+        One text query's pairs share their rendered prefix, run once (reranker/vision_prefix.py), where this
+        model is checked to score the same that way.
+        """
+        from sbert.reranker.vision_prefix import prefix_group_scores, prefix_path_holds, query_groups
+
+        scores, tokens, done = torch.zeros(len(pairs)), 0, set()
+        for group in query_groups(pairs):
+            chosen = [pairs[i] for i in group]
+            shared = prefix_group_scores(self, chosen, system, batch_size) if prefix_path_holds(
+                self, chosen, system) else None  # fmt: skip
+            if shared is not None:
+                scores[group], tokens = shared[0], tokens + shared[1]
+                done.update(group)
+        rest = [i for i in range(len(pairs)) if i not in done]
+        for start in range(0, len(rest), batch_size):
+            part = rest[start : start + batch_size]
+            scores[part], counted = self.whole_scores([pairs[i] for i in part], system, with_tokens=True)
+            tokens += counted
+        return scores, tokens
+
+    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None, with_tokens: bool = False) -> Any:
+        """Scores (n,) of one batch of whole rendered pairs (and, `with_tokens`, the tokens it took)."""
+        features = self.pair_features(pairs, system)
+        tokens = int(features["attention_mask"].sum()) if "attention_mask" in features else 0
         device = self.auto_model.device
-        scores, tokens = [], 0
-        for start in range(0, len(pairs), batch_size):
-            features = self.pair_features(pairs[start : start + batch_size], system)
-            tokens += int(features["attention_mask"].sum()) if "attention_mask" in features else 0
-            features = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
-            scores.append(self(features)["sentence_embedding"][:, 0].float().cpu())
-        return (torch.cat(scores) if scores else torch.zeros(0)), tokens
+        features = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
+        scores = self(features)["sentence_embedding"][:, 0].float().cpu()
+        return (scores, tokens) if with_tokens else scores
 
     def get_config(self) -> dict[str, Any]:
         """sentence_bert_config.json as 6.3 writes it for a VLM reranker (task any-to-any, causal logits)."""

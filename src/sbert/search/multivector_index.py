@@ -32,6 +32,7 @@ import numpy as np
 
 from sbert.errors import SbertError
 from sbert.formats import layout
+from sbert.formats.image_inputs import input_kind
 from sbert.search.centroids import assign, token_centroids
 from sbert.search.exact import top_k_rows
 from sbert.search.index import TEXTS_FILE, open_texts, texts_by_id, write_texts
@@ -68,6 +69,9 @@ class IndexSettings:
     document_prompt: str = ""
     token_format: str = "float16"  # float16, int8, binary or residual (vectors/token_codes.py)
     residual_bits: int = 2  # residual: bits a dimension beside the centroid id (PLAID's default is 2)
+    # "image" when the documents are image files and PDF pages the model embedded as images (the server shows
+    # them); "text" otherwise, and for an index written before this was recorded
+    documents: str = "text"
 
 
 class MultiVectorIndex:
@@ -256,8 +260,10 @@ def build_text_index(
     docs = model.encode_document(list(texts), output="packed", **(encode or {}))  # float32; stored in its own format
     base = settings or IndexSettings(dimension=model.embedding_dimension)
     prompt = model.settings.resolve_prompt(task="document")
+    kinds = {input_kind(text) for text in texts}
     base = IndexSettings(**{**asdict(base), "model": model_name, "document_prompt": prompt,
-                            "mean": model.similarity_fn_name == "meanmaxsim"})  # fmt: skip
+                            "mean": model.similarity_fn_name == "meanmaxsim",
+                            "documents": "image" if kinds == {"image"} else "text"})  # fmt: skip
     return MultiVectorIndex.build(docs, base)
 
 

@@ -18,6 +18,7 @@ from sbert.formats.pdf_pages import page_reference, page_thumbnail
 from sbert.search.exact import paraphrase_mining
 from sbert.serve import service
 from sbert.serve.images import request_items
+from sbert.serve.multivector_search import search_multivector
 from sbert.serve.scheduler import on_model_thread
 from sbert.serve.schemas import (
     EmbeddingsRequest,
@@ -62,6 +63,8 @@ async def health(request: Request) -> FastJSON:
     """Liveness and what is loaded."""
     st = state(request)
     index = st.index.info.count if st.index is not None else None
+    if st.multivector_index is not None:
+        index = st.multivector_index.settings.count
     reranker = st.reranker.model_id if st.reranker is not None else None
     held = st.model or st.sparse or st.multivector
     dimension = held.embedding_dimension if held is not None else None
@@ -179,12 +182,17 @@ async def similarity_scores(body: TeiSimilarityRequest, request: Request) -> lis
 async def search(body: SearchRequest, request: Request) -> FastJSON:
     """Top-k hits (id, score, text) of the loaded index for each query."""
     st = state(request)
-    if st.index is None:
+    if st.index is None and st.multivector_index is None:
         raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
     queries = as_list(body.query)
     if len(queries) * body.top_k > MAX_SEARCH_HITS:
         raise ApiError(413, f"{len(queries)} queries x top_k {body.top_k} is over {MAX_SEARCH_HITS:,} hits; "
                        "send fewer queries or a smaller top_k", "too_many_hits")  # fmt: skip
+    if st.index is None:  # a multi-vector model's own index: MaxSim (serve/multivector_search.py)
+        if body.mode != "dense":
+            raise ApiError(422, "a multi-vector index ranks by MaxSim: send mode 'dense' (the default)", "invalid_mode")
+        pages = await search_multivector(st, queries, body.top_k)
+        return FastJSON({"results": [{"query": q, "hits": h} for q, h in zip(queries, pages, strict=True)]})
     index = st.index
     if body.mode != "dense":  # sparse postings beside the index (serve/sparse_routes.py)
         from sbert.serve.sparse_search import sparse_search
@@ -226,13 +234,17 @@ async def indexed_image(doc_id: int, request: Request) -> Response:
     name an existing image file is text, not a file to serve.
     """
     st = state(request)
-    if st.index is None:
+    if st.index is not None:
+        texts_of, documents = st.index.texts, st.index.info.documents
+    elif st.multivector_index is not None:
+        texts_of, documents = st.multivector_index.texts, st.multivector_index.settings.documents
+    else:
         raise ApiError(404, "no index loaded; start the server with --index DIR", "no_index")
-    if st.index.info.documents != "image":
+    if documents != "image":
         raise ApiError(404, "the loaded index holds texts, not image files (an index built before sbert recorded "
                        "its documents' kind: rebuild it to serve its images)", "not_found")  # fmt: skip
     with st.index_lock:
-        path = st.index.texts([doc_id]).get(doc_id)
+        path = texts_of([doc_id]).get(doc_id)
     if path is None or not is_image_string(path) or path.startswith(("data:", "http://", "https://")):
         raise ApiError(404, f"document {doc_id} is not an indexed image file", "not_found")
     page = page_reference(path)

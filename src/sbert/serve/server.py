@@ -62,8 +62,8 @@ def build_server(
         index = open_index(settings, model)
         batcher = dense_batcher(settings, model, metrics)
         calibration = server_calibration(settings, model)
-    elif settings.index is not None:
-        raise SbertError("--index needs the dense model that built it as --model")
+    elif settings.index is not None and multivector is None:
+        raise SbertError("--index needs the dense or multi-vector model that built it as --model")
     served = None if reranker is None else serve_reranker(settings, reranker, reranker_id, metrics)
     if sparse is not None:
         sparse.encode(["warm-up"])
@@ -81,6 +81,10 @@ def build_server(
         multivector.encode(["warm-up"])
         state.multivector, state.multivector_batcher = multivector, multivector_batcher(settings, multivector, metrics)
         state.colbert_side = colbert_side(index, multivector)
+        if model is None and settings.index is not None:  # the multi-vector model's own index (ColBERT, pages)
+            from sbert.serve.multivector_search import open_multivector_index
+
+            state.multivector_index = open_multivector_index(settings.index, multivector)
     # Every model is loaded and warm: from here they run on the model thread (serve/scheduler.py), and this
     # thread's OpenMP workers would only make that thread's sleep between ops.
     release_openmp_workers()

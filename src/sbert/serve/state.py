@@ -67,6 +67,7 @@ class ServerState:
     sparse_batcher: DynamicBatcher | None = None  # merges concurrent sparse encodes (serve/sparse_batching.py)
     multivector: MultiVectorEncoder | None = None  # a ColBERT --model: token vectors at /embed_all
     multivector_batcher: DynamicBatcher | None = None
+    multivector_index: MultiVectorIndex | None = None  # --index of a multi-vector --model (ColBERT texts, pages)
     # FAISS reads are thread-safe, the index's SQLite connection is not: one search at a time.
     index_lock: threading.Lock = field(default_factory=threading.Lock)
 

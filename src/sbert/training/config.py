@@ -105,6 +105,7 @@ class TrainConfig:
     log_steps: int = 10
     lora: str | dict[str, Any] | None = None  # "r=16,alpha=32,..." or a TOML table: train a LoRA adapter only
     gradient_checkpointing: bool = False  # recompute activations in backward: less memory for long inputs
+    compile: str = ""  # "inductor" (or "aot_eager"): the step's forward and loss through torch.compile; "" eager
     gather_across_ranks: bool = True  # under torchrun, batch-level losses see every rank's rows (losses/gather.py)
     load_best: bool = True  # with dev sets: the model ends as its best-scoring state (False: as its last step left it)
 

@@ -37,6 +37,7 @@ from sbert.training.checkpoint import (
     save_checkpoint,
     stage_of,
 )
+from sbert.training.compiled import compiled_step
 from sbert.training.config import Stage, TrainConfig
 from sbert.training.ddp import World, barrier, close, init_world, mean_over_ranks, shard, shard_sizes
 from sbert.training.dev_sets import score_devs
@@ -382,7 +383,8 @@ class Trainer:
 
     def _wrap(self, module: TrainModule) -> torch.nn.Module:
         if self.world.size == 1:
-            return module
+            return compiled_step(module, self.config.compile)
+        compiled_step(module, self.config.compile, self.world.size)  # says, once, that the step stays eager
         ids = [self.device.index] if self.device.type == "cuda" else None
         # Only objectives taking turns with their own heads leave parameters without gradients in a step. The buffers
         # (position ids, SPLADE's batch count) are equal on every rank: no broadcast of them before each forward.
