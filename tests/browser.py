@@ -35,3 +35,15 @@ def loaded_thumbnails(driver: Any) -> list[Any] | None:
     images = driver.find_elements(By.CSS_SELECTOR, "#hits img.thumb")
     ready = [i for i in images if driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i)]
     return ready if images and len(ready) == len(images) else None
+
+
+def searched_thumbnails(driver: Any, url: str, query: str) -> tuple[list[Any], list[str]]:
+    """Type `query` into the search page at `url`; its hits' loaded thumbnails and the hits' texts."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url + "/")
+    driver.find_element(By.ID, "query").send_keys(query)
+    driver.find_element(By.ID, "search-button").click()
+    thumbs = WebDriverWait(driver, 30).until(loaded_thumbnails)
+    return thumbs, [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#hits li")]

@@ -84,22 +84,15 @@ def test_the_server_searches_images_and_sends_only_indexed_files(built, tmp_path
 
 @pytest.mark.e2e  # a real browser (CI's e2e step)
 def test_the_page_shows_image_hits_as_thumbnails(built, tmp_path):
-    from tests.browser import headless_chromium, loaded_thumbnails
+    from tests.browser import headless_chromium, searched_thumbnails
 
     browser = headless_chromium(tmp_path / "chrome")
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
     model, photos, index = built
     server = serve_in_thread("--model", model, "--index", index)
     try:
-        browser.get(server.url + "/")
-        browser.find_element(By.ID, "query").send_keys(QUERIES[0])
-        browser.find_element(By.ID, "search-button").click()
-        thumbs = WebDriverWait(browser, 30).until(loaded_thumbnails)
+        thumbs, hits = searched_thumbnails(browser, server.url, QUERIES[0])
         assert len(thumbs) == 5
-        first = browser.find_elements(By.CSS_SELECTOR, "#hits li")[0].text
-        assert first.endswith(expected_ranking(model, photos, QUERIES[0])[0])
+        assert hits[0].endswith(expected_ranking(model, photos, QUERIES[0])[0])
     finally:
         browser.quit()
         assert server.stop()

@@ -155,24 +155,18 @@ def test_a_text_index_of_a_page_model_serves_no_files(corpus, tmp_path):
 
 @pytest.mark.e2e  # a real browser (CI's e2e step)
 def test_the_page_shows_pdf_page_hits_as_thumbnails(corpus, tmp_path):
-    from tests.browser import headless_chromium, loaded_thumbnails
+    from tests.browser import headless_chromium, searched_thumbnails
     from tests.serve_helpers import serve_in_thread
 
     browser = headless_chromium(tmp_path / "chrome")
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
     colpali, docs, _ = corpus
     built = run_cli("index", "build", str(docs), "--model", str(colpali), "--out", str(tmp_path / "index"))
     assert built.returncode == 0, built.stderr
     server = serve_in_thread("--model", colpali, "--index", tmp_path / "index")
     try:
-        browser.get(server.url + "/")
-        browser.find_element(By.ID, "query").send_keys(QUERIES[1])
-        browser.find_element(By.ID, "search-button").click()
-        thumbs = WebDriverWait(browser, 30).until(loaded_thumbnails)
-        assert len(thumbs) == 5  # the page's top 5: pages of both PDFs and the scan, each drawn
-        assert all(t.get_property("naturalWidth") > 0 for t in thumbs)
+        thumbs, hits = searched_thumbnails(browser, server.url, QUERIES[1])
+        assert len(thumbs) == 5 and len(hits) == 5  # the page's top 5: pages of both PDFs and the scan, each drawn
+        assert any("#page=" in hit for hit in hits)
     finally:
         browser.quit()
         assert server.stop()
