@@ -18,15 +18,30 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
 from sbert.reranker.shared_prefix import MIN_PREFIX, cache_argument, shared_prefix
 
-if TYPE_CHECKING:
-    from sbert.reranker.vision_scorer import VisionPairScorer
+
+class VisionPairScorer(Protocol):
+    """What this module asks of reranker/vision_scorer.py's scorer (named here: that module calls this one)."""
+
+    auto_model: Any
+    tokenizer: Any
+    prefix_checked: bool | None
+
+    def pair_features(self, pairs: Sequence[tuple[Any, Any]], system: str | None = None) -> Any:
+        """The model's inputs for a batch of pairs."""
+
+    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None, with_tokens: bool = False) -> Any:
+        """Scores of one batch of whole rendered pairs."""
+
+    def score_logits(self, last: Tensor) -> Tensor:
+        """The score from the last position's logits."""
+
 
 log = logging.getLogger(__name__)
 CHECK_TOLERANCE = 1e-4  # logits: float rounding of another attention shape, not a different computation
