@@ -114,7 +114,7 @@ def test_the_multi_vector_routes_serve_query_and_page_matrices(folders):
         assert server.stop()
 
 
-def test_bf16_runs_the_page_tower_in_a_cast_copy(folders):
+def test_bf16_runs_the_page_tower_in_a_cast_copy(folders, emulated_cpu_bf16):
     """`precision="bf16"` casts a copy of the page model once (the CPU's bf16 path); "auto" keeps the reference's."""
     model = sbert.load(str(folders["plain"]))
     fp32 = as_arrays(model.encode_document(pages()))
