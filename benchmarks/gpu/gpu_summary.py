@@ -56,7 +56,7 @@ def detail(log: Path, name: str) -> str:
 
 
 # Steps whose scripts print a markdown table and check lines rather than JSON rows.
-TABLE_STEPS = ("profile", "sparse", "multivector")
+TABLE_STEPS = ("profile", "sparse", "multivector", "pages")
 _CHECK = re.compile(r"max abs diff|DIFFER| / sentence-transformers:")
 
 
