@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from gpu_encode import passages, random_bert_base, scratch, sts_sentences, sync
+from gpu_encode import passages, random_bert_base, scratch, sts_sentences, sync, with_graphs
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from sbert import SentenceEncoder
@@ -114,13 +114,13 @@ def counted(reads: HostReads, batches: int) -> dict[str, float]:
 
 
 def profile_training(model: Path, data: Any, objective: str, batch: int, precision: str, device: str,
-                     run: str, active: int) -> dict[str, Any]:  # fmt: skip
+                     run: str, active: int, compile_backend: str = "") -> dict[str, Any]:  # fmt: skip
     """A few optimizer steps under the profiler, after `warm` steps; the trainer's own loop, stepped by a hook."""
     warm = 3
     out = scratch() / "model"
     stage = Stage((Objective(objective, "bench"),), batch_size=batch, max_steps=warm + active + 1)
     config = TrainConfig(model=str(model), output=str(out), stages=(stage,), precision=precision, device=device,
-                         log_steps=1000)  # fmt: skip
+                         log_steps=1000, compile=compile_backend)  # fmt: skip
     original, marks, reads = StepRunner.step, [], HostReads()
 
     def stepped(self: StepRunner, batches: Any, number: int) -> torch.Tensor:
@@ -182,8 +182,13 @@ def runs(args: argparse.Namespace) -> list[Callable[[], dict[str, Any]]]:
     stsb = load_dataset(f"stsb:{args.data / 'stsbenchmark' / 'sts-train.csv'}")
     nli = load_dataset(f"nli:{args.data / 'snli'}:dev")
     steps = 2 if args.smoke else 10
+    graphed = with_graphs(args.model, args.device)  # SBERT_CUDA_GRAPHS=1 (a plain engine on the CPU)
+    compiled = [] if args.smoke else [  # inductor's first compile is minutes on a CPU: GPU runs only
+        lambda: profile_training(args.model, stsb, "regression", 16, half, args.device,
+                                 f"train MiniLM {half} regression b16 compiled", steps, "inductor")]  # fmt: skip
     return [
         lambda: profile_encode(minilm, corpus, half, f"encode MiniLM {half} passages", args.device),
+        lambda: profile_encode(graphed, corpus, half, f"encode MiniLM {half} passages graphs", args.device),
         lambda: profile_encode(bert, corpus, half, f"encode BERT-base {half} passages", args.device),
         lambda: profile_training(args.model, stsb, "regression", 16, half, args.device,
                                  f"train MiniLM {half} regression b16", steps),
@@ -191,6 +196,7 @@ def runs(args: argparse.Namespace) -> list[Callable[[], dict[str, Any]]]:
                                  "train MiniLM fp32 regression b16", steps),
         lambda: profile_training(args.model, nli, "mnrl", 16 if args.smoke else 64, half, args.device,
                                  f"train MiniLM {half} mnrl b{16 if args.smoke else 64}", steps),
+        *compiled,
     ]  # fmt: skip
 
 
