@@ -128,8 +128,7 @@ def bench_model(name: str, path: Path, corpora: dict[str, list[str]], args: argp
     """Every row for one model over every corpus."""
     from sentence_transformers import SentenceTransformer
 
-    sbert = SentenceEncoder.load(path, device=args.device) if (path / "modules.json").exists() else (
-        SentenceEncoder.from_transformer(path, device=args.device))  # fmt: skip
+    sbert = bench_encoder(path, args.device)
     # The packed copy stores fp16 weights and transformers 5 keeps a stored dtype: ask for fp32, or
     # the "fp32" rows would run in fp16 (sbert loads fp32 by default).
     fp32 = {"dtype": torch.float32}
@@ -160,10 +159,16 @@ def bench_model(name: str, path: Path, corpora: dict[str, list[str]], args: argp
     return rows
 
 
+def bench_encoder(path: Path, device: str) -> SentenceEncoder:
+    """The model at `path`: a sentence-transformers folder, or a plain transformers one (the random BERT-base)."""
+    if (path / "modules.json").exists():
+        return SentenceEncoder.load(path, device=device)
+    return SentenceEncoder.from_transformer(path, device=device)
+
+
 def with_graphs(path: Path, device: str) -> SentenceEncoder:
     """A second copy of the model whose bf16 engine replays CUDA graphs (SBERT_CUDA_GRAPHS=1 while it is built)."""
-    model = SentenceEncoder.load(path, device=device) if (path / "modules.json").exists() else (
-        SentenceEncoder.from_transformer(path, device=device))  # fmt: skip
+    model = bench_encoder(path, device)
     os.environ["SBERT_CUDA_GRAPHS"] = "1"
     try:
         model.backend("torch", "bf16")  # the engine reads the switch once, when it is built (then cached)

@@ -136,13 +136,13 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         A prompt (`prompt`, else the saved one named `prompt_name`, else the default) goes where
         sentence-transformers puts it: before each pair's first text, or an LLM reranker's system turn.
         """
-        text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
         check_batch_sizes(batch_size, batch_tokens)
         if isinstance(self.classifier, VisionPairScorer):  # texts and images through the model's chat template
             if backend != "torch":
                 raise ValueError(f"backend={backend!r}: a vision-language reranker runs on the torch backend")
-            logits = self.classifier.score(self.classifier.check_pairs(pairs), text or None, batch_size or 8)[0].numpy()
+            logits = self.media_scores(pairs, batch_size, prompt_name, prompt)[0]
             return ACTIVATIONS[self.activation](logits) if activation else logits
+        text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
         rows = check_pairs(pairs)
         ids = self.classifier.prompted_pair_ids(rows, text)
         engine = self.backend(backend, precision)
@@ -156,6 +156,25 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
                                       show_progress)  # fmt: skip
         scores = ACTIVATIONS[self.activation](logits) if activation else logits
         return scores[:, 0] if self.num_labels == 1 else scores
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether the pairs may hold images (a vision-language reranker), not only texts."""
+        return isinstance(self.classifier, VisionPairScorer)
+
+    def media_scores(
+        self, pairs: Sequence[tuple[Any, Any]], batch_size: int | None = None, prompt_name: str | None = None,
+        prompt: str | None = None,
+    ) -> tuple[np.ndarray, int]:  # fmt: skip
+        """A vision-language reranker's logits (n,) for pairs of texts and images, and the tokens they took.
+
+        The prompt is resolved as `predict` resolves it; VisionPairScorer.score batches `batch_size` pairs.
+        """
+        if not isinstance(self.classifier, VisionPairScorer):
+            raise ValueError("this cross-encoder reads text pairs only")
+        text = self.settings.resolve_prompt(prompt_name=prompt_name, prompt=prompt)
+        logits, tokens = self.classifier.score(self.classifier.check_pairs(pairs), text or None, batch_size or 8)
+        return logits.numpy(), tokens
 
     def _shared_prefix_groups(
         self, pairs: list[tuple[str, str]], ids: list[list[int]], backend: str, precision: str
@@ -177,7 +196,7 @@ class CrossEncoder(MtebCrossEncoder, TracksWeights, nn.Module):
         top_k keeps the best k (default, or more than there are: all, as sentence-transformers);
         no documents rank to []; ties keep input order (search/rerank.py's rule).
         """
-        if not isinstance(query, str) and not isinstance(self.classifier, VisionPairScorer):
+        if not isinstance(query, str) and not self.reads_images:
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         docs = list(documents)
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -106,19 +106,31 @@ def _suffix_batch(scorer: LogitPairScorer, cache: tuple[str, object], p: int, su
                   ) -> np.ndarray:  # fmt: skip
     """One batch of suffixes after a copy of the prefix's cache, left-padded between prefix and suffix."""
     device = scorer.auto_model.device
+    inputs = {k: v.to(device) for k, v in suffix_inputs(suffixes, p, scorer.tokenizer).items()}
+    logits = scorer.auto_model(**inputs, use_cache=True, logits_to_keep=1, return_dict=True,
+                               **repeated_cache(cache, len(suffixes))).logits[:, -1]  # fmt: skip
+    return scorer.score_logits(logits).cpu().numpy()
+
+
+def suffix_inputs(suffixes: Sequence[Sequence[int]], p: int, tokenizer: Any) -> dict[str, torch.Tensor]:
+    """The suffixes' ids, left-padded to one width, with the attention mask over prefix and suffix and positions.
+
+    Each row is [prefix | pads | suffix_i]: mask 0 on the pads, positions p, p + 1, ... on the suffix.
+    """
     width = max(len(s) for s in suffixes)
-    pad = int(scorer.tokenizer.pad_token_id if scorer.tokenizer.pad_token_id is not None else 0)
+    pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
     ids = torch.full((len(suffixes), width), pad, dtype=torch.long)
     mask = torch.zeros((len(suffixes), p + width), dtype=torch.long)
     mask[:, :p] = 1
     for i, s in enumerate(suffixes):
-        ids[i, width - len(s) :] = torch.as_tensor(s)
+        ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long)
         mask[i, p + width - len(s) :] = 1
     positions = (p + mask[:, p:].cumsum(1) - 1).clamp(min=p)  # pads take any position: nothing attends to them
-    name, batch_cache = cache[0], copy.deepcopy(cache[1])
-    batch_cache.batch_repeat_interleave(len(suffixes))  # type: ignore[attr-defined]
-    logits = scorer.auto_model(
-        input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-        use_cache=True, logits_to_keep=1, return_dict=True, **{name: batch_cache},
-    ).logits[:, -1]  # fmt: skip
-    return scorer.score_logits(logits).cpu().numpy()
+    return {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+
+
+def repeated_cache(cache: tuple[str, object], rows: int) -> dict[str, object]:
+    """A copy of the prefix's KV cache repeated over `rows` rows, as the forward's keyword argument."""
+    name, copied = cache[0], copy.deepcopy(cache[1])
+    copied.batch_repeat_interleave(rows)  # type: ignore[attr-defined]
+    return {name: copied}

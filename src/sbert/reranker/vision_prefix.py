@@ -15,7 +15,6 @@ large for short text documents, small beside a page image's thousand tokens.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -23,7 +22,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from sbert.reranker.shared_prefix import MIN_PREFIX, cache_argument, shared_prefix
+from sbert.reranker.shared_prefix import MIN_PREFIX, cache_argument, repeated_cache, shared_prefix, suffix_inputs
 
 
 class VisionPairScorer(Protocol):
@@ -36,8 +35,8 @@ class VisionPairScorer(Protocol):
     def pair_features(self, pairs: Sequence[tuple[Any, Any]], system: str | None = None) -> Any:
         """The model's inputs for a batch of pairs."""
 
-    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None, with_tokens: bool = False) -> Any:
-        """Scores of one batch of whole rendered pairs."""
+    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None) -> tuple[Tensor, int]:
+        """Scores of one batch of whole rendered pairs, and the tokens it took."""
 
     def score_logits(self, last: Tensor) -> Tensor:
         """The score from the last position's logits."""
@@ -81,26 +80,14 @@ def prefix_group_scores(
 def _suffix_scores(scorer: VisionPairScorer, cache: tuple[str, object], p: int, rendered: list[Any]) -> Tensor:
     """One batch of documents after a copy of the prefix's cache: their tokens left-padded, their pixels batched."""
     device = scorer.auto_model.device
-    suffixes = [features["input_ids"][0, p:] for features in rendered]
-    width = max(len(s) for s in suffixes)
-    pad = scorer.tokenizer.pad_token_id if scorer.tokenizer.pad_token_id is not None else 0
-    ids = torch.full((len(suffixes), width), int(pad), dtype=torch.long)
-    mask = torch.zeros((len(suffixes), p + width), dtype=torch.long)
-    mask[:, :p] = 1
-    for i, suffix in enumerate(suffixes):
-        ids[i, width - len(suffix) :] = suffix
-        mask[i, p + width - len(suffix) :] = 1
-    positions = (p + mask[:, p:].cumsum(1) - 1).clamp(min=p)  # pads take any position: nothing attends to them
+    suffixes = [features["input_ids"][0, p:].tolist() for features in rendered]
+    inputs = {k: v.to(device) for k, v in suffix_inputs(suffixes, p, scorer.tokenizer).items()}
     keys = dict.fromkeys(k for f in rendered for k, v in f.items() if k not in _TOKEN_KEYS and isinstance(v, Tensor))
     media = {key: torch.cat([f[key] for f in rendered if key in f]).to(device) for key in keys}  # text rows have none
     if "pixel_values" in media:
         media["pixel_values"] = media["pixel_values"].to(scorer.auto_model.dtype)
-    name, batch_cache = cache[0], copy.deepcopy(cache[1])
-    batch_cache.batch_repeat_interleave(len(suffixes))  # type: ignore[attr-defined]
-    logits = scorer.auto_model(
-        input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-        use_cache=True, logits_to_keep=1, return_dict=True, **media, **{name: batch_cache},
-    ).logits[:, -1]  # fmt: skip
+    logits = scorer.auto_model(**inputs, use_cache=True, logits_to_keep=1, return_dict=True, **media,
+                               **repeated_cache(cache, len(suffixes))).logits[:, -1]  # fmt: skip
     return scorer.score_logits(logits).float().cpu()
 
 
@@ -110,7 +97,7 @@ def prefix_path_holds(scorer: VisionPairScorer, pairs: Sequence[tuple[Any, Any]]
         shared = prefix_group_scores(scorer, pairs[:2], system, 2)
         if shared is None:
             return False  # too short a prefix to tell: whole rows, and ask again with the next group
-        whole = torch.stack([scorer.whole_scores([pair], system)[0] for pair in pairs[:2]])
+        whole = torch.cat([scorer.whole_scores([pair], system)[0] for pair in pairs[:2]])  # each alone: no padding
         gap = float((shared[0] - whole).abs().max())
         scorer.prefix_checked = gap <= CHECK_TOLERANCE
         if not scorer.prefix_checked:

@@ -125,18 +125,18 @@ class VisionPairScorer(LogitReading, MultimodalTransformer):
         rest = [i for i in range(len(pairs)) if i not in done]
         for start in range(0, len(rest), batch_size):
             part = rest[start : start + batch_size]
-            scores[part], counted = self.whole_scores([pairs[i] for i in part], system, with_tokens=True)
+            scores[part], counted = self.whole_scores([pairs[i] for i in part], system)
             tokens += counted
         return scores, tokens
 
-    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None, with_tokens: bool = False) -> Any:
-        """Scores (n,) of one batch of whole rendered pairs (and, `with_tokens`, the tokens it took)."""
+    def whole_scores(self, pairs: Sequence[tuple[Any, Any]], system: str | None) -> tuple[Tensor, int]:
+        """Scores (n,) of one batch of whole rendered pairs, and the tokens it took."""
         features = self.pair_features(pairs, system)
         tokens = int(features["attention_mask"].sum()) if "attention_mask" in features else 0
         device = self.auto_model.device
         features = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
         scores = self(features)["sentence_embedding"][:, 0].float().cpu()
-        return (scores, tokens) if with_tokens else scores
+        return scores, tokens
 
     def get_config(self) -> dict[str, Any]:
         """sentence_bert_config.json as 6.3 writes it for a VLM reranker (task any-to-any, causal logits)."""

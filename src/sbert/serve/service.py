@@ -18,7 +18,7 @@ from fastapi import Request
 from sbert.search.quantize import quantize_embeddings
 from sbert.serve.images import embed_items as image_rows
 from sbert.serve.state import ApiError, Reranking, ServerState, by_name
-from sbert.serve.vision_rerank import reads_images, text_only, vision_scores
+from sbert.serve.vision_rerank import text_only, vision_scores
 from sbert.similarity import rank_order, scaled_rows, similarity_of, unit_rows
 
 
@@ -164,7 +164,7 @@ async def rerank(
     served = reranker(st, model)
     if top_n is not None and top_n > len(documents):
         raise ApiError(422, f"top_n={top_n} exceeds the {len(documents)} documents", "invalid_top_n")
-    if reads_images(served.model):
+    if served.model.reads_images:
         scores, tokens = await vision_scores(st, served.model, query, documents, raw)
     else:
         texts = text_only([query, *documents])

@@ -6,7 +6,7 @@ import functools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import orjson
@@ -21,6 +21,8 @@ from sbert.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from sbert.dense.model import SentenceEncoder
     from sbert.m3.views import LexicalView
+    from sbert.modules.classifier import PairClassifier
+    from sbert.modules.logit_score import LogitPairScorer
     from sbert.multivector import MultiVectorEncoder
     from sbert.reranker.model import CrossEncoder
     from sbert.search.index import SearchIndex
@@ -220,10 +222,8 @@ class Reranking:
         check_texts([query], "query")
         check_texts(documents, "documents")
         pairs = [(query, d) for d in documents]
-        from sbert.reranker.vision_scorer import VisionPairScorer
-
-        scorer = self.model.classifier
-        assert not isinstance(scorer, VisionPairScorer)  # its pairs hold images: serve/vision_rerank.py scores them
+        # A text reranker's scorer: service.rerank sends a reranker that reads images to serve/vision_rerank.py.
+        scorer = cast("PairClassifier | LogitPairScorer", self.model.classifier)
         if not truncate:
             cut = await run_in_threadpool(scorer.over_limit, pairs)
             if cut:

@@ -3,7 +3,8 @@
 Jina's rerank shape: `documents` (and `query`) as strings, `{"text": ...}`, `{"image": <data URL>}` or
 `{"text", "image"}` objects, and bare image data URLs among the strings (as on /v1/embeddings). Images
 are read under the same byte, pixel and count limits as every other route (serve/images.py), then the
-pairs are scored by the model's own predict on the model thread, so a served score is the library's.
+pairs are scored by the model's own `media_scores` (what `predict` calls) on the model thread, so a served
+score is the library's.
 """
 
 from __future__ import annotations
@@ -32,13 +33,6 @@ def text_only(values: list[Any]) -> list[str] | None:
     return [v["text"] if isinstance(v, dict) else v for v in values]
 
 
-def reads_images(model: CrossEncoder) -> bool:
-    """Whether the served cross-encoder scores images (a vision-language reranker)."""
-    from sbert.reranker.vision_scorer import VisionPairScorer
-
-    return isinstance(model.classifier, VisionPairScorer)
-
-
 async def vision_scores(
     st: ServerState, model: CrossEncoder, query: Any, documents: list[Any], raw: bool = False
 ) -> tuple[np.ndarray, int]:
@@ -54,17 +48,7 @@ async def vision_scores(
         for (kind, value), at in zip(items, where, strict=True)
     ])  # fmt: skip
     pairs = [(read[0], doc) for doc in read[1:]]
-    logits, tokens = await on_model_thread(partial(_score, model, pairs))
+    logits, tokens = await on_model_thread(partial(model.media_scores, pairs, RERANK_BATCH))  # the saved prompt
     from sbert.reranker import ACTIVATIONS
 
     return (logits if raw else ACTIVATIONS[model.activation](logits)), tokens
-
-
-def _score(model: CrossEncoder, pairs: list[tuple[Any, Any]]) -> tuple[np.ndarray, int]:
-    from sbert.reranker.vision_scorer import VisionPairScorer
-
-    scorer = model.classifier
-    assert isinstance(scorer, VisionPairScorer)
-    prompt = model.settings.resolve_prompt(prompt_name=None, prompt=None)  # the saved default, as predict's
-    logits, tokens = scorer.score(pairs, prompt or None, RERANK_BATCH)
-    return logits.numpy(), tokens

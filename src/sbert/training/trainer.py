@@ -382,9 +382,9 @@ class Trainer:
         barrier(self.world)
 
     def _wrap(self, module: TrainModule) -> torch.nn.Module:
+        stepped = compiled_step(module, self.config.compile, self.world.size)  # under torchrun: the module, eager
         if self.world.size == 1:
-            return compiled_step(module, self.config.compile)
-        compiled_step(module, self.config.compile, self.world.size)  # says, once, that the step stays eager
+            return stepped
         ids = [self.device.index] if self.device.type == "cuda" else None
         # Only objectives taking turns with their own heads leave parameters without gradients in a step. The buffers
         # (position ids, SPLADE's batch count) are equal on every rank: no broadcast of them before each forward.
