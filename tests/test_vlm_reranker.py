@@ -146,3 +146,16 @@ def test_one_querys_documents_share_its_rendered_prefix_with_6_3s_scores(folders
     image_query = native.predict([(picture(7), "a"), (picture(7), "b")], activation=False)  # not shared: pixels
     np.testing.assert_allclose(image_query, logits(st_reference(folders, "CrossEncoder"),
                                                    [(picture(7), "a"), (picture(7), "b")]), atol=1e-5)  # fmt: skip
+
+
+def test_a_single_pair_with_an_image_side_is_one_pair_as_in_6_3(folders):
+    from sbert import CrossEncoder as DropIn
+
+    ours, theirs = DropIn(str(folders)), st_reference(folders, "CrossEncoder")
+    page = picture(10)
+    for inputs in [(page, "a cat"), ("a cat", page), ("a cat", "a dog"), [(page, "a cat")], [("a", "b")]]:
+        assert ours.is_singular_input(inputs) == theirs.is_singular_input(inputs), inputs
+    got = ours.predict((page, "a cat"), activation_fn=torch.nn.Identity())
+    want = theirs.predict((page, "a cat"), activation_fn=torch.nn.Identity())
+    assert np.ndim(got) == np.ndim(want) == 0
+    np.testing.assert_allclose(got, want, atol=1e-5)

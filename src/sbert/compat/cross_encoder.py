@@ -226,8 +226,8 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
     @renamed_kwargs(sentences="inputs", activation_fct="activation_fn")  # the reference's own pair of renames
     def rank(
         self,
-        query: str,
-        documents: Sequence[str],
+        query: Any,
+        documents: Sequence[Any],
         top_k: int | None = None,
         return_documents: bool = False,
         prompt_name: str | None = None,
@@ -255,10 +255,14 @@ class CrossEncoder(ModelFacts, NativeCrossEncoder):
 
 
 def _is_single_pair(inputs: Any) -> bool:
-    """One pair (two texts) rather than a list of pairs, as sentence-transformers tells them apart."""
+    """One pair rather than a list of pairs, as sentence-transformers 6.3 tells them apart.
+
+    A sequence whose first item is not itself a pair (a list, tuple or array) is one pair: `("q", "d")`, and a
+    vision reranker's `(image, "text")` alike.
+    """
     if isinstance(inputs, np.ndarray):
         return inputs.ndim == 1
-    return isinstance(inputs, Sequence) and len(inputs) > 0 and isinstance(inputs[0], str)
+    return isinstance(inputs, Sequence) and len(inputs) > 0 and not isinstance(inputs[0], list | tuple | np.ndarray)
 
 
 def _load_or_new(
